@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Find or start a Docker engine for nodelet, and build the local images it needs.
+#
+#   scripts/docker-engine.sh ensure        print a DOCKER_HOST that answers: $DOCKER_HOST, else the
+#                                          default socket, else a private engine started here
+#   scripts/docker-engine.sh private DIR   start a private engine with its state in DIR and print
+#                                          its DOCKER_HOST (tests use this: never the host's engine)
+#   scripts/docker-engine.sh stop DIR      stop the private engine in DIR and delete DIR
+#   scripts/docker-engine.sh images        build the local images (busybox, pause) when missing
+#
+# A private engine runs as `dockerd --iptables=false --bridge=none` with its own socket, data root
+# and exec root, so it never touches the host's networking or another engine's containers.
+# No registry is needed: images are built from Debian's busybox-static with `docker import`.
+set -euo pipefail
+
+BUSYBOX_IMAGE=${NODELET_BUSYBOX_IMAGE:-nodelet.local/busybox:latest}
+PAUSE_IMAGE=${NODELET_PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
+
+log() { echo "docker-engine: $*" >&2; }
+
+need_packages() {
+  local missing=()
+  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+  command -v docker >/dev/null 2>&1 || missing+=(docker.io)
+  [ -x /bin/busybox ] || [ -x /usr/bin/busybox ] || missing+=(busybox-static)
+  command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
+  if [ ${#missing[@]} -gt 0 ]; then
+    [ "$(id -u)" = 0 ] || { log "missing ${missing[*]} and not root: install them first"; exit 1; }
+    log "installing ${missing[*]} from Debian"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq "${missing[@]}" >&2
+  fi
+}
+
+answers() { DOCKER_HOST="$1" timeout 5 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+start_private() {
+  local dir=$1
+  need_packages
+  mkdir -p "$dir"
+  local sock="unix://$dir/docker.sock"
+  # A short exec-root path: containerd's socket paths must stay under 108 bytes.
+  local execroot
+  execroot=$(mktemp -d /tmp/nodelet-exec.XXXXXX)
+  echo "$execroot" > "$dir/execroot"
+  dockerd --host "$sock" --data-root "$dir/root" --exec-root "$execroot" \
+    --pidfile "$dir/docker.pid" --iptables=false --ip6tables=false --bridge=none \
+    >"$dir/dockerd.log" 2>&1 &
+  for _ in $(seq 1 150); do
+    if answers "$sock"; then echo "$sock"; return 0; fi
+    sleep 0.2
+  done
+  log "private dockerd did not answer; its log:"; tail -20 "$dir/dockerd.log" >&2
+  exit 1
+}
+
+stop_private() {
+  local dir=$1
+  if [ -f "$dir/docker.pid" ]; then
+    local pid; pid=$(cat "$dir/docker.pid")
+    # Remove every container first so no shim outlives the engine.
+    DOCKER_HOST="unix://$dir/docker.sock" timeout 60 sh -c \
+      'ids=$(docker ps -aq); [ -z "$ids" ] || docker rm -f $ids >/dev/null' 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  if [ -f "$dir/execroot" ]; then
+    local er; er=$(cat "$dir/execroot")
+    umount -R "$er" 2>/dev/null || true; rm -rf "$er"
+  fi
+  umount -R "$dir/root" 2>/dev/null || true
+  rm -rf "$dir"
+}
+
+build_images() {
+  need_packages
+  local bb; bb=$(command -v busybox)
+  if ! docker image inspect "$BUSYBOX_IMAGE" >/dev/null 2>&1 || ! docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1; then
+    local ctx; ctx=$(mktemp -d)
+    mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/tmp" "$ctx/rootfs/etc" "$ctx/rootfs/www" "$ctx/rootfs/root"
+    cp "$bb" "$ctx/rootfs/bin/busybox"
+    # One link per applet, so `sh`, `sleep`, `httpd`, `cat`… exist as in a busybox image.
+    for applet in $("$bb" --list); do
+      [ "$applet" = busybox ] || ln -sf busybox "$ctx/rootfs/bin/$applet"
+    done
+    echo 'root:x:0:0:root:/root:/bin/sh' > "$ctx/rootfs/etc/passwd"
+    echo 'root:x:0:' > "$ctx/rootfs/etc/group"
+    echo 'hello from nodelet' > "$ctx/rootfs/www/index.html"
+    chmod 1777 "$ctx/rootfs/tmp"
+    if ! docker image inspect "$BUSYBOX_IMAGE" >/dev/null 2>&1; then
+      log "building $BUSYBOX_IMAGE from $bb"
+      tar -C "$ctx/rootfs" -c . | docker import \
+        --change 'ENV PATH=/bin' --change 'CMD ["sh"]' - "$BUSYBOX_IMAGE" >/dev/null
+    fi
+    if ! docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1; then
+      # The sandbox only holds the pod's namespaces; `sleep` as PID 1 is enough. Tagged with the
+      # kubelet's default infra image name so the default configuration works offline.
+      log "building $PAUSE_IMAGE (busybox sleep) locally"
+      tar -C "$ctx/rootfs" -c . | docker import --change 'ENV PATH=/bin' \
+        --change 'ENTRYPOINT ["/bin/sleep", "2147483647"]' - "$PAUSE_IMAGE" >/dev/null
+    fi
+    rm -rf "$ctx"
+  fi
+}
+
+case "${1:-}" in
+  ensure)
+    for candidate in "${DOCKER_HOST:-}" unix:///var/run/docker.sock; do
+      if [ -n "$candidate" ] && command -v docker >/dev/null 2>&1 && answers "$candidate"; then
+        echo "$candidate"; exit 0
+      fi
+    done
+    dir=${NODELET_DOCKER_DIR:-/var/lib/nodelet/docker}
+    log "no Docker engine answers; starting a private one in $dir"
+    start_private "$dir" ;;
+  private) start_private "${2:?state directory}" ;;
+  stop) stop_private "${2:?state directory}" ;;
+  images) build_images ;;
+  *) echo "usage: $0 ensure | private DIR | stop DIR | images" >&2; exit 2 ;;
+esac

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import type { Event, ObjectReference, Pod } from '../api/types.js';
+
+export type EventType = 'Normal' | 'Warning';
+
+/** The object an event is about, as the kubelet's `record.EventRecorder` takes it. */
+export type EventSubject = Pick<Pod, 'kind' | 'apiVersion' | 'metadata'> & { fieldPath?: string };
+
+/**
+ * Records Kubernetes Events in memory, like the kubelet's recorder, so `kubectl describe` and
+ * `GET /api/v1/namespaces/{ns}/events` show them. Bounded: the oldest events are dropped past
+ * `capacity`, and a repeat of the same (object, reason, message) bumps `count` instead of growing.
+ */
+export class EventRecorder {
+  readonly #events = new Map<string, Event>();
+  readonly #capacity: number;
+  readonly #component: string;
+  readonly #host: string;
+
+  constructor(opts: { nodeName: string; capacity?: number }) {
+    this.#capacity = opts.capacity ?? 1000;
+    this.#component = 'kubelet';
+    this.#host = opts.nodeName;
+  }
+
+  record(subject: EventSubject, type: EventType, reason: string, message: string): Event {
+    const meta = subject.metadata ?? {};
+    const involvedObject: ObjectReference = {
+      kind: subject.kind ?? 'Pod',
+      apiVersion: subject.apiVersion ?? 'v1',
+      namespace: meta.namespace ?? 'default',
+      name: meta.name ?? '',
+      ...(meta.uid ? { uid: meta.uid } : {}),
+      ...(subject.fieldPath ? { fieldPath: subject.fieldPath } : {}),
+    };
+    const key = [involvedObject.namespace, involvedObject.name, involvedObject.uid, involvedObject.fieldPath, type, reason, message].join('\0');
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const existing = this.#events.get(key);
+    if (existing) {
+      // Move to the end so eviction order stays "least recently seen first".
+      this.#events.delete(key);
+      const bumped: Event = { ...existing, count: (existing.count ?? 1) + 1, lastTimestamp: now };
+      this.#events.set(key, bumped);
+      return bumped;
+    }
+    const event: Event = {
+      kind: 'Event',
+      apiVersion: 'v1',
+      metadata: {
+        name: `${involvedObject.name}.${randomUUID().replaceAll('-', '').slice(0, 16)}`,
+        namespace: involvedObject.namespace ?? 'default',
+        uid: randomUUID(),
+        creationTimestamp: now,
+      },
+      involvedObject,
+      reason,
+      message,
+      type,
+      count: 1,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      source: { component: this.#component, host: this.#host },
+      reportingComponent: this.#component,
+      reportingInstance: this.#host,
+    };
+    this.#events.set(key, event);
+    while (this.#events.size > this.#capacity) {
+      const oldest = this.#events.keys().next().value as string;
+      this.#events.delete(oldest);
+    }
+    return event;
+  }
+
+  /** Events in `namespace` (all namespaces when undefined) matching every `field=value` pair. */
+  list(namespace: string | undefined, fields: ReadonlyMap<string, string> = new Map()): Event[] {
+    const out: Event[] = [];
+    for (const event of this.#events.values()) {
+      if (namespace !== undefined && event.metadata.namespace !== namespace) continue;
+      if (matchesFields(event, fields)) out.push(event);
+    }
+    return out;
+  }
+}
+
+const fieldGetters: Record<string, (e: Event) => string | undefined> = {
+  'involvedObject.name': (e) => e.involvedObject.name,
+  'involvedObject.namespace': (e) => e.involvedObject.namespace,
+  'involvedObject.uid': (e) => e.involvedObject.uid,
+  'involvedObject.kind': (e) => e.involvedObject.kind,
+  'involvedObject.fieldPath': (e) => e.involvedObject.fieldPath,
+  'metadata.name': (e) => e.metadata.name,
+  'metadata.namespace': (e) => e.metadata.namespace,
+  reason: (e) => e.reason,
+  type: (e) => e.type,
+  'source': (e) => e.source?.component,
+};
+
+/** Field names an events field selector may use; others are a 400, as on the apiserver. */
+export const eventSelectableFields: ReadonlySet<string> = new Set(Object.keys(fieldGetters));
+
+function matchesFields(event: Event, fields: ReadonlyMap<string, string>): boolean {
+  for (const [field, want] of fields) {
+    const get = fieldGetters[field];
+    if (!get || (get(event) ?? '') !== want) return false;
+  }
+  return true;
+}

@@ -1,0 +1,74 @@
+import type { Container, Pod } from '../api/types.js';
+
+/**
+ * What nodelet needs from a container runtime. `runtime/docker` implements it with dockerode; the
+ * kubelet side (src/kubelet) never sees Docker objects, only these snapshots.
+ */
+
+export type RuntimeContainerState = 'created' | 'running' | 'exited' | 'unknown';
+
+/** One container instance (one attempt) of a pod, as last observed. */
+export interface RuntimeContainer {
+  /** Runtime ID, without the `docker://` prefix. */
+  readonly id: string;
+  /** The pod spec's container name. */
+  readonly name: string;
+  /** The attempt number from the name `k8s_<name>_<pod>_<ns>_<uid>_<attempt>`. */
+  readonly attempt: number;
+  /** `annotation.io.kubernetes.container.restartCount`. */
+  readonly restartCount: number;
+  /** `annotation.io.kubernetes.container.hash`: the spec hash the instance was created from. */
+  readonly hash: string;
+  /** Image as named in the spec, and the resolved image ID (`sha256:…`). */
+  readonly image: string;
+  readonly imageID: string;
+  readonly state: RuntimeContainerState;
+  readonly createdAt: Date;
+  readonly startedAt?: Date;
+  readonly finishedAt?: Date;
+  readonly exitCode?: number;
+  /** `OOMKilled`, `Completed`, `Error` or `ContainerCannotRun` for exited containers. */
+  readonly reason?: string;
+  /** Runtime error text (Docker `State.Error`), or the termination message. */
+  readonly message?: string;
+}
+
+/** One sandbox (infra container) instance of a pod. */
+export interface RuntimeSandbox {
+  readonly id: string;
+  readonly attempt: number;
+  readonly ready: boolean;
+  readonly createdAt: Date;
+  /** Pod IPs from the sandbox's network settings; empty with network `none`. */
+  readonly ips: readonly string[];
+}
+
+/** Everything the runtime holds for one pod UID. Lists are newest first. */
+export interface RuntimePod {
+  readonly uid: string;
+  readonly name: string;
+  readonly namespace: string;
+  readonly sandboxes: readonly RuntimeSandbox[];
+  readonly containers: readonly RuntimeContainer[];
+}
+
+export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+export interface Runtime {
+  /** Every pod this node owns, rebuilt from labels (never from nodelet's memory). */
+  listPods(): Promise<RuntimePod[]>;
+  /** Makes `image` present according to `policy`; throws `ErrImagePull`/`ErrImageNeverPull` errors. */
+  ensureImage(image: string, policy: ImagePullPolicy): Promise<string>;
+  /** Creates and starts a sandbox; returns its ID. */
+  runSandbox(pod: Pod, attempt: number): Promise<string>;
+  /** Creates and starts one container inside the sandbox; returns its ID. */
+  startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number): Promise<string>;
+  /** SIGTERM, then SIGKILL after `graceSeconds`; a missing or stopped container is fine. */
+  stopContainer(id: string, graceSeconds: number): Promise<void>;
+  /** Removes a stopped container; a missing one is fine. */
+  removeContainer(id: string): Promise<void>;
+  /** Calls `onChange` with the pod UID whenever a container of a pod changes state. Returns a stop function. */
+  watch(onChange: (podUID: string) => void): () => void;
+  /** Resolves when the runtime answers; rejects otherwise. */
+  ping(): Promise<void>;
+}
