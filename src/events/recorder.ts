@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { Event, ObjectReference, Pod } from '../api/types.js';
+import type { Event, ObjectMeta, ObjectReference } from '../api/types.js';
 
 export type EventType = 'Normal' | 'Warning';
 
 /** The object an event is about, as the kubelet's `record.EventRecorder` takes it. */
-export type EventSubject = Pick<Pod, 'kind' | 'apiVersion' | 'metadata'> & { fieldPath?: string };
+export interface EventSubject {
+  kind?: string;
+  apiVersion?: string;
+  metadata?: ObjectMeta;
+  fieldPath?: string;
+}
 
 /**
  * Records Kubernetes Events in memory, like the kubelet's recorder, so `kubectl describe` and
