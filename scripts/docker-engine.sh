@@ -13,7 +13,7 @@
 # No registry is needed: images are built from Debian's busybox-static with `docker import`.
 set -euo pipefail
 
-BUSYBOX_IMAGE=${NODELET_BUSYBOX_IMAGE:-nodelet.local/busybox:latest}
+BUSYBOX_IMAGE=${NODELET_BUSYBOX_IMAGE:-nodelet.local/busybox:1.35}
 PAUSE_IMAGE=${NODELET_PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
 
 log() { echo "docker-engine: $*" >&2; }

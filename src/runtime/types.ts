@@ -31,6 +31,8 @@ export interface RuntimeContainer {
   readonly reason?: string;
   /** Runtime error text (Docker `State.Error`), or the termination message. */
   readonly message?: string;
+  /** The pod's `terminationGracePeriodSeconds` when the instance was created (for orphans). */
+  readonly gracePeriodSeconds?: number;
 }
 
 /** One sandbox (infra container) instance of a pod. */

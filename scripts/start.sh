@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `npm start`: nodelet on its embedded default — the local Docker engine (or a private one started
+# here), the example pods in examples/pods (images built locally, no registry), API on
+# 127.0.0.1:10250. Extra arguments are passed to nodelet: `npm start -- --port 10251 -v 4`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DOCKER_HOST=$(scripts/docker-engine.sh ensure)
+export DOCKER_HOST
+scripts/docker-engine.sh images
+exec node dist/cli.js --docker-endpoint "$DOCKER_HOST" --pod-manifest-path examples/pods "$@"

@@ -1,0 +1,107 @@
+import type { Logger } from '../logging/index.js';
+import type { Runtime, RuntimePod } from '../runtime/types.js';
+
+/**
+ * The Pod Lifecycle Event Generator: keeps the newest runtime snapshot of every pod and reports
+ * which pods changed. It relists on a short period and at once whenever Docker's event stream
+ * mentions a pod, so a container that dies shows up within the time of one relist; the period
+ * alone covers missed events (Docker restarting, the stream reconnecting).
+ */
+export class PLEG {
+  readonly #runtime: Runtime;
+  readonly #log: Logger;
+  readonly #periodMs: number;
+  #pods = new Map<string, RuntimePod>();
+  #signatures = new Map<string, string>();
+  #timer: NodeJS.Timeout | undefined;
+  #unwatch: (() => void) | undefined;
+  #running: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
+  #onChange: (uid: string) => void = () => {};
+  #lastAttempt = 0;
+  #lastSuccess = 0;
+  #lastError: string | undefined;
+  #relists = 0;
+
+  constructor(opts: { runtime: Runtime; log: Logger; relistPeriodMs?: number }) {
+    this.#runtime = opts.runtime;
+    this.#log = opts.log;
+    this.#periodMs = opts.relistPeriodMs ?? 1000;
+  }
+
+  start(onChange: (uid: string) => void): void {
+    this.#onChange = onChange;
+    this.#unwatch = this.#runtime.watch(() => void this.relist());
+    const tick = () => {
+      this.#timer = setTimeout(() => void this.relist().finally(tick), this.#periodMs);
+      this.#timer.unref();
+    };
+    tick();
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#unwatch?.();
+    this.#unwatch = undefined;
+  }
+
+  getPod(uid: string): RuntimePod | undefined {
+    return this.#pods.get(uid);
+  }
+
+  getPods(): RuntimePod[] {
+    return [...this.#pods.values()];
+  }
+
+  /** Health of the loop: when it last tried, last succeeded, and the last error. */
+  health(): { lastAttempt: number; lastSuccess: number; lastError: string | undefined; relists: number } {
+    return { lastAttempt: this.#lastAttempt, lastSuccess: this.#lastSuccess, lastError: this.#lastError, relists: this.#relists };
+  }
+
+  /**
+   * Relists and notifies changed pods. Calls while a relist runs share one follow-up relist, so a
+   * burst of Docker events costs at most two listings and the caller always sees state observed
+   * after its call.
+   */
+  relist(): Promise<void> {
+    if (!this.#running) {
+      this.#running = this.#relistOnce().finally(() => (this.#running = undefined));
+      return this.#running;
+    }
+    this.#queued ??= this.#running.then(() => {
+      this.#queued = undefined;
+      return this.relist();
+    });
+    return this.#queued;
+  }
+
+  async #relistOnce(): Promise<void> {
+    this.#lastAttempt = Date.now();
+    let pods: RuntimePod[];
+    try {
+      pods = await this.#runtime.listPods();
+    } catch (err) {
+      if (this.#lastError === undefined) this.#log.warn({ err }, 'Relisting pods from the runtime failed');
+      this.#lastError = (err as Error).message;
+      return;
+    }
+    if (this.#lastError !== undefined) this.#log.info('Relisting pods from the runtime works again');
+    this.#lastError = undefined;
+    this.#lastSuccess = Date.now();
+    this.#relists++;
+    const next = new Map(pods.map((p) => [p.uid, p]));
+    const signatures = new Map(pods.map((p) => [p.uid, signature(p)]));
+    const changed: string[] = [];
+    for (const [uid, sig] of signatures) if (this.#signatures.get(uid) !== sig) changed.push(uid);
+    for (const uid of this.#signatures.keys()) if (!signatures.has(uid)) changed.push(uid);
+    this.#pods = next;
+    this.#signatures = signatures;
+    for (const uid of changed) this.#onChange(uid);
+  }
+}
+
+function signature(pod: RuntimePod): string {
+  const parts = [...pod.sandboxes.map((s) => `${s.id}:${s.ready}`), ...pod.containers.map((c) => `${c.id}:${c.state}:${c.exitCode ?? ''}`)];
+  return parts.sort().join(',');
+}

@@ -1,0 +1,78 @@
+import type Docker from 'dockerode';
+import type { Logger } from '../../logging/index.js';
+
+const RECONNECT_MS = 1000;
+
+/**
+ * Follows Docker's event stream for containers carrying `labelFilter`, calling `onEvent` with each
+ * event's actor attributes (the container's labels). The stream reconnects after Docker restarts;
+ * events missed meanwhile are covered by the PLEG's periodic relist. Returns a stop function.
+ */
+export function watchContainerEvents(
+  docker: Docker,
+  labelFilter: string,
+  log: Logger,
+  onEvent: (attributes: Record<string, string>) => void,
+): () => void {
+  let stopped = false;
+  let current: NodeJS.ReadableStream | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const connect = async () => {
+    if (stopped) return;
+    try {
+      const stream = await docker.getEvents({ filters: { type: ['container'], label: [labelFilter] } });
+      if (stopped) return destroy(stream);
+      current = stream;
+      let pending = '';
+      stream.on('data', (chunk: Buffer) => {
+        pending += chunk.toString('utf8');
+        let nl: number;
+        while ((nl = pending.indexOf('\n')) >= 0) {
+          const line = pending.slice(0, nl).trim();
+          pending = pending.slice(nl + 1);
+          if (!line) continue;
+          try {
+            const event = JSON.parse(line) as { Actor?: { Attributes?: Record<string, string> } };
+            onEvent(event.Actor?.Attributes ?? {});
+          } catch {
+            log.debug({ line }, 'Ignoring undecodable Docker event');
+          }
+        }
+      });
+      const retry = () => {
+        if (current !== stream) return;
+        current = undefined;
+        schedule();
+      };
+      stream.on('end', retry);
+      stream.on('close', retry);
+      stream.on('error', (err: Error) => {
+        log.debug({ err }, 'Docker event stream failed');
+        retry();
+      });
+    } catch (err) {
+      log.debug({ err }, 'Cannot follow Docker events; retrying');
+      schedule();
+    }
+  };
+  const schedule = () => {
+    if (stopped || timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void connect();
+    }, RECONNECT_MS);
+    timer.unref();
+  };
+  void connect();
+  return () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    if (current) destroy(current);
+    current = undefined;
+  };
+}
+
+function destroy(stream: NodeJS.ReadableStream): void {
+  (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+}

@@ -1,0 +1,284 @@
+import type Docker from 'dockerode';
+import type { Container, EnvVar, Pod } from 'kubernetes-types/core/v1.js';
+import type { Logger } from '../../logging/index.js';
+import { hashContainer } from '../hash.js';
+import type { ImagePullPolicy, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import { statusCodeOf } from './client.js';
+import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
+import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
+import { containerFromInspect, sandboxFromInspect } from './state.js';
+import { watchContainerEvents } from './events.js';
+
+export interface DockerRuntimeOptions {
+  docker: Docker;
+  nodeName: string;
+  infraImage: string;
+  /** Docker network of sandboxes (`none`, `bridge`, a user network); host-network pods use `host`. */
+  podNetwork: string;
+  log: Logger;
+}
+
+/** An image problem, with the kubelet's waiting reason (`ErrImagePull`, `ErrImageNeverPull`). */
+export class ImageError extends Error {
+  constructor(
+    readonly reason: 'ErrImagePull' | 'ErrImageNeverPull' | 'InvalidImageName',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+interface CachedInspect {
+  state: string;
+  info: Docker.ContainerInspectInfo;
+}
+
+/**
+ * The Docker implementation of `Runtime`, laid out like dockershim: one sandbox container per pod
+ * holding the network and IPC namespaces, each app container joining them.
+ *
+ * `listPods` lists containers by this node's label and inspects only those whose Docker state
+ * changed since the last listing, so a relist of an idle node costs one API call.
+ */
+export class DockerRuntime implements Runtime {
+  readonly #docker: Docker;
+  readonly #opts: DockerRuntimeOptions;
+  readonly #inspectCache = new Map<string, CachedInspect>();
+
+  constructor(opts: DockerRuntimeOptions) {
+    this.#docker = opts.docker;
+    this.#opts = opts;
+  }
+
+  get docker(): Docker {
+    return this.#docker;
+  }
+
+  async ping(): Promise<void> {
+    await this.#docker.ping();
+  }
+
+  async listPods(): Promise<RuntimePod[]> {
+    const list = await this.#docker.listContainers({ all: true, filters: { label: [`${Label.node}=${this.#opts.nodeName}`] } });
+    const seen = new Set<string>();
+    const pods = new Map<string, { uid: string; name: string; namespace: string; sandboxes: RuntimeSandbox[]; containers: RuntimeContainer[] }>();
+    await Promise.all(
+      list.map(async (entry) => {
+        seen.add(entry.Id);
+        const parsed = entry.Names.map(parseContainerName).find((n): n is ParsedName => n !== undefined);
+        const uid = entry.Labels[Label.podUID];
+        if (!parsed || !uid) return;
+        const info = await this.#inspect(entry.Id, entry.State);
+        if (!info) return;
+        let pod = pods.get(uid);
+        if (!pod) {
+          pod = { uid, name: entry.Labels[Label.podName] ?? parsed.pod, namespace: entry.Labels[Label.podNamespace] ?? parsed.namespace, sandboxes: [], containers: [] };
+          pods.set(uid, pod);
+        }
+        if (entry.Labels[Label.dockerType] === DockerType.sandbox) pod.sandboxes.push(sandboxFromInspect(info, parsed));
+        else pod.containers.push(containerFromInspect(info, parsed));
+      }),
+    );
+    for (const id of this.#inspectCache.keys()) if (!seen.has(id)) this.#inspectCache.delete(id);
+    const byNewest = (a: { attempt: number; createdAt: Date }, b: { attempt: number; createdAt: Date }) =>
+      b.attempt - a.attempt || b.createdAt.getTime() - a.createdAt.getTime();
+    return [...pods.values()].map((p) => ({ ...p, sandboxes: p.sandboxes.sort(byNewest), containers: p.containers.sort(byNewest) }));
+  }
+
+  /** Inspects a container unless its listed state is unchanged since the cached inspection. */
+  async #inspect(id: string, listedState: string): Promise<Docker.ContainerInspectInfo | undefined> {
+    const cached = this.#inspectCache.get(id);
+    if (cached && cached.state === listedState && listedState !== 'restarting') return cached.info;
+    try {
+      const info = await this.#docker.getContainer(id).inspect();
+      this.#inspectCache.set(id, { state: listedState, info });
+      return info;
+    } catch (err) {
+      if (statusCodeOf(err) === 404) return undefined; // removed between list and inspect
+      throw err;
+    }
+  }
+
+  async ensureImage(image: string, policy: ImagePullPolicy): Promise<string> {
+    if (!image.trim()) throw new ImageError('InvalidImageName', 'image name is empty');
+    const present = await this.#imageID(image);
+    if (policy === 'Never') {
+      if (present) return present;
+      throw new ImageError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
+    }
+    if (present && policy === 'IfNotPresent') return present;
+    await this.#pull(image);
+    const pulled = await this.#imageID(image);
+    if (!pulled) throw new ImageError('ErrImagePull', `image "${image}" not present after pull`);
+    return pulled;
+  }
+
+  async #imageID(image: string): Promise<string | undefined> {
+    try {
+      return (await this.#docker.getImage(image).inspect()).Id;
+    } catch (err) {
+      if (statusCodeOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async #pull(image: string): Promise<void> {
+    const log = this.#opts.log.child({ image });
+    log.info('Pulling image');
+    try {
+      const stream = await this.#docker.pull(image);
+      let lastLogged = 0;
+      await new Promise<void>((resolve, reject) => {
+        this.#docker.modem.followProgress(
+          stream,
+          (err: Error | null) => (err ? reject(err) : resolve()),
+          (event: { status?: string; progress?: string; id?: string }) => {
+            // Progress events arrive many times a second; one line per second is plenty.
+            const now = Date.now();
+            if (now - lastLogged < 1000) return;
+            lastLogged = now;
+            log.info({ layer: event.id, progress: event.progress ?? event.status }, 'Pull progress');
+          },
+        );
+      });
+      log.info('Pulled image');
+    } catch (err) {
+      throw new ImageError('ErrImagePull', `failed to pull image "${image}": ${(err as Error).message}`);
+    }
+  }
+
+  async runSandbox(pod: Pod, attempt: number): Promise<string> {
+    const meta = pod.metadata ?? {};
+    const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
+    await this.ensureImage(this.#opts.infraImage, 'IfNotPresent');
+    const hostNetwork = pod.spec?.hostNetwork === true;
+    const created = await this.#docker.createContainer({
+      name: makeSandboxName(parts, attempt),
+      Image: this.#opts.infraImage,
+      // The pod's hostname is its name (truncated to a DNS label), as the kubelet sets it.
+      ...(hostNetwork ? {} : { Hostname: (pod.spec?.hostname ?? parts.pod).slice(0, 63).replace(/[-.]+$/, '') }),
+      Labels: sandboxLabels(pod, this.#opts.nodeName),
+      HostConfig: {
+        NetworkMode: hostNetwork ? 'host' : this.#opts.podNetwork,
+        IpcMode: pod.spec?.hostIPC ? 'host' : 'shareable',
+        ...(pod.spec?.hostPID ? { PidMode: 'host' } : {}),
+        RestartPolicy: { Name: 'no' },
+      },
+    });
+    await this.#start(created);
+    return created.id;
+  }
+
+  async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number): Promise<string> {
+    const meta = pod.metadata ?? {};
+    const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
+    const sandboxMode = `container:${sandbox.id}`;
+    const limits = container.resources?.limits ?? {};
+    const created = await this.#docker.createContainer({
+      name: makeContainerName(container.name, parts, attempt),
+      Image: container.image,
+      // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
+      // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
+      ...(container.command ? { Entrypoint: container.command } : {}),
+      ...(container.args ? { Cmd: container.args } : {}),
+      Env: envOf(pod, container),
+      ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
+      Tty: container.tty === true,
+      OpenStdin: container.stdin === true,
+      StdinOnce: container.stdinOnce === true,
+      AttachStdin: false,
+      Labels: containerLabels(pod, container, {
+        node: this.#opts.nodeName,
+        sandboxID: sandbox.id,
+        hash: hashContainer(container),
+        restartCount: attempt,
+        logPath: containerLogPath(pod, container.name, attempt),
+      }),
+      HostConfig: {
+        NetworkMode: sandboxMode,
+        IpcMode: sandboxMode,
+        ...(pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
+        RestartPolicy: { Name: 'no' },
+        ...(limits.memory ? { Memory: parseQuantity(String(limits.memory)) } : {}),
+        ...(limits.cpu ? { NanoCpus: Math.round(parseQuantity(String(limits.cpu)) * 1e9) } : {}),
+      },
+    });
+    await this.#start(created);
+    return created.id;
+  }
+
+  async #start(container: Docker.Container): Promise<void> {
+    try {
+      await container.start();
+    } catch (err) {
+      // Keep the failed container: its ContainerCannotRun state is what the status reports.
+      this.#inspectCache.delete(container.id);
+      throw err;
+    }
+  }
+
+  async stopContainer(id: string, graceSeconds: number): Promise<void> {
+    try {
+      await this.#docker.getContainer(id).stop({ t: Math.max(0, Math.floor(graceSeconds)) });
+    } catch (err) {
+      const code = statusCodeOf(err);
+      if (code !== 304 && code !== 404) throw err;
+    }
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    try {
+      await this.#docker.getContainer(id).remove({ force: true, v: true });
+    } catch (err) {
+      const code = statusCodeOf(err);
+      // 409: removal already in progress.
+      if (code !== 404 && code !== 409) throw err;
+    }
+    this.#inspectCache.delete(id);
+  }
+
+  watch(onChange: (podUID: string) => void): () => void {
+    return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, (attrs) => {
+      const uid = attrs[Label.podUID];
+      if (uid) onChange(uid);
+    });
+  }
+}
+
+/** Container environment: spec `env` values and the downward-API fields a static pod can know. */
+function envOf(pod: Pod, container: Container): string[] {
+  const out: string[] = [];
+  for (const env of container.env ?? []) {
+    const value = env.value ?? fieldRefValue(pod, env);
+    if (value !== undefined) out.push(`${env.name}=${value}`);
+  }
+  return out;
+}
+
+function fieldRefValue(pod: Pod, env: EnvVar): string | undefined {
+  const path = env.valueFrom?.fieldRef?.fieldPath;
+  if (!path) return undefined;
+  const m = pod.metadata ?? {};
+  const known: Record<string, string | undefined> = {
+    'metadata.name': m.name,
+    'metadata.namespace': m.namespace,
+    'metadata.uid': m.uid,
+    'spec.nodeName': pod.spec?.nodeName,
+    'spec.serviceAccountName': pod.spec?.serviceAccountName,
+  };
+  return known[path];
+}
+
+const suffixes: Record<string, number> = {
+  n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+};
+
+/** A Kubernetes resource quantity (`128Mi`, `500m`, `1.5`, `1e3`) as a number. */
+export function parseQuantity(q: string): number {
+  const m = /^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)([a-zA-Z]*)$/.exec(q.trim());
+  const factor = m ? suffixes[m[2] ?? ''] : undefined;
+  if (!m || factor === undefined) throw new Error(`invalid quantity "${q}"`);
+  return Number(m[1]) * factor;
+}
