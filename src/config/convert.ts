@@ -1,0 +1,109 @@
+import { parseDuration } from './duration.js';
+import { ValueError, quote } from './errors.js';
+import type { FlagSpec, FlagValues } from './flags.js';
+import { parseBool, parseInt32 } from './strconv.js';
+
+export type Settings = Partial<FlagValues>;
+
+function checkInt(spec: FlagSpec & { kind: 'int' | 'port' }, n: number): number {
+  if (spec.kind === 'port' && (n < 1 || n > 65535)) throw new ValueError('must be between 1 and 65535, inclusive');
+  if (spec.kind === 'int' && n < 0) throw new ValueError('must not be negative');
+  return n;
+}
+
+function durationMs(raw: string): number {
+  const ms = parseDuration(raw);
+  if (ms < 0) throw new ValueError('must not be negative');
+  // Every duration flag is a polling period; 0 would spin the loop it paces.
+  if (ms === 0) throw new ValueError('must be greater than zero');
+  return ms;
+}
+
+/** Converts a command-line string for `spec` and stores it in `out`; throws ValueError (reason only). */
+export function setFromString(out: Settings, spec: FlagSpec, raw: string): void {
+  switch (spec.kind) {
+    case 'string':
+      if (spec.nonEmpty === true && raw === '') throw new ValueError('must not be empty');
+      out[spec.target] = raw;
+      return;
+    case 'int':
+    case 'port':
+      out[spec.target] = checkInt(spec, parseInt32(raw, spec.kind === 'port' ? 0 : 10));
+      return;
+    case 'duration':
+      out[spec.target] = durationMs(raw);
+      return;
+    case 'bool':
+      out[spec.target] = parseBool(raw);
+      return;
+    case 'enum': {
+      const value = spec.values.find((v) => v === raw);
+      if (value === undefined) throw new ValueError(`supported values: ${spec.values.map(quote).join(', ')}`);
+      out[spec.target] = value;
+      return;
+    }
+  }
+}
+
+function typeName(v: unknown): string {
+  return Array.isArray(v) ? 'list' : v === null ? 'null' : typeof v === 'object' ? 'mapping' : typeof v;
+}
+
+/**
+ * Stores a decoded YAML value. Types follow the KubeletConfiguration JSON schema: durations are
+ * strings (metav1.Duration), ports and levels are integers; a type mismatch is an error there too.
+ */
+export function setFromYaml(out: Settings, spec: FlagSpec, value: unknown): void {
+  switch (spec.kind) {
+    case 'int':
+    case 'port':
+      if (typeof value !== 'number' || !Number.isInteger(value)) {
+        throw new ValueError(`expected an integer, got ${typeName(value)} ${JSON.stringify(value)}`);
+      }
+      out[spec.target] = checkInt(spec, value);
+      return;
+    case 'bool':
+      if (typeof value !== 'boolean') throw new ValueError(`expected a boolean, got ${typeName(value)}`);
+      out[spec.target] = value;
+      return;
+    case 'duration':
+      if (typeof value !== 'string') {
+        throw new ValueError(`expected a duration string such as "1m0s", got ${typeName(value)} ${JSON.stringify(value)}`);
+      }
+      setFromString(out, spec, value);
+      return;
+    case 'string':
+    case 'enum':
+      if (typeof value !== 'string') throw new ValueError(`expected a string, got ${typeName(value)}`);
+      setFromString(out, spec, value);
+      return;
+  }
+}
+
+/** The table's defaults, with environment overrides (`$DOCKER_HOST`) applied. */
+export function flagDefaults(specs: readonly FlagSpec[], env: NodeJS.ProcessEnv): Settings {
+  const out: Settings = {};
+  for (const spec of specs) {
+    switch (spec.kind) {
+      case 'string': {
+        const fromEnv = spec.envDefault === undefined ? undefined : env[spec.envDefault];
+        out[spec.target] = fromEnv !== undefined && fromEnv !== '' ? fromEnv : spec.default;
+        break;
+      }
+      case 'int':
+      case 'port':
+        out[spec.target] = spec.default;
+        break;
+      case 'duration':
+        out[spec.target] = parseDuration(spec.default);
+        break;
+      case 'bool':
+        out[spec.target] = spec.default;
+        break;
+      case 'enum':
+        out[spec.target] = spec.default;
+        break;
+    }
+  }
+  return out;
+}

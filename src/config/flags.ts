@@ -1,0 +1,156 @@
+import type { Config } from './types.js';
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Everything a flag can set: the Config fields plus the two flags that only steer the CLI. */
+export type FlagValues = Mutable<Config> & { configFile: string; help: boolean };
+export type FlagTarget = keyof FlagValues;
+
+/** Targets whose type is exactly T, so a flag cannot feed e.g. a string into an enum field. */
+type TargetOf<T> = {
+  [K in FlagTarget]: [FlagValues[K]] extends [T] ? ([T] extends [FlagValues[K]] ? K : never) : never;
+}[FlagTarget];
+/** Targets typed as a union of string literals. */
+type EnumTarget = {
+  [K in FlagTarget]: FlagValues[K] extends string ? (string extends FlagValues[K] ? never : K) : never;
+}[FlagTarget];
+
+interface Common {
+  /** Long name without dashes. */
+  readonly name: string;
+  /** One-letter shorthand (`-v`). */
+  readonly short?: string;
+  readonly help: string;
+  /** Dotted KubeletConfiguration field that may also set it from `--config`. */
+  readonly fileField?: string;
+}
+export interface StringFlag extends Common {
+  readonly kind: 'string';
+  readonly target: TargetOf<string>;
+  readonly default: string;
+  /** Environment variable that overrides `default` when set and non-empty. */
+  readonly envDefault?: string;
+  readonly nonEmpty?: true;
+}
+export interface IntFlag extends Common {
+  /** `int`: non-negative, base 10 (klog Level); `port`: 1–65535, Go base-0 literal (Int32Var). */
+  readonly kind: 'int' | 'port';
+  readonly target: TargetOf<number>;
+  readonly default: number;
+}
+export interface DurationFlag extends Common {
+  readonly kind: 'duration';
+  readonly target: TargetOf<number>;
+  /** Go syntax, as printed by `--help` (Go's Duration.String, e.g. `1m0s`). */
+  readonly default: string;
+}
+export interface BoolFlag extends Common {
+  readonly kind: 'bool';
+  readonly target: TargetOf<boolean>;
+  readonly default: boolean;
+}
+export type EnumFlag = {
+  [K in EnumTarget]: Common & {
+    readonly kind: 'enum';
+    readonly target: K;
+    readonly values: readonly FlagValues[K][];
+    readonly default: FlagValues[K];
+  };
+}[EnumTarget];
+export type FlagSpec = StringFlag | IntFlag | DurationFlag | BoolFlag | EnumFlag;
+export type FlagKind = FlagSpec['kind'];
+
+export const DEFAULT_DOCKER_ENDPOINT = 'unix:///var/run/docker.sock';
+
+const TABLE = [
+  {
+    name: 'address', kind: 'string', target: 'address', default: '127.0.0.1', fileField: 'address', nonEmpty: true,
+    help: 'The IP address for nodelet to serve on. Only loopback addresses are accepted until nodelet serves TLS with authentication',
+  },
+  {
+    name: 'port', kind: 'port', target: 'port', default: 10250, fileField: 'port',
+    help: 'The port for nodelet to serve on',
+  },
+  {
+    name: 'pod-manifest-path', kind: 'string', target: 'staticPodPath', default: '', fileField: 'staticPodPath',
+    help: 'Path to the directory containing static pod files to run (empty: no static pods)',
+  },
+  {
+    name: 'file-check-frequency', kind: 'duration', target: 'fileCheckFrequencyMs', default: '20s', fileField: 'fileCheckFrequency',
+    help: 'Duration between checking the static pod directory for new data',
+  },
+  {
+    name: 'sync-frequency', kind: 'duration', target: 'syncFrequencyMs', default: '1m0s', fileField: 'syncFrequency',
+    help: 'Max period between synchronizing running containers and config',
+  },
+  {
+    name: 'hostname-override', kind: 'string', target: 'nodeName', default: '',
+    help: 'If non-empty, will use this string as the node name instead of the actual hostname',
+  },
+  {
+    name: 'node-ip', kind: 'string', target: 'nodeIP', default: '',
+    help: 'IP address of the node, reported as the pods\' hostIP. If unset, the first non-internal IPv4 address of the host, else 127.0.0.1',
+  },
+  {
+    name: 'docker-endpoint', kind: 'string', target: 'dockerEndpoint', default: DEFAULT_DOCKER_ENDPOINT, envDefault: 'DOCKER_HOST', nonEmpty: true,
+    help: 'Docker Engine API endpoint (unix:///path or tcp://host:port). Defaults to $DOCKER_HOST when set',
+  },
+  {
+    name: 'pod-infra-container-image', kind: 'string', target: 'podInfraContainerImage', default: 'registry.k8s.io/pause:3.10', nonEmpty: true,
+    help: 'The image whose container holds each pod\'s namespaces (the pod sandbox)',
+  },
+  {
+    name: 'root-dir', kind: 'string', target: 'rootDir', default: '/var/lib/nodelet', nonEmpty: true,
+    help: 'Directory path for managing nodelet files (pod logs, state)',
+  },
+  {
+    name: 'config', kind: 'string', target: 'configFile', default: '',
+    help: 'nodelet will load its initial configuration from this KubeletConfiguration (kubelet.config.k8s.io/v1beta1) file. Omit this flag to use the built-in default configuration values. Command-line flags override configuration from this file',
+  },
+  {
+    name: 'v', short: 'v', kind: 'int', target: 'verbosity', default: 2, fileField: 'logging.verbosity',
+    help: 'number for the log level verbosity',
+  },
+  {
+    name: 'logging-format', kind: 'enum', target: 'loggingFormat', values: ['text', 'json'], default: 'text', fileField: 'logging.format',
+    help: 'Sets the log format. Permitted formats: "json", "text"',
+  },
+  {
+    name: 'pod-network', kind: 'string', target: 'podNetwork', default: 'none', nonEmpty: true,
+    help: 'Docker network that pod sandboxes join (nodelet-specific; "none" gives pods only a loopback interface)',
+  },
+  {
+    name: 'help', short: 'h', kind: 'bool', target: 'help', default: false,
+    help: 'help for nodelet',
+  },
+] as const satisfies readonly FlagSpec[];
+
+// Compile-time guard: every Config field (plus configFile/help) must be set by some flag, so the
+// defaults built from this table are complete.
+type Missing = Exclude<FlagTarget, (typeof TABLE)[number]['target']>;
+const complete: [Missing] extends [never] ? true : Missing = true;
+void complete;
+
+/** Every flag nodelet accepts, in the order they were declared. */
+export const FLAGS: readonly FlagSpec[] = TABLE;
+
+const byName = new Map(FLAGS.map((f) => [f.name, f]));
+const byShort = new Map(FLAGS.flatMap((f) => (f.short === undefined ? [] : [[f.short, f] as const])));
+
+/** Looks a long flag up; `_` and `-` are interchangeable, as in the kubelet's WordSepNormalizeFunc. */
+export function findFlag(name: string): FlagSpec | undefined {
+  return byName.get(name.replaceAll('_', '-'));
+}
+
+export function findShorthand(c: string): FlagSpec | undefined {
+  return byShort.get(c);
+}
+
+export function flagForTarget(target: FlagTarget): FlagSpec | undefined {
+  return FLAGS.find((f) => f.target === target);
+}
+
+/** How pflag names a flag in errors: `-v, --v` when it has a shorthand, else `--name`. */
+export function displayName(spec: FlagSpec): string {
+  return spec.short === undefined ? `--${spec.name}` : `-${spec.short}, --${spec.name}`;
+}

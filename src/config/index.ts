@@ -1,0 +1,103 @@
+import { hostname, networkInterfaces } from 'node:os';
+import { isIP } from 'node:net';
+import { flagDefaults, type Settings } from './convert.js';
+import { ConfigError, quote } from './errors.js';
+import { loadConfigFile } from './file.js';
+import { FLAGS, flagForTarget, type FlagTarget, type FlagValues } from './flags.js';
+import { usage } from './help.js';
+import { dns1123SubdomainError, firstExternalIPv4, isLoopbackAddress, isUnspecifiedAddress, type HostInfo } from './host.js';
+import { parseFlags } from './parse.js';
+import type { Config } from './types.js';
+
+export { ConfigError } from './errors.js';
+export { FLAGS, type FlagSpec } from './flags.js';
+export { usage } from './help.js';
+export type { HostInfo } from './host.js';
+export type { Config } from './types.js';
+
+export type BuildResult = { config: Config; warnings: string[] } | { help: string };
+
+/**
+ * Builds the frozen Config from defaults ← `--config` file ← explicitly given flags (the kubelet's
+ * documented precedence). Returns `{ help }` for `-h`/`--help`; throws ConfigError (exit 2).
+ */
+export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hostInfo?: HostInfo): BuildResult {
+  const flags = parseFlags(argv);
+  if (flags.help === true) return { help: usage() };
+
+  const configFile = flags.configFile ?? '';
+  const file = configFile === '' ? { values: {}, warnings: [] } : loadConfigFile(configFile);
+  const merged: Settings = { ...flagDefaults(FLAGS, env), ...file.values, ...flags };
+  const host = (): HostInfo => hostInfo ?? { hostname: hostname(), interfaces: networkInterfaces() };
+
+  /** Where a value came from, for error messages. */
+  const origin = (target: FlagTarget): string => {
+    const spec = flagForTarget(target);
+    if (spec === undefined) return target;
+    if (target in flags) return `--${spec.name}`;
+    if (target in file.values) return `${spec.fileField ?? target} in ${quote(configFile)}`;
+    if (spec.kind === 'string' && spec.envDefault !== undefined && (env[spec.envDefault] ?? '') !== '') return `$${spec.envDefault}`;
+    return `default of --${spec.name}`;
+  };
+  const get = <K extends FlagTarget>(k: K): FlagValues[K] => {
+    const v: FlagValues[K] | undefined = merged[k];
+    // Unreachable: flagDefaults covers every target (checked at compile time in flags.ts).
+    if (v === undefined) throw new Error(`config: no value for ${k}`);
+    return v;
+  };
+
+  const address = get('address');
+  if (isIP(address) === 0 && address.toLowerCase() !== 'localhost') {
+    throw new ConfigError(`invalid address ${quote(address)} (from ${origin('address')}): not a valid IP address`);
+  }
+  // Until TLS and authn/authz exist, anything reachable off-host would be an open remote-exec API.
+  if (!isLoopbackAddress(address)) {
+    throw new ConfigError(
+      `refusing to serve plain HTTP without authentication on non-loopback address ${quote(address)}; use 127.0.0.1`,
+    );
+  }
+
+  const dockerEndpoint = get('dockerEndpoint');
+  if (!/^[a-z][a-z0-9+.-]*:\/\/./i.test(dockerEndpoint)) {
+    throw new ConfigError(
+      `invalid docker endpoint ${quote(dockerEndpoint)} (from ${origin('dockerEndpoint')}): expected unix:///path or tcp://host:port`,
+    );
+  }
+
+  const config: Config = {
+    address,
+    port: get('port'),
+    staticPodPath: get('staticPodPath'),
+    fileCheckFrequencyMs: get('fileCheckFrequencyMs'),
+    syncFrequencyMs: get('syncFrequencyMs'),
+    nodeName: resolveNodeName(get('nodeName'), host),
+    nodeIP: resolveNodeIP(get('nodeIP'), host),
+    dockerEndpoint,
+    podInfraContainerImage: get('podInfraContainerImage'),
+    rootDir: get('rootDir'),
+    verbosity: get('verbosity'),
+    loggingFormat: get('loggingFormat'),
+    podNetwork: get('podNetwork'),
+  };
+  return { config: Object.freeze(config), warnings: [...file.warnings] };
+}
+
+/** Like the kubelet's GetHostname: override or host name, trimmed and lower-cased. */
+function resolveNodeName(override: string, host: () => HostInfo): string {
+  const fromFlag = override.trim() !== '';
+  const name = (fromFlag ? override : host().hostname).trim().toLowerCase();
+  const source = fromFlag ? '--hostname-override' : 'the host name; set --hostname-override';
+  if (name === '') throw new ConfigError(`empty node name is invalid (from ${source})`);
+  const why = dns1123SubdomainError(name);
+  if (why !== undefined) throw new ConfigError(`invalid node name ${quote(name)} (from ${source}): ${why}`);
+  return name;
+}
+
+function resolveNodeIP(given: string, host: () => HostInfo): string {
+  if (given === '') return firstExternalIPv4(host().interfaces) ?? '127.0.0.1';
+  if (isIP(given) === 0) throw new ConfigError(`invalid argument ${quote(given)} for "--node-ip" flag: not a valid IP address`);
+  if (isUnspecifiedAddress(given)) {
+    throw new ConfigError(`invalid argument ${quote(given)} for "--node-ip" flag: must not be an unspecified address`);
+  }
+  return given;
+}

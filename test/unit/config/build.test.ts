@@ -1,0 +1,167 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { buildConfig, ConfigError, type Config, type HostInfo } from '../../../src/config/index.js';
+
+const HOST: HostInfo = {
+  hostname: 'Worker-1.Example.COM',
+  interfaces: {
+    lo: [{ address: '127.0.0.1', family: 'IPv4', internal: true }],
+    eth0: [
+      { address: 'fe80::1', family: 'IPv6', internal: false },
+      { address: '192.168.1.20', family: 'IPv4', internal: false },
+    ],
+    eth1: [{ address: '10.0.0.7', family: 'IPv4', internal: false }],
+  },
+};
+
+function build(argv: string[], env: NodeJS.ProcessEnv = {}, host: HostInfo = HOST): Config {
+  const r = buildConfig(argv, env, host);
+  if ('help' in r) throw new Error('unexpected help');
+  return r.config;
+}
+
+function fails(t: Test, fn: () => unknown, message: string | RegExp): void {
+  const err = t.throws(fn, String(message));
+  t.ok(err instanceof ConfigError, 'ConfigError');
+  if (!(err instanceof ConfigError)) return;
+  t.equal(err.exitCode, 2);
+  if (typeof message === 'string') t.equal(err.message, message);
+  else t.match(err.message, message);
+  t.notMatch(err.message, /\n/);
+}
+
+const FILE_HEAD = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+
+t.test('defaults', async (t) => {
+  t.same(build([]), {
+    address: '127.0.0.1',
+    port: 10250,
+    staticPodPath: '',
+    fileCheckFrequencyMs: 20_000,
+    syncFrequencyMs: 60_000,
+    nodeName: 'worker-1.example.com',
+    nodeIP: '192.168.1.20',
+    dockerEndpoint: 'unix:///var/run/docker.sock',
+    podInfraContainerImage: 'registry.k8s.io/pause:3.10',
+    rootDir: '/var/lib/nodelet',
+    verbosity: 2,
+    loggingFormat: 'text',
+    podNetwork: 'none',
+  });
+});
+
+t.test('result is frozen and warnings empty without a file', async (t) => {
+  const r = buildConfig([], {}, HOST);
+  if ('help' in r) throw new Error('unexpected help');
+  t.ok(Object.isFrozen(r.config));
+  t.same(r.warnings, []);
+});
+
+t.test('--help returns usage instead of a config', async (t) => {
+  const r = buildConfig(['--port=1', '-h'], {}, HOST);
+  t.ok('help' in r);
+  if ('help' in r) t.match(r.help, /Usage:/);
+  t.notOk('help' in buildConfig(['--help=false'], {}, HOST));
+  fails(t, () => buildConfig(['--help', '--nope'], {}, HOST), 'unknown flag: --nope');
+});
+
+t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {
+  t.equal(build([], { DOCKER_HOST: 'tcp://127.0.0.1:2375' }).dockerEndpoint, 'tcp://127.0.0.1:2375');
+  t.equal(build([], { DOCKER_HOST: '' }).dockerEndpoint, 'unix:///var/run/docker.sock');
+  t.equal(build(['--docker-endpoint=unix:///d.sock'], { DOCKER_HOST: 'tcp://h:1' }).dockerEndpoint, 'unix:///d.sock');
+  fails(t, () => build([], { DOCKER_HOST: '/var/run/docker.sock' }), /invalid docker endpoint "\/var\/run\/docker\.sock" \(from \$DOCKER_HOST\)/);
+  fails(t, () => build(['--docker-endpoint=docker.sock']), /\(from --docker-endpoint\)/);
+});
+
+t.test('precedence: defaults <- config file <- flags given explicitly', async (t) => {
+  const dir = t.testdir();
+  const path = join(dir, 'kubelet.yaml');
+  writeFileSync(
+    path,
+    FILE_HEAD + 'port: 10260\nsyncFrequency: 30s\nstaticPodPath: /etc/m\nlogging:\n  format: json\n  verbosity: 5\nmaxPods: 10\n',
+  );
+  const fromFile = buildConfig([`--config=${path}`], {}, HOST);
+  if ('help' in fromFile) throw new Error('unexpected help');
+  t.equal(fromFile.config.port, 10260, 'file beats default');
+  t.equal(fromFile.config.syncFrequencyMs, 30_000);
+  t.equal(fromFile.config.staticPodPath, '/etc/m');
+  t.equal(fromFile.config.loggingFormat, 'json');
+  t.equal(fromFile.config.verbosity, 5);
+  t.equal(fromFile.config.fileCheckFrequencyMs, 20_000, 'default kept where the file is silent');
+  t.equal(fromFile.warnings.length, 1);
+  t.match(fromFile.warnings[0], /maxPods/);
+
+  const both = build(['--port', '10270', '--config', path, '-v=1', '--logging-format=text', '--pod-manifest-path='], {});
+  t.equal(both.port, 10270, 'flag beats file regardless of order');
+  t.equal(both.verbosity, 1);
+  t.equal(both.loggingFormat, 'text');
+  t.equal(both.staticPodPath, '', 'an explicitly empty flag still overrides');
+  t.equal(both.syncFrequencyMs, 30_000, 'file value kept where no flag is given');
+});
+
+t.test('config file errors surface as ConfigError', async (t) => {
+  const missing = join(t.testdir(), 'nope.yaml');
+  fails(t, () => build([`--config=${missing}`]), /failed to load kubelet config file ".*nope\.yaml"/);
+});
+
+t.test('non-loopback --address is refused; loopback forms are accepted', async (t) => {
+  for (const address of ['127.0.0.1', '127.1.2.3', '::1', '0:0:0:0:0:0:0:1', 'localhost', 'LOCALHOST', '::ffff:127.0.0.1']) {
+    t.equal(build([`--address=${address}`]).address, address, address);
+  }
+  for (const address of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.20', 'fe80::1']) {
+    fails(
+      t,
+      () => build(['--address', address]),
+      `refusing to serve plain HTTP without authentication on non-loopback address "${address}"; use 127.0.0.1`,
+    );
+  }
+  fails(t, () => build(['--address=example.com']), 'invalid address "example.com" (from --address): not a valid IP address');
+});
+
+t.test('a non-loopback address from the config file is refused too', async (t) => {
+  const path = join(t.testdir(), 'k.yaml');
+  writeFileSync(path, FILE_HEAD + 'address: 0.0.0.0\n');
+  fails(t, () => build([`--config=${path}`]), /non-loopback address "0\.0\.0\.0"/);
+  t.equal(build([`--config=${path}`, '--address=127.0.0.1']).address, '127.0.0.1', 'a flag can fix it');
+});
+
+t.test('nodeName: override else lower-cased host name, must be DNS-1123', async (t) => {
+  t.equal(build([]).nodeName, 'worker-1.example.com');
+  t.equal(build(['--hostname-override=node-a']).nodeName, 'node-a');
+  t.equal(build(['--hostname-override=Node-A ']).nodeName, 'node-a', 'trimmed and lower-cased like the kubelet');
+  fails(t, () => build(['--hostname-override=bad_name']), /^invalid node name "bad_name" \(from --hostname-override\): a lowercase RFC 1123 subdomain/);
+  fails(t, () => build([], {}, { ...HOST, hostname: 'my_laptop' }), /^invalid node name "my_laptop" \(from the host name; set --hostname-override\)/);
+  fails(t, () => build([], {}, { ...HOST, hostname: '' }), /empty node name/);
+  fails(t, () => build([`--hostname-override=${'a'.repeat(254)}`]), /no more than 253 characters/);
+  t.equal(build([`--hostname-override=${'a.'.repeat(126)}a`]).nodeName.length, 253);
+});
+
+t.test('nodeIP: --node-ip else first non-internal IPv4 else 127.0.0.1', async (t) => {
+  t.equal(build([]).nodeIP, '192.168.1.20');
+  t.equal(build(['--node-ip=10.9.9.9']).nodeIP, '10.9.9.9');
+  t.equal(build(['--node-ip=fd00::5']).nodeIP, 'fd00::5');
+  const onlyLoopback: HostInfo = { hostname: 'h', interfaces: { lo: [{ address: '127.0.0.1', family: 'IPv4', internal: true }], eth0: [{ address: 'fd00::1', family: 'IPv6', internal: false }] } };
+  t.equal(build([], {}, onlyLoopback).nodeIP, '127.0.0.1');
+  t.equal(build([], {}, { hostname: 'h', interfaces: {} }).nodeIP, '127.0.0.1');
+  fails(t, () => build(['--node-ip=1.2.3']), 'invalid argument "1.2.3" for "--node-ip" flag: not a valid IP address');
+  fails(t, () => build(['--node-ip=0.0.0.0']), /must not be an unspecified address/);
+});
+
+t.test('host info is only consulted when needed', async (t) => {
+  const explode: HostInfo = {
+    get hostname(): string {
+      throw new Error('hostname read');
+    },
+    get interfaces(): HostInfo['interfaces'] {
+      throw new Error('interfaces read');
+    },
+  };
+  t.same(build(['--hostname-override=n', '--node-ip=10.0.0.1'], {}, explode).nodeName, 'n');
+});
+
+t.test('without injected host info the real host is used', async (t) => {
+  const r = buildConfig(['--hostname-override=n'], {});
+  if ('help' in r) throw new Error('unexpected help');
+  t.ok(r.config.nodeIP.length > 0);
+});
