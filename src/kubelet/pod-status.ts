@@ -1,0 +1,224 @@
+import { getPodQOS } from '../api/qos.js';
+import type { Container, ContainerState, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus } from '../api/types.js';
+import type { RuntimeContainer, RuntimePod } from '../runtime/types.js';
+import {
+  KUBELET_POD_CONDITIONS,
+  containersReadyCondition,
+  hasAnyRegularContainerStarted,
+  isRestartableInit,
+  podInitializedCondition,
+  podReadyCondition,
+  podReadyToStartContainersCondition,
+} from '../status/conditions.js';
+import { rfc3339 } from '../status/time.js';
+import { isTerminalPhase } from '../status/transitions.js';
+
+/** Why a container is not running right now: the kubelet's `reasonCache` entry. */
+export interface WaitingReason {
+  readonly reason: string;
+  readonly message?: string;
+}
+
+export interface PodStatusOptions {
+  /** The node's IP: `hostIP`, and the pod IP of host-network pods. */
+  readonly hostIP: string;
+  /** Container name → reason it waits (`CrashLoopBackOff`, `ErrImagePull`, `ImagePullBackOff`, `CreateContainerError`, …). */
+  readonly waiting?: ReadonlyMap<string, WaitingReason>;
+  /** Transition time of conditions whose status changed. */
+  readonly now: Date;
+}
+
+/**
+ * The API status of `pod` from a runtime snapshot: the seed's `DockerManager.GetPodStatus` with
+ * the modern `generateAPIPodStatus` rules for container states, phase and conditions. Pure.
+ * `startTime` is left out: the status manager owns it.
+ */
+export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opts: PodStatusOptions): PodStatus {
+  const spec: PodSpec = pod.spec ?? { containers: [] };
+  const policy = spec.restartPolicy || 'Always';
+  const instances = instancesByName(runtime?.containers ?? []);
+  const statusOf = (c: Container, kind: Kind) => containerStatus(c, instances.get(c.name) ?? [], opts.waiting?.get(c.name), policy, kind);
+  const initContainerStatuses = (spec.initContainers ?? []).map((c) => statusOf(c, isRestartableInit(c) ? 'sidecar' : 'init'));
+  const containerStatuses = spec.containers.map((c) => statusOf(c, 'regular'));
+
+  let phase = getPhase(spec, initContainerStatuses, containerStatuses);
+  // generateAPIPodStatus: a phase the API already holds as terminal is never regressed.
+  const recorded = pod.status?.phase;
+  if (isTerminalPhase(recorded)) phase = recorded;
+
+  const sandboxes = [...(runtime?.sandboxes ?? [])].sort((a, b) => b.attempt - a.attempt);
+  const all = [...initContainerStatuses, ...containerStatuses];
+  // Conditions owned by others (readiness gates) are carried over, first, as the kubelet does.
+  const foreign = (pod.status?.conditions ?? []).filter((c) => !KUBELET_POD_CONDITIONS.has(c.type));
+  const owned: PodCondition[] = [
+    podReadyToStartContainersCondition(sandboxes[0]?.ready === true),
+    podInitializedCondition(spec, all, phase),
+    podReadyCondition(spec, foreign, all, phase),
+    containersReadyCondition(spec, all, phase),
+    { type: 'PodScheduled', status: 'True' },
+  ];
+  const now = rfc3339(opts.now);
+  const conditions = [
+    ...foreign,
+    ...owned.map((c) => {
+      const prev = pod.status?.conditions?.find((p) => p.type === c.type);
+      const at = prev?.lastTransitionTime && prev.status === c.status ? rfc3339(prev.lastTransitionTime) : now;
+      return { ...c, lastTransitionTime: at };
+    }),
+  ];
+
+  const podIPs = spec.hostNetwork ? (opts.hostIP ? [opts.hostIP] : []) : (sandboxes.find((s) => s.ready)?.ips ?? []);
+  return {
+    phase,
+    conditions,
+    ...(opts.hostIP ? { hostIP: opts.hostIP, hostIPs: [{ ip: opts.hostIP }] } : {}),
+    ...(podIPs.length ? { podIP: podIPs[0], podIPs: podIPs.map((ip) => ({ ip })) } : {}),
+    ...(initContainerStatuses.length ? { initContainerStatuses } : {}),
+    containerStatuses,
+    qosClass: getPodQOS(pod),
+  };
+}
+
+/** Runtime instances per container name, newest (highest attempt) first. */
+function instancesByName(containers: readonly RuntimeContainer[]): Map<string, RuntimeContainer[]> {
+  const out = new Map<string, RuntimeContainer[]>();
+  for (const c of containers) out.set(c.name, [...(out.get(c.name) ?? []), c]);
+  for (const list of out.values()) list.sort((a, b) => b.attempt - a.attempt || b.createdAt.getTime() - a.createdAt.getTime());
+  return out;
+}
+
+/** Regular container, run-to-completion init container, or sidecar (init with `restartPolicy: Always`). */
+type Kind = 'regular' | 'init' | 'sidecar';
+
+/** `ShouldContainerBeRestarted` for an exited container: will it run again? */
+function restarts(kind: Kind, policy: string, exitCode: number): boolean {
+  if (kind === 'sidecar') return true;
+  if (kind === 'init' && exitCode === 0) return false;
+  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
+}
+
+function containerStatus(c: Container, instances: readonly RuntimeContainer[], waiting: WaitingReason | undefined, policy: string, kind: Kind): ContainerStatus {
+  const [newest, ...older] = instances;
+  const previousExit = older.find((x) => x.state === 'exited');
+  let state: ContainerState;
+  let lastState: ContainerState = previousExit ? { terminated: terminatedOf(previousExit) } : {};
+  switch (newest?.state) {
+    case undefined:
+    case 'created':
+      state = waitingState(waiting ?? { reason: 'ContainerCreating' });
+      break;
+    case 'running':
+      // The runtime's word wins over a stale waiting reason.
+      state = { running: { startedAt: rfc3339(newest.startedAt ?? newest.createdAt) } };
+      break;
+    case 'exited': {
+      const terminated = terminatedOf(newest);
+      // A waiting reason (back-off) applies only to a container that will run again.
+      if (waiting && restarts(kind, policy, terminated.exitCode)) {
+        state = waitingState(waiting);
+        lastState = { terminated };
+      } else {
+        state = { terminated };
+      }
+      break;
+    }
+    default:
+      // `unknown` collapses to waiting, as in `convertToAPIContainerStatuses`.
+      state = waiting ? waitingState(waiting) : { waiting: {} };
+  }
+  const running = state.running !== undefined;
+  return {
+    name: c.name,
+    state,
+    lastState,
+    // Probes come later: a container is ready while running; an init container once it succeeded.
+    ready: kind === 'init' ? state.terminated?.exitCode === 0 : running,
+    restartCount: newest?.restartCount ?? 0,
+    image: c.image ?? '',
+    imageID: newest ? imageRef(newest.imageID) : '',
+    ...(newest ? { containerID: `docker://${newest.id}` } : {}),
+    started: running,
+  };
+}
+
+function waitingState(w: WaitingReason): ContainerState {
+  return { waiting: { reason: w.reason, ...(w.message ? { message: w.message } : {}) } };
+}
+
+type Terminated = NonNullable<ContainerState['terminated']>;
+
+/** cri-dockerd's mapping of an exited Docker container; missing times fall back to creation. */
+function terminatedOf(x: RuntimeContainer): Terminated {
+  const exitCode = x.exitCode ?? 0;
+  const startedAt = x.startedAt ?? x.createdAt;
+  return {
+    exitCode,
+    reason: x.reason ?? (exitCode === 0 ? 'Completed' : 'Error'),
+    ...(x.message ? { message: x.message } : {}),
+    startedAt: rfc3339(startedAt),
+    finishedAt: rfc3339(x.finishedAt ?? startedAt),
+    containerID: `docker://${x.id}`,
+  };
+}
+
+/** `docker-pullable://` for a repo digest, `docker://` for a bare image ID, as dockershim reports them. */
+function imageRef(imageID: string): string {
+  if (!imageID) return '';
+  return imageID.includes('@') ? `docker-pullable://${imageID}` : `docker://${imageID}`;
+}
+
+/**
+ * The kubelet's `getPhase` (for a pod not yet known to be terminal): Pending until every container
+ * has started, Running while any runs or will restart, Succeeded/Failed once all have stopped for
+ * good. An init container that fails under `Never` fails the pod.
+ */
+export function getPhase(spec: PodSpec, initStatuses: readonly ContainerStatus[], statuses: readonly ContainerStatus[]): string {
+  const policy = spec.restartPolicy || 'Always';
+  let pendingInitialization = 0;
+  let failedInitialization = 0;
+  for (const c of spec.initContainers ?? []) {
+    const s = initStatuses.find((x) => x.name === c.name);
+    if (isRestartableInit(c)) {
+      if (!s?.started) pendingInitialization++;
+      continue;
+    }
+    const terminated = s?.state?.terminated;
+    const last = s?.lastState?.terminated;
+    if (terminated) {
+      if (terminated.exitCode !== 0) failedInitialization++;
+    } else if (s?.state?.waiting && last) {
+      if (last.exitCode !== 0) failedInitialization++;
+    } else {
+      pendingInitialization++;
+    }
+  }
+
+  let unknown = 0;
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  for (const c of spec.containers) {
+    const s = statuses.find((x) => x.name === c.name);
+    if (s?.state?.running) running++;
+    else if (s?.state?.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s?.state?.waiting) {
+      // A container waiting to restart has run before: it counts as stopped, not as never started.
+      if (s.lastState?.terminated) stopped++;
+      else waiting++;
+    } else unknown++;
+  }
+
+  if (failedInitialization > 0 && policy === 'Never') return 'Failed';
+  if ((pendingInitialization > 0 && !hasAnyRegularContainerStarted(spec, statuses)) || waiting > 0) return 'Pending';
+  if (running > 0 && unknown === 0) return 'Running';
+  if (running === 0 && stopped > 0 && unknown === 0) {
+    if (policy === 'Always') return 'Running';
+    if (stopped === succeeded) return 'Succeeded';
+    if (policy === 'Never') return 'Failed';
+    return 'Running';
+  }
+  return 'Pending';
+}

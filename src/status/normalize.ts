@@ -1,0 +1,75 @@
+import type { ContainerState, ContainerStatus, PodCondition, PodStatus } from '../api/types.js';
+import { rfc3339 } from './time.js';
+
+/** The kubelet's `MaxPodTerminationMessageLogLength`: a pod's termination messages share 12 KiB. */
+export const MAX_POD_TERMINATION_MESSAGE_LENGTH = 12 * 1024;
+
+const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byType = (a: PodCondition, b: PodCondition) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0);
+
+/**
+ * A normalized copy of `status` (the kubelet's `normalizeStatus`), so statuses compare equal when
+ * only representation differs: timestamps in RFC3339 seconds, regular and ephemeral container
+ * statuses sorted by name (init containers keep their order, which is meaningful), termination
+ * messages truncated to an equal share of the pod's budget. Undefined fields are dropped, as on
+ * the wire. The input is not modified.
+ */
+export function normalizeStatus(status: PodStatus): PodStatus {
+  const out = JSON.parse(JSON.stringify(status)) as PodStatus;
+  if (out.startTime) out.startTime = rfc3339(out.startTime);
+  for (const c of out.conditions ?? []) {
+    if (c.lastProbeTime) c.lastProbeTime = rfc3339(c.lastProbeTime);
+    if (c.lastTransitionTime) c.lastTransitionTime = rfc3339(c.lastTransitionTime);
+  }
+  const lists = [out.initContainerStatuses, out.containerStatuses, out.ephemeralContainerStatuses];
+  const count = lists.reduce((n, l) => n + (l?.length ?? 0), 0);
+  const share = Math.floor(MAX_POD_TERMINATION_MESSAGE_LENGTH / Math.max(1, count));
+  for (const cs of lists.flatMap((l) => l ?? [])) {
+    normalizeState(cs.state, share);
+    normalizeState(cs.lastState, share);
+  }
+  out.containerStatuses?.sort(byName);
+  out.ephemeralContainerStatuses?.sort(byName);
+  return out;
+}
+
+function normalizeState(state: ContainerState | undefined, messageLimit: number): void {
+  if (state?.running?.startedAt) state.running.startedAt = rfc3339(state.running.startedAt);
+  const t = state?.terminated;
+  if (!t) return;
+  if (t.startedAt) t.startedAt = rfc3339(t.startedAt);
+  if (t.finishedAt) t.finishedAt = rfc3339(t.finishedAt);
+  if (t.message && t.message.length > messageLimit) t.message = t.message.slice(0, messageLimit);
+}
+
+/**
+ * Whether two statuses say the same (the kubelet's `isPodStatusByKubeletEqual`): conditions are
+ * compared by type, ignoring `lastProbeTime`; container status order does not matter.
+ */
+export function isStatusEqual(a: PodStatus, b: PodStatus): boolean {
+  return jsonEqual(comparable(a), comparable(b));
+}
+
+function comparable(s: PodStatus): PodStatus {
+  const sorted = (l: ContainerStatus[] | undefined) => (l ? [...l].sort(byName) : undefined);
+  return {
+    ...s,
+    conditions: (s.conditions ?? []).map(({ lastProbeTime: _ignored, ...c }) => c).sort(byType),
+    containerStatuses: sorted(s.containerStatuses),
+    ephemeralContainerStatuses: sorted(s.ephemeralContainerStatuses),
+  };
+}
+
+/** Deep equality of JSON values, where an undefined property is the same as an absent one. */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => jsonEqual(v, b[i]));
+  }
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  const keys = (r: Record<string, unknown>) => Object.keys(r).filter((k) => r[k] !== undefined);
+  const ka = keys(ra);
+  return ka.length === keys(rb).length && ka.every((k) => jsonEqual(ra[k], rb[k]));
+}
