@@ -1,0 +1,69 @@
+import type { Pod } from './types.js';
+
+/**
+ * The kubelet's `GetPodFullName`: `<name>_<namespace>`. It keys pods across sources (and
+ * pairs a static pod with its mirror pod), so two pods with the same full name cannot coexist.
+ */
+export function podFullName(pod: Pick<Pod, 'metadata'>): string {
+  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? ''}`;
+}
+
+// Formats and messages are apimachinery's (k8s.io/apimachinery/pkg/util/validation), verbatim,
+// so clients see the same text as from an apiserver.
+const dns1123LabelFmt = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
+const dns1123LabelErrMsg =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+export const DNS1123LabelMaxLength = 63;
+const dns1123LabelRe = new RegExp(`^${dns1123LabelFmt}$`);
+
+const dns1123SubdomainFmt = `${dns1123LabelFmt}(\\.${dns1123LabelFmt})*`;
+const dns1123SubdomainErrMsg =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+export const DNS1123SubdomainMaxLength = 253;
+const dns1123SubdomainRe = new RegExp(`^${dns1123SubdomainFmt}$`);
+
+/** apimachinery's `MaxLenError`. */
+export function maxLenError(length: number): string {
+  return `must be no more than ${length} characters`;
+}
+
+/** apimachinery's `RegexError`, including its odd `',  or '` spacing between examples. */
+export function regexError(msg: string, fmt: string, ...examples: string[]): string {
+  if (examples.length === 0) return `${msg} (regex used for validation is '${fmt}')`;
+  let out = `${msg} (e.g. `;
+  examples.forEach((ex, i) => {
+    if (i > 0) out += ' or ';
+    out += `'${ex}', `;
+  });
+  return `${out}regex used for validation is '${fmt}')`;
+}
+
+/** `IsDNS1123Label`: empty array when valid, else the apiserver's messages. */
+export function isDNS1123Label(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > DNS1123LabelMaxLength) errs.push(maxLenError(DNS1123LabelMaxLength));
+  if (!dns1123LabelRe.test(value)) {
+    // A valid subdomain that is not a valid label can only be wrong because of its dots.
+    if (dns1123SubdomainRe.test(value)) errs.push('must not contain dots');
+    else errs.push(regexError(dns1123LabelErrMsg, dns1123LabelFmt, 'my-name', '123-abc'));
+  }
+  return errs;
+}
+
+/** `IsDNS1123Subdomain`: empty array when valid, else the apiserver's messages. */
+export function isDNS1123Subdomain(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > DNS1123SubdomainMaxLength) errs.push(maxLenError(DNS1123SubdomainMaxLength));
+  if (!dns1123SubdomainRe.test(value)) errs.push(regexError(dns1123SubdomainErrMsg, dns1123SubdomainFmt, 'example.com'));
+  return errs;
+}
+
+const uidRe = /^[0-9a-zA-Z-]{1,64}$/;
+
+/**
+ * Whether a route parameter can be a pod UID (apiserver UUIDs, or the kubelet's 32-hex-digit
+ * static pod hashes). Rejecting anything else early keeps odd bytes out of lookups and logs.
+ */
+export function isValidUID(value: string): boolean {
+  return uidRe.test(value);
+}

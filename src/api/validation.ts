@@ -1,0 +1,274 @@
+import type { EventRecorder } from '../events/recorder.js';
+import type { Logger } from '../logging/index.js';
+import { isMirrorPod } from './annotations.js';
+import { isDNS1123Label, isDNS1123Subdomain, podFullName } from './names.js';
+import type { Pod } from './types.js';
+
+/**
+ * A subset of the apiserver's `ValidatePod` (pkg/apis/core/validation), with its messages and
+ * field paths (`spec.containers[1].name: Duplicate value: "app"`). Input is treated as untrusted
+ * JSON: wrong types are reported rather than thrown on. Fields the defaulting fills in
+ * (restartPolicy, dnsPolicy, imagePullPolicy, port protocol) may be absent.
+ */
+export function validatePod(pod: Pod): string[] {
+  const errs = new FieldErrors();
+  const root: unknown = pod;
+  if (!isRecord(root)) {
+    errs.invalid('', root, 'must be an object');
+    return errs.list;
+  }
+  validateObjectMeta(root.metadata, errs);
+  const spec = root.spec ?? {};
+  if (!isRecord(spec)) errs.invalid('spec', spec, 'must be an object');
+  else validatePodSpec(spec, 'spec', errs);
+  return errs.list;
+}
+
+/** Collects apimachinery `field.Error` strings (`<path>: <type>: <value>: <detail>`). */
+class FieldErrors {
+  readonly list: string[] = [];
+
+  required(path: string, detail = ''): void {
+    this.list.push(`${path}: Required value${detail ? `: ${detail}` : ''}`);
+  }
+  invalid(path: string, value: unknown, detail: string): void {
+    this.list.push(`${path ? `${path}: ` : ''}Invalid value: ${formatValue(value)}: ${detail}`);
+  }
+  duplicate(path: string, value: unknown): void {
+    this.list.push(`${path}: Duplicate value: ${formatValue(value)}`);
+  }
+  notFound(path: string, value: unknown): void {
+    this.list.push(`${path}: Not found: ${formatValue(value)}`);
+  }
+  notSupported(path: string, value: unknown, supported: readonly string[]): void {
+    this.list.push(`${path}: Unsupported value: ${formatValue(value)}: supported values: ${supported.map((s) => JSON.stringify(s)).join(', ')}`);
+  }
+}
+
+/** Go's `%q` for strings, `%v` for numbers and booleans, JSON otherwise – as `field.Error` prints. */
+function formatValue(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === undefined) return 'null';
+  return JSON.stringify(value) ?? 'null';
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** An optional string field: `undefined` when absent, `null` (after reporting) when mistyped. */
+function optString(v: unknown, path: string, errs: FieldErrors): string | undefined | null {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string') return v;
+  errs.invalid(path, v, 'must be a string');
+  return null;
+}
+
+/** An optional list field: `[]` when absent, `undefined` (after reporting) when mistyped. */
+function optList(v: unknown, path: string, errs: FieldErrors): unknown[] | undefined {
+  if (v === undefined || v === null) return [];
+  if (Array.isArray(v)) return v;
+  errs.invalid(path, v, 'must be a list');
+  return undefined;
+}
+
+function validateObjectMeta(meta: unknown, errs: FieldErrors): void {
+  if (meta !== undefined && !isRecord(meta)) {
+    errs.invalid('metadata', meta, 'must be an object');
+    return;
+  }
+  const m: Record<string, unknown> = isRecord(meta) ? meta : {};
+  // ValidateObjectMeta with ValidatePodName (DNS subdomain) and a namespaced kind (DNS label).
+  const name = optString(m.name, 'metadata.name', errs);
+  if (name === undefined || name === '') errs.required('metadata.name', 'name or generateName is required');
+  else if (name !== null) for (const msg of isDNS1123Subdomain(name)) errs.invalid('metadata.name', name, msg);
+  const ns = optString(m.namespace, 'metadata.namespace', errs);
+  if (ns === undefined || ns === '') errs.required('metadata.namespace');
+  else if (ns !== null) for (const msg of isDNS1123Label(ns)) errs.invalid('metadata.namespace', ns, msg);
+  optString(m.uid, 'metadata.uid', errs);
+  for (const field of ['labels', 'annotations'] as const) {
+    const map = m[field];
+    if (map === undefined || map === null) continue;
+    if (!isRecord(map) || Object.values(map).some((v) => typeof v !== 'string')) {
+      errs.invalid(`metadata.${field}`, map, 'must be a map of string keys to string values');
+    }
+  }
+}
+
+const restartPolicies = ['Always', 'OnFailure', 'Never'];
+const dnsPolicies = ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None'];
+const pullPolicies = ['Always', 'IfNotPresent', 'Never'];
+const protocols = ['SCTP', 'TCP', 'UDP'];
+
+function validatePodSpec(spec: Record<string, unknown>, path: string, errs: FieldErrors): void {
+  const volumes = validateVolumes(spec.volumes, `${path}.volumes`, errs);
+  // Container names must be unique across init and regular containers (the apiserver's allNames).
+  const names = new Set<string>();
+  const init = optList(spec.initContainers, `${path}.initContainers`, errs);
+  init?.forEach((c, i) => validateContainer(c, `${path}.initContainers[${i}]`, names, volumes, errs));
+  const containers = optList(spec.containers, `${path}.containers`, errs);
+  if (containers && containers.length === 0) errs.required(`${path}.containers`);
+  containers?.forEach((c, i) => validateContainer(c, `${path}.containers[${i}]`, names, volumes, errs));
+
+  validateEnum(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errs);
+  validateEnum(spec.dnsPolicy, `${path}.dnsPolicy`, dnsPolicies, errs);
+  const grace = spec.terminationGracePeriodSeconds;
+  if (grace !== undefined && grace !== null) {
+    if (!Number.isInteger(grace)) errs.invalid(`${path}.terminationGracePeriodSeconds`, grace, 'must be an integer');
+    else if ((grace as number) < 0) errs.invalid(`${path}.terminationGracePeriodSeconds`, grace, 'must be greater than or equal to 0');
+  }
+  const deadline = spec.activeDeadlineSeconds;
+  if (deadline !== undefined && deadline !== null) {
+    if (!Number.isInteger(deadline) || (deadline as number) < 1 || (deadline as number) > 2147483647) {
+      errs.invalid(`${path}.activeDeadlineSeconds`, deadline, 'must be between 1 and 2147483647, inclusive');
+    }
+  }
+}
+
+/** An enum the defaulting fills in: absent or `""` is fine here, anything else must be listed. */
+function validateEnum(v: unknown, path: string, supported: readonly string[], errs: FieldErrors): void {
+  const s = optString(v, path, errs);
+  if (s && !supported.includes(s)) errs.notSupported(path, s, supported);
+}
+
+function validateVolumes(v: unknown, path: string, errs: FieldErrors): Set<string> {
+  const names = new Set<string>();
+  optList(v, path, errs)?.forEach((vol, i) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(vol)) return errs.invalid(p, vol, 'must be an object');
+    const name = optString(vol.name, `${p}.name`, errs);
+    if (name === undefined || name === '') errs.required(`${p}.name`);
+    else if (name !== null) {
+      for (const msg of isDNS1123Label(name)) errs.invalid(`${p}.name`, name, msg);
+      if (names.has(name)) errs.duplicate(`${p}.name`, name);
+      names.add(name);
+    }
+  });
+  return names;
+}
+
+function validateContainer(c: unknown, path: string, names: Set<string>, volumes: Set<string>, errs: FieldErrors): void {
+  if (!isRecord(c)) return errs.invalid(path, c, 'must be an object');
+  const name = optString(c.name, `${path}.name`, errs);
+  if (name === undefined || name === '') errs.required(`${path}.name`);
+  else if (name !== null) {
+    for (const msg of isDNS1123Label(name)) errs.invalid(`${path}.name`, name, msg);
+    if (names.has(name)) errs.duplicate(`${path}.name`, name);
+    names.add(name);
+  }
+  const image = optString(c.image, `${path}.image`, errs);
+  if (image === undefined || image === '') errs.required(`${path}.image`);
+  else if (image !== null && image !== image.trim()) errs.invalid(`${path}.image`, image, 'must not have leading or trailing whitespace');
+  validateEnum(c.imagePullPolicy, `${path}.imagePullPolicy`, pullPolicies, errs);
+  validatePorts(c.ports, `${path}.ports`, errs);
+  validateEnv(c.env, `${path}.env`, errs);
+  optList(c.volumeMounts, `${path}.volumeMounts`, errs)?.forEach((m, i) => {
+    const p = `${path}.volumeMounts[${i}]`;
+    if (!isRecord(m)) return errs.invalid(p, m, 'must be an object');
+    const vol = optString(m.name, `${p}.name`, errs);
+    if (vol === undefined || vol === '') errs.required(`${p}.name`);
+    else if (vol !== null && !volumes.has(vol)) errs.notFound(`${p}.name`, vol);
+    const mountPath = optString(m.mountPath, `${p}.mountPath`, errs);
+    if (mountPath === undefined || mountPath === '') errs.required(`${p}.mountPath`);
+  });
+}
+
+const portRangeMsg = 'must be between 1 and 65535, inclusive';
+const validPort = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 65535;
+
+function validatePorts(v: unknown, path: string, errs: FieldErrors): void {
+  optList(v, path, errs)?.forEach((port, i) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(port)) return errs.invalid(p, port, 'must be an object');
+    if (port.containerPort === undefined || port.containerPort === null || port.containerPort === 0) errs.required(`${p}.containerPort`);
+    else if (!validPort(port.containerPort)) errs.invalid(`${p}.containerPort`, port.containerPort, portRangeMsg);
+    const host = port.hostPort;
+    if (host !== undefined && host !== null && host !== 0 && !validPort(host)) errs.invalid(`${p}.hostPort`, host, portRangeMsg);
+    validateEnum(port.protocol, `${p}.protocol`, protocols, errs);
+  });
+}
+
+// RelaxedEnvironmentVariableValidation (on by default since 1.32): printable ASCII except '='.
+const envNameRe = /^[\x20-\x3c\x3e-\x7e]+$/;
+const envNameMsg = "a valid environment variable name must consist only of printable ASCII characters other than '='";
+
+function validateEnv(v: unknown, path: string, errs: FieldErrors): void {
+  optList(v, path, errs)?.forEach((ev, i) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(ev)) return errs.invalid(p, ev, 'must be an object');
+    const name = optString(ev.name, `${p}.name`, errs);
+    if (name === undefined || name === '') errs.required(`${p}.name`);
+    else if (name !== null && !envNameRe.test(name)) errs.invalid(`${p}.name`, name, envNameMsg);
+  });
+}
+
+/** Where filterInvalidPods records its events; satisfied by EventRecorder. */
+export type EventSink = Pick<EventRecorder, 'record'>;
+
+/** Go's `utilerrors.NewAggregate(...).Error()`: one message bare, several as `[a, b]`. */
+export function aggregate(errs: readonly string[]): string {
+  return errs.length === 1 ? (errs[0] ?? '') : `[${errs.join(', ')}]`;
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/**
+ * The kubelet's `filterInvalidPods` (pkg/kubelet/config): drops pods failing validation or whose
+ * full name repeats one earlier in the batch or one in `existingFullNames` (other sources' pods),
+ * logging a warning and recording a `FailedValidation` event for each; keeps the rest in order.
+ * `existingFullNames` holds regular (non-mirror) pods only. Unlike the apiserver, the kubelet
+ * also needs a UID to key the pod by.
+ */
+export function filterInvalidPods(
+  pods: readonly Pod[],
+  source: string,
+  recorder: EventSink,
+  log: Logger,
+  existingFullNames: ReadonlySet<string> = new Set(),
+): Pod[] {
+  const names = new Set<string>();
+  const mirrorNames = new Set<string>();
+  const filtered: Pod[] = [];
+  pods.forEach((pod, i) => {
+    const errs = validatePod(pod);
+    if (errs.length === 0 && !pod.metadata?.uid) errs.push('metadata.uid: Required value');
+    // If validation fails, don't trust the pod any further: even its name could be bad.
+    if (errs.length === 0) {
+      const full = podFullName(pod);
+      // A mirror pod shares its static pod's full name by design; only mirrors clash with mirrors.
+      const mirror = isMirrorPod(pod);
+      const seen = mirror ? mirrorNames : names;
+      if (seen.has(full) || (!mirror && existingFullNames.has(full))) errs.push(`metadata.name: Duplicate value: ${JSON.stringify(pod.metadata?.name ?? '')}`);
+      else seen.add(full);
+    }
+    if (errs.length === 0) {
+      filtered.push(pod);
+      return;
+    }
+    reportInvalidPod(pod, i, source, errs, recorder, log);
+  });
+  return filtered;
+}
+
+/**
+ * Logs and records (reason `FailedValidation`) a pod a source sent that the kubelet ignores, in
+ * `filterInvalidPods`' words. `index` is the pod's 0-based position in the source's batch.
+ */
+export function reportInvalidPod(pod: Pod, index: number, source: string, errs: readonly string[], recorder: EventSink, log: Logger): void {
+  const meta: unknown = pod?.metadata;
+  const m = isRecord(meta) ? meta : {};
+  const name = str(m.name);
+  const namespace = str(m.namespace);
+  const ident = bestPodIdentString(name, namespace);
+  const err = aggregate(errs);
+  log.warn({ pod: `${namespace}/${name}`, source, errors: errs }, `Pod[${index + 1}] (${ident}) from ${source} failed validation, ignoring: ${err}`);
+  // Only well-typed identity fields reach the event, whatever the pod held.
+  const uid = str(m.uid);
+  const subject = { metadata: { name, namespace: namespace || 'default', ...(uid ? { uid } : {}) } };
+  recorder.record(subject, 'Warning', 'FailedValidation', `Error validating pod ${ident} from ${source}, ignoring: ${err}`);
+}
+
+/** The kubelet's `bestPodIdentString`: `name.namespace` with placeholders for empty parts. */
+function bestPodIdentString(name: string, namespace: string): string {
+  return `${name || '<empty-name>'}.${namespace || '<empty-namespace>'}`;
+}

@@ -1,0 +1,118 @@
+import { podFullName } from '../api/names.js';
+import type { Pod } from '../api/types.js';
+import { filterInvalidPods, reportInvalidPod, type EventSink } from '../api/validation.js';
+import type { Logger } from '../logging/index.js';
+import { isMirrorPod, localAnnotations } from '../api/annotations.js';
+import type { PodManager } from './manager.js';
+import { canonicalJSON } from './static-pod.js';
+
+/** What one `PodConfig.update` changed, by UID. */
+export interface PodDiff {
+  added: Pod[];
+  updated: Pod[];
+  removed: Pod[];
+}
+
+export interface PodConfigOptions {
+  manager: PodManager;
+  recorder: EventSink;
+  log: Logger;
+  onChange: (diff: PodDiff) => void;
+}
+
+/**
+ * The kubelet's config merger (`PodConfig`/`podStorage` in pkg/kubelet/config/config.go) in
+ * snapshot mode: each source (`file`, `http`, `api`) reports its complete pod set, invalid and
+ * duplicate pods are dropped with an event, and the difference to that source's previous set is
+ * applied to the pod manager and reported.
+ */
+export class PodConfig {
+  readonly #o: PodConfigOptions;
+  /** Per source: its accepted pods by UID. */
+  readonly #sources = new Map<string, Map<string, Pod>>();
+
+  constructor(opts: PodConfigOptions) {
+    this.#o = opts;
+  }
+
+  /** Sets the complete pod set of `source`. */
+  update(source: string, pods: readonly Pod[]): void {
+    const otherNames = new Set<string>();
+    const otherUIDs = new Set<string>();
+    for (const [name, set] of this.#sources) {
+      if (name === source) continue;
+      for (const [uid, pod] of set) {
+        otherUIDs.add(uid);
+        if (!isMirrorPod(pod)) otherNames.add(podFullName(pod));
+      }
+    }
+    const valid = this.#uniqueUIDs(filterInvalidPods(pods, source, this.#o.recorder, this.#o.log, otherNames), pods, source, otherUIDs);
+
+    const previous = this.#sources.get(source) ?? new Map<string, Pod>();
+    const next = new Map<string, Pod>();
+    const diff: PodDiff = { added: [], updated: [], removed: [] };
+    for (const pod of valid) {
+      const uid = pod.metadata?.uid ?? '';
+      const old = previous.get(uid);
+      if (!old) {
+        diff.added.push(pod);
+        next.set(uid, pod);
+      } else if (podsDifferSemantically(old, pod)) {
+        diff.updated.push(pod);
+        next.set(uid, pod);
+      } else {
+        // Unchanged for the kubelet: keep the stored object (and so its first-seen time), as
+        // checkAndUpdatePod does, but take a new status.
+        next.set(uid, canonicalJSON(old.status) === canonicalJSON(pod.status) ? old : { ...old, status: pod.status });
+      }
+    }
+    for (const [uid, old] of previous) if (!next.has(uid)) diff.removed.push(old);
+    this.#sources.set(source, next);
+
+    const m = this.#o.manager;
+    for (const pod of diff.removed) m.deletePod(pod);
+    for (const pod of next.values()) m.updatePod(pod);
+    if (diff.added.length + diff.updated.length + diff.removed.length > 0) this.#o.onChange(diff);
+  }
+
+  /** Sources that have reported at least once (the kubelet's `SeenAllSources` input). */
+  seenSources(): ReadonlySet<string> {
+    return new Set(this.#sources.keys());
+  }
+
+  /**
+   * The pod manager keys by UID, so a UID may appear once across all sources. File pods get
+   * hash UIDs, but a manifest may set `metadata.uid` itself.
+   */
+  #uniqueUIDs(valid: Pod[], batch: readonly Pod[], source: string, otherUIDs: ReadonlySet<string>): Pod[] {
+    const seen = new Set<string>();
+    return valid.filter((pod) => {
+      const uid = pod.metadata?.uid ?? '';
+      if (!seen.has(uid) && !otherUIDs.has(uid)) {
+        seen.add(uid);
+        return true;
+      }
+      reportInvalidPod(pod, batch.indexOf(pod), source, [`metadata.uid: Duplicate value: ${JSON.stringify(uid)}`], this.#o.recorder, this.#o.log);
+      return false;
+    });
+  }
+}
+
+/**
+ * The kubelet's `podsDifferSemantically`: spec, labels, deletion fields and annotations other
+ * than the kubelet's own (source, seen, mirror) count; status and first-seen time do not.
+ */
+export function podsDifferSemantically(a: Pod, b: Pod): boolean {
+  const view = (p: Pod) =>
+    canonicalJSON({
+      spec: p.spec,
+      labels: p.metadata?.labels ?? {},
+      deletionTimestamp: p.metadata?.deletionTimestamp,
+      deletionGracePeriodSeconds: p.metadata?.deletionGracePeriodSeconds,
+      annotations: Object.fromEntries(Object.entries(p.metadata?.annotations ?? {}).filter(([k]) => !localAnnotations.has(k))),
+      // Not compared by the kubelet (it never renames by UID), but a rename must reach the manager.
+      name: p.metadata?.name,
+      namespace: p.metadata?.namespace,
+    });
+  return view(a) !== view(b);
+}

@@ -1,0 +1,203 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import type { Pod } from '../api/types.js';
+import type { Logger } from '../logging/index.js';
+import { parseManifest } from './manifest.js';
+import { applyStaticPodDefaults, canonicalJSON, staticPodUIDOf } from './static-pod.js';
+
+export interface StaticPodDirSourceOptions {
+  /** `staticPodPath`: a directory of manifests, or (as the kubelet allows) a single manifest file. */
+  dir: string;
+  nodeName: string;
+  /** Rescan period (`--file-check-frequency`), on top of fs.watch, which can miss events. */
+  intervalMs: number;
+  log: Logger;
+  /** A manifest could not be used; called once per distinct problem until it changes or is fixed. */
+  onError: (file: string, message: string) => void;
+  /** Clock for `kubernetes.io/config.seen`; tests pass a fixed one. */
+  now?: () => Date;
+  /** Delay after a watch event before rescanning, so an editor's burst of writes is one scan. */
+  debounceMs?: number;
+}
+
+const manifestExts = new Set(['.yaml', '.yml', '.json']);
+/** The kubelet's http source caps a manifest at 10 MiB; a file is held to the same bound. */
+const maxManifestBytes = 10 * 1024 * 1024;
+
+/**
+ * The kubelet's file source (pkg/kubelet/config/file.go): reads every manifest in the static pod
+ * directory, on fs.watch events and every `intervalMs`, and hands over the complete pod set when
+ * it changed. The first scan is always emitted, so the consumer learns the source is ready.
+ * Like the kubelet, a file that cannot be read or parsed contributes no pods (its pods are
+ * removed) but never affects the other files.
+ */
+export class StaticPodDirSource {
+  readonly #o: StaticPodDirSourceOptions;
+  #onSnapshot: ((pods: Pod[]) => void) | undefined;
+  #stopped = true;
+  #watcher: FSWatcher | undefined;
+  #interval: NodeJS.Timeout | undefined;
+  #debounce: NodeJS.Timeout | undefined;
+  /** The scan in progress; scans never overlap, a request during one queues one more. */
+  #running: Promise<void> | undefined;
+  #again = false;
+  /** Snapshot last emitted (canonical JSON), to emit only changes. */
+  #last: string | undefined;
+  /** First-seen annotation per UID, so an unchanged pod keeps its `config.seen`. */
+  #firstSeen = new Map<string, Date>();
+  /** Problems already passed to onError, per file. */
+  #reported = new Map<string, string>();
+  #missingWarned = false;
+
+  constructor(opts: StaticPodDirSourceOptions) {
+    this.#o = opts;
+  }
+
+  start(onSnapshot: (pods: Pod[]) => void): void {
+    if (!this.#stopped) throw new Error('StaticPodDirSource already started');
+    this.#stopped = false;
+    this.#onSnapshot = onSnapshot;
+    this.#last = undefined;
+    this.#interval = setInterval(() => this.#trigger(), this.#o.intervalMs);
+    this.#trigger();
+  }
+
+  /** Stops watching; resolves once an in-flight scan has finished (it emits nothing). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#interval);
+    clearTimeout(this.#debounce);
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    await this.#running;
+  }
+
+  #trigger(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#loop().finally(() => (this.#running = undefined));
+  }
+
+  async #loop(): Promise<void> {
+    do {
+      this.#again = false;
+      try {
+        await this.#scan();
+      } catch (err) {
+        this.#o.log.error({ err, path: this.#o.dir }, 'Static pod scan failed');
+      }
+    } while (this.#again && !this.#stopped);
+  }
+
+  #scheduleScan(): void {
+    clearTimeout(this.#debounce);
+    this.#debounce = setTimeout(() => this.#trigger(), this.#o.debounceMs ?? 100);
+  }
+
+  /** (Re)starts fs.watch: the path may not exist yet, or may have been replaced. */
+  #watch(): void {
+    if (this.#watcher || this.#stopped) return;
+    try {
+      const w = watch(this.#o.dir, () => this.#scheduleScan());
+      w.on('error', () => {
+        w.close();
+        if (this.#watcher === w) this.#watcher = undefined;
+        this.#scheduleScan();
+      });
+      this.#watcher = w;
+    } catch {
+      // Missing or unwatchable: the periodic rescan still works and retries the watch.
+    }
+  }
+
+  async #scan(): Promise<void> {
+    const files = await this.#listFiles();
+    if (files === undefined) return; // unreadable this time: keep the last snapshot
+    this.#watch();
+    const pods: Pod[] = [];
+    const problems = new Map<string, string>();
+    const now = (this.#o.now ?? (() => new Date()))();
+    const seen = new Map<string, Date>();
+    for (const file of files) {
+      const result = await this.#readFile(file);
+      if (result === undefined) continue;
+      if (result.errors.length > 0) problems.set(file, result.errors.join('; '));
+      for (const parsed of result.pods) {
+        const uid = staticPodUIDOf(parsed, this.#o.nodeName, file);
+        const firstSeen = this.#firstSeen.get(uid) ?? seen.get(uid) ?? now;
+        seen.set(uid, firstSeen);
+        pods.push(applyStaticPodDefaults(parsed, { nodeName: this.#o.nodeName, source: file, now: firstSeen }));
+      }
+    }
+    if (this.#stopped) return;
+    this.#firstSeen = seen;
+    this.#report(problems);
+    const key = canonicalJSON(pods);
+    if (key === this.#last) return;
+    this.#last = key;
+    try {
+      this.#onSnapshot?.(pods);
+    } catch (err) {
+      this.#o.log.error({ err }, 'Static pod snapshot handler failed');
+    }
+  }
+
+  /** Manifest paths, sorted; `[]` for a missing path; `undefined` when unreadable right now. */
+  async #listFiles(): Promise<string[] | undefined> {
+    const dir = this.#o.dir;
+    try {
+      const st = await stat(dir);
+      this.#missingWarned = false;
+      if (st.isFile()) return [dir];
+      const names = await readdir(dir);
+      return names
+        .filter((n) => !n.startsWith('.') && manifestExts.has(extname(n).toLowerCase()))
+        .sort()
+        .map((n) => join(dir, n));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        // A vanished directory's watcher is dead; drop it so a recreated one is watched again.
+        this.#watcher?.close();
+        this.#watcher = undefined;
+        if (!this.#missingWarned) this.#o.log.warn({ path: dir }, 'Static pod path does not exist, no static pods');
+        this.#missingWarned = true;
+        return [];
+      }
+      // e.g. EACCES or EMFILE: dropping every static pod over a transient error would be worse.
+      this.#o.log.warn({ path: dir, err }, 'Unable to read static pod path, keeping the last pods');
+      return undefined;
+    }
+  }
+
+  /** A file's pods and problems; `undefined` when it vanished or is not a regular file. */
+  async #readFile(file: string): Promise<{ pods: Pod[]; errors: string[] } | undefined> {
+    try {
+      const st = await stat(file);
+      // The kubelet does not recurse into directories; sockets, fifos and the like are skipped too.
+      if (!st.isFile()) return undefined;
+      if (st.size > maxManifestBytes) return { pods: [], errors: [`${file}: manifest is larger than ${maxManifestBytes} bytes`] };
+      return parseManifest(await readFile(file, 'utf8'), file);
+    } catch (err) {
+      // Deleted between listing and reading: simply gone.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      return { pods: [], errors: [`${file}: ${(err as Error).message}`] };
+    }
+  }
+
+  /** Calls onError for new or changed problems only; a fixed file is forgotten. */
+  #report(problems: Map<string, string>): void {
+    for (const [file, message] of problems) {
+      if (this.#reported.get(file) === message) continue;
+      try {
+        this.#o.onError(file, message);
+      } catch (err) {
+        this.#o.log.error({ err, file }, 'Static pod error handler failed');
+      }
+    }
+    this.#reported = problems;
+  }
+}

@@ -1,0 +1,97 @@
+import { createHash } from 'node:crypto';
+import { applyPodSpecDefaults } from '../api/defaults.js';
+import type { ObjectMeta, Pod, PodSpec } from '../api/types.js';
+import { ConfigFirstSeenAnnotationKey, ConfigHashAnnotationKey, ConfigSourceAnnotationKey } from '../api/annotations.js';
+
+type Toleration = NonNullable<PodSpec['tolerations']>[number];
+
+export interface StaticPodOptions {
+  nodeName: string;
+  /** The manifest's path; part of the UID so the same manifest in two files is two pods. */
+  source: string;
+  /** First-seen time, written to `kubernetes.io/config.seen`. */
+  now: Date;
+}
+
+/**
+ * The kubelet's `applyDefaults` (pkg/kubelet/config/common.go) for a pod read from a file, plus
+ * the source and first-seen annotations its config merger adds and the apiserver-style defaults
+ * decoding would apply. Returns a new object.
+ */
+export function applyStaticPodDefaults(parsed: Pod, opts: StaticPodOptions): Pod {
+  const pod = structuredClone(parsed);
+  const meta = isObject(pod.metadata) ? pod.metadata : {};
+  const uid = staticPodUIDOf(parsed, opts.nodeName, opts.source);
+  const metadata: ObjectMeta = {
+    ...meta,
+    uid,
+    // The kubelet's generatePodName; an empty name stays empty so validation reports it as missing.
+    ...(meta.name ? { name: `${meta.name}-${opts.nodeName.toLowerCase()}` } : {}),
+    namespace: meta.namespace || 'default',
+    annotations: {
+      ...(isObject(meta.annotations) ? meta.annotations : {}),
+      [ConfigHashAnnotationKey]: uid,
+      [ConfigSourceAnnotationKey]: 'file',
+      [ConfigFirstSeenAnnotationKey]: rfc3339Nano(opts.now),
+    },
+  };
+  const spec = pod.spec ?? { containers: [] };
+  if (isObject(spec)) {
+    // So static pods are not evicted for node problems (NoExecute taints).
+    spec.tolerations = addOrUpdateToleration(spec.tolerations, { operator: 'Exists', effect: 'NoExecute' });
+    spec.nodeName = opts.nodeName;
+  }
+  const status = { ...(isObject(pod.status) ? pod.status : {}), phase: 'Pending' };
+  return applyPodSpecDefaults({ ...pod, metadata, spec, status });
+}
+
+/** The UID a parsed manifest pod gets: its own `metadata.uid` if set, else `staticPodUID`. */
+export function staticPodUIDOf(parsed: Pod, nodeName: string, source: string): string {
+  const own: unknown = isObject(parsed.metadata) ? parsed.metadata.uid : undefined;
+  return typeof own === 'string' && own !== '' ? own : staticPodUID(parsed, nodeName, source);
+}
+
+/**
+ * A static pod's UID: hex MD5 of the pod as parsed, then `host:<node>` and `file:<path>`, as the
+ * kubelet does. The kubelet hashes a Go deep-print of the object; nodelet hashes canonical
+ * (sorted-key) JSON, so UIDs are stable across restarts but differ from a real kubelet's.
+ */
+export function staticPodUID(parsed: Pod, nodeName: string, source: string): string {
+  const h = createHash('md5');
+  h.update(canonicalJSON(parsed));
+  h.update(`host:${nodeName}`);
+  h.update(`file:${source}`);
+  return h.digest('hex');
+}
+
+/** JSON with object keys sorted at every level, so equal objects hash equally whatever their key order. */
+export function canonicalJSON(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (!isObject(v) || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  }) ?? 'null';
+}
+
+/**
+ * Go's `time.RFC3339Nano` in UTC with all nine fractional digits (JavaScript clocks stop at
+ * milliseconds), the format of the kubelet's `kubernetes.io/config.seen`.
+ */
+export function rfc3339Nano(d: Date): string {
+  const iso = d.toISOString(); // 2026-01-02T03:04:05.678Z
+  return `${iso.slice(0, 23)}000000Z`;
+}
+
+/** `AddOrUpdateTolerationInPod`: replace a matching toleration (same key/operator/value/effect), else append. */
+function addOrUpdateToleration(existing: unknown, t: Toleration): Toleration[] {
+  const list = Array.isArray(existing) ? (existing as Toleration[]) : [];
+  const same = (o: Toleration) =>
+    isObject(o) && (o.key ?? '') === (t.key ?? '') && (o.operator ?? '') === (t.operator ?? '') && (o.value ?? '') === (t.value ?? '') && (o.effect ?? '') === (t.effect ?? '');
+  if (!list.some(same)) return [...list, t];
+  return list.map((o) => (same(o) ? { ...t } : o));
+}
+
+function isObject(v: unknown): v is object {
+  return typeof v === 'object' && v !== null;
+}

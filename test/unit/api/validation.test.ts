@@ -1,0 +1,183 @@
+import t from 'tap';
+import { pino } from 'pino';
+import type { Pod } from '../../../src/api/types.js';
+import { aggregate, filterInvalidPods, validatePod } from '../../../src/api/validation.js';
+import { EventRecorder } from '../../../src/events/recorder.js';
+import type { Logger } from '../../../src/logging/index.js';
+
+const subdomainMsg =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const labelMsg =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+function good(name = 'web', uid = `uid-${name}`): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', uid },
+    spec: { containers: [{ name: 'app', image: 'nginx' }] },
+  };
+}
+
+/** A good pod with `edit` applied to a copy. */
+function withEdit(edit: (p: Pod & { spec: NonNullable<Pod['spec']> }) => void): Pod {
+  const p = structuredClone(good()) as Pod & { spec: NonNullable<Pod['spec']> };
+  edit(p);
+  return p;
+}
+
+function capture(): { log: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  return { log, lines };
+}
+
+t.test('a good pod has no errors', async (t) => {
+  t.same(validatePod(good()), []);
+});
+
+t.test('metadata', async (t) => {
+  t.same(validatePod({ ...good(), metadata: { name: 'Foo', namespace: 'default' } }), [`metadata.name: Invalid value: "Foo": ${subdomainMsg}`]);
+  t.same(validatePod({ ...good(), metadata: { namespace: 'default' } }), ['metadata.name: Required value: name or generateName is required']);
+  t.same(validatePod({ ...good(), metadata: { name: 'a', namespace: 'My_NS' } }), [`metadata.namespace: Invalid value: "My_NS": ${labelMsg}`]);
+  t.same(validatePod({ ...good(), metadata: { name: 'a', namespace: 'a.b' } }), ['metadata.namespace: Invalid value: "a.b": must not contain dots']);
+  t.same(validatePod({ ...good(), metadata: { name: 'a' } }), ['metadata.namespace: Required value']);
+  t.same(validatePod({ ...good(), metadata: { name: 'a'.repeat(254), namespace: 'default' } }), [
+    `metadata.name: Invalid value: "${'a'.repeat(254)}": must be no more than 253 characters`,
+  ]);
+});
+
+t.test('containers', async (t) => {
+  t.same(validatePod(withEdit((p) => (p.spec.containers = []))), ['spec.containers: Required value']);
+  t.same(validatePod({ ...good(), spec: undefined }), ['spec.containers: Required value']);
+  t.same(
+    validatePod(withEdit((p) => p.spec.containers.push({ name: 'app', image: 'x' }))),
+    ['spec.containers[1].name: Duplicate value: "app"'],
+  );
+  t.same(
+    validatePod(withEdit((p) => (p.spec.initContainers = [{ name: 'app', image: 'x' }]))),
+    ['spec.containers[0].name: Duplicate value: "app"'],
+    'init and regular container names share one namespace',
+  );
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.image = ''))), ['spec.containers[0].image: Required value']);
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.image = ' nginx'))), [
+    'spec.containers[0].image: Invalid value: " nginx": must not have leading or trailing whitespace',
+  ]);
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.name = ''))), ['spec.containers[0].name: Required value']);
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.name = 'App'))), [`spec.containers[0].name: Invalid value: "App": ${labelMsg}`]);
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.imagePullPolicy = 'Sometimes'))), [
+    'spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"',
+  ]);
+});
+
+t.test('pod spec enums and numbers', async (t) => {
+  t.same(validatePod(withEdit((p) => (p.spec.restartPolicy = 'Sometimes'))), [
+    'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+  ]);
+  t.same(validatePod(withEdit((p) => (p.spec.dnsPolicy = 'Google'))), [
+    'spec.dnsPolicy: Unsupported value: "Google": supported values: "ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"',
+  ]);
+  t.same(validatePod(withEdit((p) => (p.spec.terminationGracePeriodSeconds = -1))), [
+    'spec.terminationGracePeriodSeconds: Invalid value: -1: must be greater than or equal to 0',
+  ]);
+  t.same(validatePod(withEdit((p) => (p.spec.terminationGracePeriodSeconds = 0))), []);
+  t.same(validatePod(withEdit((p) => (p.spec.activeDeadlineSeconds = 0))), [
+    'spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive',
+  ]);
+});
+
+t.test('ports', async (t) => {
+  const ports = (list: unknown[]) => validatePod(withEdit((p) => (p.spec.containers[0]!.ports = list as never)));
+  t.same(ports([{ containerPort: 80 }, { containerPort: 65535, protocol: 'SCTP' }, { containerPort: 1, hostPort: 8080, protocol: 'UDP' }]), []);
+  t.same(ports([{ containerPort: 70000 }]), ['spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive']);
+  t.same(ports([{ containerPort: -1 }]), ['spec.containers[0].ports[0].containerPort: Invalid value: -1: must be between 1 and 65535, inclusive']);
+  t.same(ports([{}]), ['spec.containers[0].ports[0].containerPort: Required value']);
+  t.same(ports([{ containerPort: 80, hostPort: 65536 }]), ['spec.containers[0].ports[0].hostPort: Invalid value: 65536: must be between 1 and 65535, inclusive']);
+  t.same(ports([{ containerPort: 80, protocol: 'ICMP' }]), [
+    'spec.containers[0].ports[0].protocol: Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"',
+  ]);
+});
+
+t.test('env and volumes', async (t) => {
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.env = [{ name: '' }]))), ['spec.containers[0].env[0].name: Required value']);
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.env = [{ name: 'A=B' }]))), [
+    `spec.containers[0].env[0].name: Invalid value: "A=B": a valid environment variable name must consist only of printable ASCII characters other than '='`,
+  ]);
+  t.same(validatePod(withEdit((p) => (p.spec.containers[0]!.env = [{ name: 'my.var-1', value: 'x' }]))), []);
+  t.same(
+    validatePod(
+      withEdit((p) => {
+        p.spec.volumes = [{ name: 'data' }, { name: 'data' }];
+        p.spec.containers[0]!.volumeMounts = [{ name: 'data', mountPath: '/d' }, { name: 'logs', mountPath: '' }];
+      }),
+    ),
+    ['spec.volumes[1].name: Duplicate value: "data"', 'spec.containers[0].volumeMounts[1].name: Not found: "logs"', 'spec.containers[0].volumeMounts[1].mountPath: Required value'],
+  );
+});
+
+t.test('mistyped input is reported, not thrown on', async (t) => {
+  t.same(validatePod('x' as unknown as Pod), ['Invalid value: "x": must be an object']);
+  t.same(validatePod({ ...good(), spec: 'x' } as unknown as Pod), ['spec: Invalid value: "x": must be an object']);
+  t.same(validatePod({ ...good(), spec: { containers: 'x' } } as unknown as Pod), ['spec.containers: Invalid value: "x": must be a list']);
+  t.same(validatePod({ ...good(), metadata: { name: 5, namespace: 'default' } } as unknown as Pod), ['metadata.name: Invalid value: 5: must be a string']);
+  t.same(validatePod({ ...good(), metadata: { name: 'a', namespace: 'default', labels: { a: 1 } } } as unknown as Pod), [
+    'metadata.labels: Invalid value: {"a":1}: must be a map of string keys to string values',
+  ]);
+  t.same(validatePod(withEdit((p) => (p.spec.containers = [null as never]))), ['spec.containers[0]: Invalid value: null: must be an object']);
+});
+
+t.test('aggregate mirrors Go', async (t) => {
+  t.equal(aggregate(['a']), 'a');
+  t.equal(aggregate(['a', 'b']), '[a, b]');
+});
+
+t.test('filterInvalidPods skips bad and duplicate pods, one event each', async (t) => {
+  const recorder = new EventRecorder({ nodeName: 'n1' });
+  const { log, lines } = capture();
+  const bad = withEdit((p) => {
+    p.metadata = { name: 'bad', namespace: 'default', uid: 'uid-bad' };
+    p.spec.restartPolicy = 'Sometimes';
+  });
+  const dupInBatch = good('web', 'uid-web-2');
+  const dupOfOther = good('db');
+  const noUID = good('nouid', '');
+  const pods = [good('web'), bad, dupInBatch, good('cache'), dupOfOther, noUID];
+  const out = filterInvalidPods(pods, 'file', recorder, log, new Set(['db_default']));
+  t.same(out.map((p) => p.metadata?.uid), ['uid-web', 'uid-cache'], 'good pods kept in order');
+
+  const events = recorder.list(undefined);
+  t.equal(events.length, 4, 'one event per rejected pod');
+  for (const e of events) t.match(e, { type: 'Warning', reason: 'FailedValidation' });
+  t.same(
+    events.map((e) => e.message),
+    [
+      'Error validating pod bad.default from file, ignoring: spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+      'Error validating pod web.default from file, ignoring: metadata.name: Duplicate value: "web"',
+      'Error validating pod db.default from file, ignoring: metadata.name: Duplicate value: "db"',
+      'Error validating pod nouid.default from file, ignoring: metadata.uid: Required value',
+    ],
+  );
+  t.equal(events[1]?.involvedObject.uid, 'uid-web-2');
+
+  const warns = lines.filter((l) => l.level === 40);
+  t.equal(warns.length, 4);
+  t.equal(
+    warns[0]?.msg,
+    'Pod[2] (bad.default) from file failed validation, ignoring: spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+  );
+  t.equal(warns[0]?.pod, 'default/bad');
+  t.equal(warns[1]?.msg, 'Pod[3] (web.default) from file failed validation, ignoring: metadata.name: Duplicate value: "web"');
+});
+
+t.test('filterInvalidPods: several errors aggregate, garbage identity is placeholdered', async (t) => {
+  const recorder = new EventRecorder({ nodeName: 'n1' });
+  const { log, lines } = capture();
+  const pod = { metadata: { name: 7 }, spec: { containers: [] } } as unknown as Pod;
+  t.same(filterInvalidPods([pod], 'http', recorder, log), []);
+  const msg = recorder.list(undefined)[0]?.message ?? '';
+  t.equal(
+    msg,
+    'Error validating pod <empty-name>.<empty-namespace> from http, ignoring: [metadata.name: Invalid value: 7: must be a string, metadata.namespace: Required value, spec.containers: Required value]',
+  );
+  t.match(lines[0]?.msg, /^Pod\[1\] \(<empty-name>\.<empty-namespace>\) from http failed validation, ignoring: \[/);
+});

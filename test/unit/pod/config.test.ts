@@ -1,0 +1,90 @@
+import t from 'tap';
+import { pino } from 'pino';
+import type { Pod } from '../../../src/api/types.js';
+import { EventRecorder } from '../../../src/events/recorder.js';
+import { PodConfig, podsDifferSemantically, type PodDiff } from '../../../src/pod/config.js';
+import { PodManager } from '../../../src/pod/manager.js';
+
+const pod = (name: string, uid: string, image = 'nginx', annotations: Record<string, string> = {}): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default', uid, annotations },
+  spec: { containers: [{ name: 'app', image }] },
+});
+
+function setup() {
+  const manager = new PodManager();
+  const recorder = new EventRecorder({ nodeName: 'n1' });
+  const log = pino({ level: 'silent' });
+  const diffs: PodDiff[] = [];
+  const config = new PodConfig({ manager, recorder, log, onChange: (d) => diffs.push(d) });
+  const uids = (list: Pod[]) => list.map((p) => p.metadata?.uid);
+  return { manager, recorder, config, diffs, uids };
+}
+
+t.test('added, updated, removed by UID; nothing → no callback', async (t) => {
+  const { manager, config, diffs, uids } = setup();
+  config.update('file', [pod('a', 'ua'), pod('b', 'ub')]);
+  t.equal(diffs.length, 1);
+  t.same(uids(diffs[0]!.added), ['ua', 'ub']);
+  t.same(manager.getPods().map((p) => p.metadata?.uid), ['ua', 'ub']);
+
+  config.update('file', [pod('a', 'ua'), pod('b', 'ub')]);
+  t.equal(diffs.length, 1, 'same set → no onChange');
+
+  config.update('file', [pod('a', 'ua', 'nginx:2'), pod('c', 'uc')]);
+  t.equal(diffs.length, 2);
+  t.same(uids(diffs[1]!.added), ['uc']);
+  t.same(uids(diffs[1]!.updated), ['ua']);
+  t.same(uids(diffs[1]!.removed), ['ub']);
+  t.equal(manager.getPodByUID('ua')?.spec?.containers[0]?.image, 'nginx:2');
+  t.equal(manager.getPodByUID('ub'), undefined);
+
+  config.update('file', []);
+  t.same(uids(diffs[2]!.removed).sort(), ['ua', 'uc']);
+  t.same(manager.getPods(), []);
+  t.same([...config.seenSources()], ['file']);
+});
+
+t.test('local annotations and status are not an update; the stored object is kept', async (t) => {
+  const { manager, config, diffs } = setup();
+  const first = pod('a', 'ua', 'nginx', { 'kubernetes.io/config.seen': '1' });
+  config.update('file', [first]);
+  config.update('file', [pod('a', 'ua', 'nginx', { 'kubernetes.io/config.seen': '2' })]);
+  t.equal(diffs.length, 1);
+  t.equal(manager.getPodByUID('ua'), first);
+  config.update('file', [pod('a', 'ua', 'nginx', { team: 'x' })]);
+  t.equal(diffs.length, 2, 'other annotations count');
+  t.ok(podsDifferSemantically(pod('a', 'u'), { ...pod('a', 'u'), metadata: { ...pod('a', 'u').metadata, labels: { x: 'y' } } }));
+  t.notOk(podsDifferSemantically(pod('a', 'u'), { ...pod('a', 'u'), status: { phase: 'Running' } }));
+});
+
+t.test('invalid pods are filtered with an event; duplicates checked against other sources', async (t) => {
+  const { manager, recorder, config, diffs, uids } = setup();
+  config.update('api', [pod('web', 'u-api')]);
+  const bad = pod('Bad', 'u-bad');
+  config.update('file', [pod('web', 'u-file'), bad, pod('ok', 'u-ok'), pod('other', 'u-api')]);
+  t.same(uids(diffs[1]!.added), ['u-ok']);
+  t.same(manager.getPods().map((p) => p.metadata?.uid).sort(), ['u-api', 'u-ok']);
+  const messages = recorder.list(undefined).map((e) => `${e.reason}: ${e.message}`);
+  t.equal(messages.length, 3);
+  t.equal(messages[0], 'FailedValidation: Error validating pod web.default from file, ignoring: metadata.name: Duplicate value: "web"');
+  t.match(messages[1], /^FailedValidation: Error validating pod Bad\.default from file, ignoring: metadata\.name: Invalid value: "Bad"/);
+  t.equal(messages[2], 'FailedValidation: Error validating pod other.default from file, ignoring: metadata.uid: Duplicate value: "u-api"');
+
+  // The api pod goes away: the file's web pod is accepted on its next snapshot.
+  config.update('api', []);
+  config.update('file', [pod('web', 'u-file'), pod('ok', 'u-ok')]);
+  t.same(uids(diffs.at(-1)!.added), ['u-file']);
+  t.equal(manager.getPodByName('default', 'web')?.metadata?.uid, 'u-file');
+});
+
+t.test('mirror pods from a source land in the mirror maps', async (t) => {
+  const { manager, config } = setup();
+  config.update('file', [pod('etcd', 'static')]);
+  const mirror = pod('etcd', 'mirror', 'nginx', { 'kubernetes.io/config.mirror': 'static' });
+  config.update('api', [mirror, pod('etcd', 'mirror2', 'nginx', { 'kubernetes.io/config.mirror': 'static' })]);
+  t.same(manager.getMirrorPods(), [mirror], 'a mirror may share its static pod\'s name, not another mirror\'s');
+  t.equal(manager.getPods().length, 1);
+  t.equal(manager.translatePodUID('mirror'), 'static');
+});

@@ -1,0 +1,188 @@
+import { mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { pino } from 'pino';
+import type { Pod } from '../../../src/api/types.js';
+import { StaticPodDirSource } from '../../../src/pod/file-source.js';
+
+const podYAML = (name: string, image = 'nginx:1.25') => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+spec:
+  containers:
+    - name: app
+      image: ${image}
+`;
+
+interface Harness {
+  dir: string;
+  source: StaticPodDirSource;
+  errors: Array<[string, string]>;
+  warnings: string[];
+  /** The next snapshot, or a rejection after `ms`. */
+  next(ms?: number): Promise<Pod[]>;
+  /** Resolves true if no snapshot arrives within `ms`. */
+  quiet(ms: number): Promise<boolean>;
+}
+
+async function harness(t: Test, opts: { sub?: string } = {}): Promise<Harness> {
+  const root = await mkdtemp(join(tmpdir(), 'nodelet-static-'));
+  const dir = opts.sub ? join(root, opts.sub) : root;
+  const errors: Array<[string, string]> = [];
+  const warnings: string[] = [];
+  const log = pino({ level: 'warn' }, { write: (s: string) => void warnings.push((JSON.parse(s) as { msg: string }).msg) });
+  let clock = Date.parse('2026-01-01T00:00:00Z');
+  const source = new StaticPodDirSource({
+    dir,
+    nodeName: 'Node1',
+    intervalMs: 40,
+    debounceMs: 20,
+    log,
+    onError: (file, message) => void errors.push([file, message]),
+    now: () => new Date((clock += 1000)),
+  });
+  const queue: Pod[][] = [];
+  const waiters: Array<(p: Pod[]) => void> = [];
+  source.start((pods) => {
+    const w = waiters.shift();
+    if (w) w(pods);
+    else queue.push(pods);
+  });
+  t.teardown(async () => {
+    await source.stop();
+    await rm(root, { recursive: true, force: true });
+  });
+  const next = (ms = 2000) =>
+    new Promise<Pod[]>((resolve, reject) => {
+      const queued = queue.shift();
+      if (queued) return resolve(queued);
+      const timer = setTimeout(() => {
+        waiters.splice(waiters.indexOf(done), 1);
+        reject(new Error(`no snapshot within ${ms} ms`));
+      }, ms);
+      const done = (p: Pod[]) => {
+        clearTimeout(timer);
+        resolve(p);
+      };
+      waiters.push(done);
+    });
+  const quiet = async (ms: number) => {
+    try {
+      await next(ms);
+      return false;
+    } catch {
+      return true;
+    }
+  };
+  return { dir, source, errors, warnings, next, quiet };
+}
+
+/** Writes atomically (via an ignored dotfile), so a scan never sees a half-written manifest. */
+async function put(dir: string, name: string, content: string): Promise<void> {
+  const tmp = join(dir, `.${name}.tmp`);
+  await writeFile(tmp, content);
+  await rename(tmp, join(dir, name));
+}
+
+const names = (pods: Pod[]) => pods.map((p) => p.metadata?.name);
+const uids = (pods: Pod[]) => pods.map((p) => p.metadata?.uid);
+
+t.test('add, change, delete; unchanged rescans emit nothing', async (t) => {
+  const h = await harness(t);
+  t.same(await h.next(), [], 'the first scan is always emitted');
+
+  await put(h.dir, 'web.yaml', podYAML('web'));
+  const added = await h.next();
+  t.same(names(added), ['web-node1']);
+  const web = added[0]!;
+  t.match(web.metadata?.annotations, { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': web.metadata?.uid });
+  t.equal(web.spec?.nodeName, 'Node1');
+  t.ok(await h.quiet(250), 'several rescans of an unchanged directory emit nothing');
+
+  await put(h.dir, 'db.json', JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'db' }, spec: { containers: [{ name: 'db', image: 'pg' }] } }));
+  const two = await h.next();
+  t.same(names(two), ['db-node1', 'web-node1'], 'sorted by file name');
+  const web2 = two.find((p) => p.metadata?.name === 'web-node1');
+  t.equal(web2?.metadata?.uid, web.metadata?.uid);
+  t.equal(web2?.metadata?.annotations?.['kubernetes.io/config.seen'], web.metadata?.annotations?.['kubernetes.io/config.seen'], 'config.seen is stable for an unchanged pod');
+  t.not(two[0]?.metadata?.annotations?.['kubernetes.io/config.seen'], web.metadata?.annotations?.['kubernetes.io/config.seen']);
+
+  await put(h.dir, 'web.yaml', podYAML('web', 'nginx:1.26'));
+  const changed = await h.next();
+  const web3 = changed.find((p) => p.metadata?.name === 'web-node1');
+  t.not(web3?.metadata?.uid, web.metadata?.uid, 'content change → new UID');
+  t.equal(web3?.spec?.containers[0]?.image, 'nginx:1.26');
+
+  await unlink(join(h.dir, 'web.yaml'));
+  t.same(names(await h.next()), ['db-node1'], 'deleted file → its pod is gone');
+  t.same(h.errors, []);
+});
+
+t.test('a broken file beside a good one: good pod emitted, onError once', async (t) => {
+  const h = await harness(t);
+  await h.next();
+  await put(h.dir, 'broken.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: [oops\n');
+  await put(h.dir, 'good.yml', podYAML('good'));
+  let pods = await h.next();
+  // The two writes may land in one scan or two; wait for the good pod either way.
+  while (pods.length === 0) pods = await h.next();
+  t.same(names(pods), ['good-node1']);
+  t.ok(await h.quiet(200));
+  t.equal(h.errors.length, 1, 'reported once, not on every rescan');
+  t.equal(h.errors[0]?.[0], join(h.dir, 'broken.yaml'));
+  t.match(h.errors[0]?.[1], /invalid YAML/);
+
+  await put(h.dir, 'broken.yaml', podYAML('fixed'));
+  t.same(names(await h.next()), ['fixed-node1', 'good-node1']);
+  await put(h.dir, 'broken.yaml', 'kind: Deployment\napiVersion: apps/v1\n');
+  t.same(names(await h.next()), ['good-node1']);
+  t.equal(h.errors.length, 2, 'a new problem after a fix is reported again');
+  t.match(h.errors[1]?.[1], /Deployment/);
+});
+
+t.test('dotfiles, other extensions and directories are ignored', async (t) => {
+  const h = await harness(t);
+  await h.next();
+  await put(h.dir, '.hidden.yaml', podYAML('hidden'));
+  await put(h.dir, 'notes.txt', podYAML('txt'));
+  await put(h.dir, 'web.yaml~', podYAML('backup'));
+  await mkdir(join(h.dir, 'sub.yaml'));
+  await writeFile(join(h.dir, 'sub.yaml', 'inner.yaml'), podYAML('inner'));
+  t.ok(await h.quiet(250), 'nothing new to emit');
+  await put(h.dir, 'Real.YAML', podYAML('real'));
+  t.same(names(await h.next()), ['real-node1'], 'extensions match case-insensitively');
+  t.same(h.errors, []);
+});
+
+t.test('a missing directory is an empty set with one warning, and is picked up later', async (t) => {
+  const h = await harness(t, { sub: 'manifests' });
+  t.same(await h.next(), []);
+  t.ok(await h.quiet(200));
+  t.same(h.warnings.filter((w) => /does not exist/.test(w)).length, 1, 'warned once');
+  await mkdir(h.dir);
+  await put(h.dir, 'late.yaml', podYAML('late'));
+  t.same(names(await h.next()), ['late-node1']);
+  await put(h.dir, 'later.yaml', podYAML('later'));
+  t.same(names(await h.next()), ['late-node1', 'later-node1'], 'the new directory is watched/rescanned');
+});
+
+t.test('the same manifest in two files gives two UIDs', async (t) => {
+  const h = await harness(t);
+  await h.next();
+  await put(h.dir, 'a.yaml', podYAML('same'));
+  await put(h.dir, 'b.yaml', podYAML('same'));
+  let pods = await h.next();
+  while (pods.length < 2) pods = await h.next();
+  t.equal(new Set(uids(pods)).size, 2, 'the file path is part of the hash (duplicates are PodConfig\'s job)');
+});
+
+t.test('stop ends scanning and emitting', async (t) => {
+  const h = await harness(t);
+  await h.next();
+  t.throws(() => h.source.start(() => {}), /already started/);
+  await h.source.stop();
+  await put(h.dir, 'x.yaml', podYAML('x'));
+  t.ok(await h.quiet(200), 'no snapshot after stop');
+});
