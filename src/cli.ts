@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+import { buildConfig, ConfigError } from './config/index.js';
+import { createLogger } from './logging/index.js';
+import { startNodelet } from './nodelet.js';
+
+/**
+ * `nodelet [flags]`: parse flags (kubelet names), start, and stop cleanly on SIGINT/SIGTERM.
+ * Bad flags fail fast with one line on stderr and exit code 2, like the kubelet.
+ */
+async function main(argv: string[]): Promise<void> {
+  let built: ReturnType<typeof buildConfig>;
+  try {
+    built = buildConfig(argv, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Error: ${err.message}\n`);
+      process.exit(err.exitCode);
+    }
+    throw err;
+  }
+  if ('help' in built) {
+    process.stdout.write(built.help);
+    return;
+  }
+  const { config, warnings } = built;
+  const log = createLogger({ verbosity: config.verbosity, format: config.loggingFormat });
+  for (const warning of warnings) log.warn(warning);
+
+  let nodelet: Awaited<ReturnType<typeof startNodelet>>;
+  try {
+    nodelet = await startNodelet(config, { log });
+  } catch (err) {
+    log.error({ err }, 'nodelet failed to start');
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'Shutting down; pods keep running');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    nodelet.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'Error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+await main(process.argv.slice(2));

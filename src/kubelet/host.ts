@@ -1,0 +1,81 @@
+import type { Event, Pod, PodStatus } from '../api/types.js';
+import type { EventRecorder } from '../events/recorder.js';
+import type { PodManager } from '../pod/manager.js';
+import type { Runtime, RuntimePod } from '../runtime/types.js';
+import type { Host } from '../server/host.js';
+import type { StatusManager } from '../status/manager.js';
+import type { Kubelet } from './kubelet.js';
+
+/** Health thresholds: the relist runs every second, so 30 s without one means the loop is stuck. */
+const STALE_AFTER_MS = 30_000;
+
+/** The `Host` the HTTP API reads: pods from the pod manager, statuses from the status cache. */
+export class KubeletHost implements Host {
+  readonly nodeName: string;
+  readonly #pods: PodManager;
+  readonly #statuses: StatusManager;
+  readonly #runtime: Runtime;
+  readonly #recorder: EventRecorder;
+  readonly #kubelet: Kubelet;
+
+  constructor(opts: { nodeName: string; podManager: PodManager; statusManager: StatusManager; runtime: Runtime; recorder: EventRecorder; kubelet: Kubelet }) {
+    this.nodeName = opts.nodeName;
+    this.#pods = opts.podManager;
+    this.#statuses = opts.statusManager;
+    this.#runtime = opts.runtime;
+    this.#recorder = opts.recorder;
+    this.#kubelet = opts.kubelet;
+  }
+
+  getPods(): Pod[] {
+    return this.#pods.getPods().map((pod) => this.#withStatus(pod));
+  }
+
+  getPodByName(namespace: string, name: string): Pod | undefined {
+    const pod = this.#pods.getPodByName(namespace, name);
+    return pod && this.#withStatus(pod);
+  }
+
+  getPodStatus(uid: string): PodStatus | undefined {
+    return this.#statuses.getPodStatus(this.#pods.translatePodUID(uid));
+  }
+
+  async getRunningPods(): Promise<Pod[]> {
+    const pods = await this.#runtime.listPods();
+    return pods.filter((p) => p.containers.some((c) => c.state === 'running')).map(runtimePodToPod);
+  }
+
+  getEvents(namespace: string | undefined, fields: ReadonlyMap<string, string>): Event[] {
+    return this.#recorder.list(namespace, fields);
+  }
+
+  healthChecks(): Record<string, () => string | undefined> {
+    return {
+      syncloop: () => {
+        const { lastError, lastSuccess } = this.#kubelet.pleg.health();
+        if (lastError !== undefined) return `container runtime unreachable: ${lastError}`;
+        const last = this.#kubelet.lastActivity();
+        if (!lastSuccess || Date.now() - last > STALE_AFTER_MS) return `sync loop last ran ${last ? Math.round((Date.now() - last) / 1000) + 's ago' : 'never'}`;
+        return undefined;
+      },
+    };
+  }
+
+  #withStatus(pod: Pod): Pod {
+    const status = this.#statuses.getPodStatus(pod.metadata?.uid ?? '');
+    return status ? { ...pod, status } : pod;
+  }
+}
+
+/** The kubelet's `/runningpods/` shape: a Pod per runtime pod with only its running containers. */
+function runtimePodToPod(rp: RuntimePod): Pod {
+  return {
+    kind: 'Pod',
+    apiVersion: 'v1',
+    metadata: { name: rp.name, namespace: rp.namespace, uid: rp.uid },
+    spec: {
+      containers: rp.containers.filter((c) => c.state === 'running').map((c) => ({ name: c.name, image: c.image })),
+    },
+    status: {},
+  };
+}

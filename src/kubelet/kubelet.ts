@@ -1,0 +1,301 @@
+import type { Container, Pod } from '../api/types.js';
+import type { EventRecorder } from '../events/recorder.js';
+import type { Logger } from '../logging/index.js';
+import type { PodManager } from '../pod/manager.js';
+import type { Runtime, RuntimePod } from '../runtime/types.js';
+import type { StatusManager } from '../status/manager.js';
+import { Backoff } from './backoff.js';
+import { PLEG } from './pleg.js';
+import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
+import { generatePodStatus } from './pod-status.js';
+
+export interface KubeletOptions {
+  nodeName: string;
+  nodeIP: string;
+  runtime: Runtime;
+  podManager: PodManager;
+  statusManager: StatusManager;
+  recorder: EventRecorder;
+  log: Logger;
+  /** Every pod is re-synced this often even without events (`syncFrequency`). */
+  syncFrequencyMs: number;
+  relistPeriodMs?: number;
+  /** Crash-loop back-off; injectable so tests can shorten it. */
+  backoff?: Backoff;
+}
+
+interface Worker {
+  running: Promise<void> | undefined;
+  again: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
+
+/**
+ * The sync loop: one worker per pod UID, serialised (a sync requested while one runs sets `again`),
+ * driven by pod source changes, PLEG events, back-off timers and a periodic resync. Each sync
+ * publishes the pod's status to the status manager from the PLEG snapshot, then acts on the
+ * runtime; the runtime change comes back as a PLEG event and the next sync reports it.
+ */
+export class Kubelet {
+  readonly pleg: PLEG;
+  readonly #o: KubeletOptions;
+  readonly #backoff: Backoff;
+  /** Back-off for failures that leave no container behind (image pulls, create errors). */
+  readonly #startBackoff = new Backoff();
+  readonly #startFailures = new Map<string, { at: number; waiting: Waiting }>();
+  readonly #workers = new Map<string, Worker>();
+  #sourcesReady = false;
+  #resyncTimer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #lastSync = 0;
+
+  constructor(opts: KubeletOptions) {
+    this.#o = opts;
+    this.#backoff = opts.backoff ?? new Backoff();
+    this.pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
+  }
+
+  start(): void {
+    this.pleg.start((uid) => this.#schedule(uid));
+    const resync = () => {
+      this.#resyncTimer = setTimeout(() => {
+        for (const pod of this.#o.podManager.getPods()) this.#schedule(pod.metadata?.uid ?? '');
+        resync();
+      }, this.#o.syncFrequencyMs);
+      this.#resyncTimer.unref();
+    };
+    resync();
+  }
+
+  /** Stops the loops and waits for running syncs. Containers keep running, as with the kubelet. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.pleg.stop();
+    if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
+    for (const w of this.#workers.values()) if (w.timer) clearTimeout(w.timer);
+    await Promise.allSettled([...this.#workers.values()].map((w) => w.running));
+  }
+
+  /** Pods were added, updated or removed by a source. */
+  handlePodChanges(diff: { added: Pod[]; updated: Pod[]; removed: Pod[] }): void {
+    for (const pod of [...diff.added, ...diff.updated, ...diff.removed]) this.#schedule(pod.metadata?.uid ?? '');
+  }
+
+  /**
+   * Every source has delivered its first snapshot: from now on, runtime pods that no source
+   * knows are orphans and are removed. Before that, a restarted nodelet must not kill the pods it
+   * is about to adopt.
+   */
+  markSourcesReady(): void {
+    if (this.#sourcesReady) return;
+    this.#sourcesReady = true;
+    void this.pleg.relist().then(() => {
+      for (const rp of this.pleg.getPods()) this.#schedule(rp.uid);
+    });
+  }
+
+  /** When the sync loop last completed a pod sync or relist (for /healthz/syncloop). */
+  lastActivity(): number {
+    return Math.max(this.#lastSync, this.pleg.health().lastSuccess);
+  }
+
+  #schedule(uid: string): void {
+    if (!uid || this.#stopped) return;
+    let w = this.#workers.get(uid);
+    if (!w) {
+      w = { running: undefined, again: false, timer: undefined };
+      this.#workers.set(uid, w);
+    }
+    if (w.running) {
+      w.again = true;
+      return;
+    }
+    const worker = w;
+    worker.running = (async () => {
+      do {
+        worker.again = false;
+        try {
+          await this.#sync(uid);
+        } catch (err) {
+          this.#o.log.error({ err, podUID: uid }, 'Error syncing pod');
+        }
+      } while (worker.again && !this.#stopped);
+    })().finally(() => {
+      worker.running = undefined;
+      if (!this.#o.podManager.getPodByUID(uid) && !this.pleg.getPod(uid) && !worker.timer) this.#workers.delete(uid);
+    });
+  }
+
+  #scheduleAfter(uid: string, ms: number): void {
+    const w = this.#workers.get(uid);
+    if (!w || w.timer) return;
+    w.timer = setTimeout(() => {
+      w.timer = undefined;
+      this.#schedule(uid);
+    }, ms + 20);
+    w.timer.unref();
+  }
+
+  async #sync(uid: string): Promise<void> {
+    this.#lastSync = Date.now();
+    if (this.pleg.health().relists === 0) {
+      // Never act on a pod before the runtime was listed once: after a restart of nodelet its
+      // containers exist, and creating them again would duplicate them.
+      await this.pleg.relist();
+      if (this.pleg.health().relists === 0) return this.#scheduleAfter(uid, 1000);
+    }
+    const pod = this.#o.podManager.getPodByUID(uid);
+    const runtimePod = this.pleg.getPod(uid);
+    if (!pod) {
+      if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod);
+      if (!runtimePod) {
+        this.#o.statusManager.deletePodStatus(uid);
+        this.#backoff.forgetPrefix(`${uid}/`);
+        this.#startBackoff.forgetPrefix(`${uid}/`);
+        for (const key of this.#startFailures.keys()) if (key.startsWith(`${uid}/`)) this.#startFailures.delete(key);
+      }
+      return;
+    }
+
+    const now = Date.now();
+    const actions = computePodActions(pod, runtimePod, this.#backoff, now);
+    this.#holdFailedStarts(pod, actions, now);
+    this.#publishStatus(pod, runtimePod, actions.waiting);
+    if (actions.resyncAfterMs !== undefined) this.#scheduleAfter(uid, actions.resyncAfterMs);
+    for (const [name, w] of actions.waiting) {
+      if (w.reason === 'CrashLoopBackOff') this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'BackOff', 'Back-off restarting failed container');
+    }
+    if (!actions.kill.length && !actions.start.length && !actions.remove.length && actions.createSandbox === undefined) return;
+
+    await this.#apply(pod, runtimePod, actions);
+    // The changes come back as PLEG events, which sync this pod again and publish its status.
+    await this.pleg.relist();
+  }
+
+  /** Starts that failed recently without leaving a container (e.g. an image pull) wait out a back-off. */
+  #holdFailedStarts(pod: Pod, actions: PodActions, now: number): void {
+    actions.start = actions.start.filter(({ container }) => {
+      const key = backoffKey(pod, container.name);
+      const failure = this.#startFailures.get(key);
+      if (!failure || !this.#startBackoff.isInBackOffSince(key, failure.at, now)) return true;
+      const waiting = failure.waiting.reason === 'ErrImagePull'
+        ? { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` }
+        : failure.waiting;
+      actions.waiting.set(container.name, waiting);
+      const left = this.#startBackoff.remaining(key, failure.at, now);
+      actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, left);
+      return false;
+    });
+  }
+
+  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>): void {
+    // The pod started when its first sandbox did: stable across restarts of nodelet.
+    const firstSandbox = runtimePod?.sandboxes.at(-1);
+    const recorded: Pod = firstSandbox && !pod.status?.startTime
+      ? { ...pod, status: { ...pod.status, startTime: firstSandbox.createdAt.toISOString().replace(/\.\d+Z$/, 'Z') } }
+      : pod;
+    const allWaiting = new Map(waiting);
+    for (const c of pod.spec?.containers ?? []) {
+      const failure = this.#startFailures.get(backoffKey(pod, c.name));
+      if (failure && !allWaiting.has(c.name) && !runtimePod?.containers.some((rc) => rc.name === c.name && rc.state === 'running')) {
+        allWaiting.set(c.name, failure.waiting);
+      }
+    }
+    const status = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date() });
+    this.#o.statusManager.setPodStatus(recorded, status);
+  }
+
+  async #apply(pod: Pod, runtimePod: RuntimePod | undefined, actions: PodActions): Promise<void> {
+    const { runtime, recorder, log } = this.#o;
+    const plog = log.child({ pod: podRef(pod), podUID: pod.metadata?.uid });
+    const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
+
+    await Promise.all(
+      actions.kill.map(async (k) => {
+        if (k.name !== 'POD') recorder.record(containerSubject(pod, k.name), 'Normal', 'Killing', k.message);
+        plog.info({ container: k.name }, k.message);
+        await runtime.stopContainer(k.id, k.name === 'POD' ? 0 : grace);
+      }),
+    );
+    for (const id of actions.remove) await runtime.removeContainer(id);
+
+    let sandbox = runtimePod?.sandboxes[0];
+    if (actions.createSandbox !== undefined) {
+      try {
+        plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
+        const id = await runtime.runSandbox(pod, actions.createSandbox);
+        if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
+        sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), ips: [] };
+      } catch (err) {
+        const message = `Failed to create pod sandbox: ${(err as Error).message}`;
+        plog.warn({ err }, 'Failed to create pod sandbox');
+        recorder.record(pod, 'Warning', 'FailedCreatePodSandBox', message);
+        for (const s of actions.start) this.#recordStartFailure(pod, s.container, { reason: 'ContainerCreating', message });
+        return;
+      }
+    }
+    if (!sandbox) return;
+
+    for (const s of actions.start) {
+      await this.#startContainer(pod, s.container, sandbox, s.attempt, plog);
+    }
+  }
+
+  async #startContainer(pod: Pod, container: Container, sandbox: NonNullable<RuntimePod['sandboxes'][number]>, attempt: number, plog: Logger): Promise<void> {
+    const { runtime, recorder } = this.#o;
+    const subject = containerSubject(pod, container.name);
+    const clog = plog.child({ container: container.name });
+    const policy = container.imagePullPolicy === 'Always' || container.imagePullPolicy === 'Never' ? container.imagePullPolicy : 'IfNotPresent';
+    try {
+      if (policy !== 'IfNotPresent') recorder.record(subject, 'Normal', 'Pulling', `Pulling image "${container.image}"`);
+      await runtime.ensureImage(container.image ?? '', policy);
+      recorder.record(subject, 'Normal', 'Pulled', policy === 'Always' ? `Successfully pulled image "${container.image}"` : `Container image "${container.image}" already present on machine`);
+    } catch (err) {
+      const reason = (err as { reason?: string }).reason ?? 'ErrImagePull';
+      clog.warn({ err }, 'Image not available');
+      recorder.record(subject, 'Warning', 'Failed', `Failed to pull image "${container.image}": ${(err as Error).message}`);
+      recorder.record(subject, 'Warning', 'Failed', `Error: ${reason}`);
+      this.#recordStartFailure(pod, container, { reason, message: (err as Error).message });
+      return;
+    }
+    try {
+      await runtime.startContainer(pod, container, sandbox, attempt);
+      this.#startFailures.delete(backoffKey(pod, container.name));
+      clog.info({ attempt }, 'Started container');
+      recorder.record(subject, 'Normal', 'Created', `Created container ${container.name}`);
+      recorder.record(subject, 'Normal', 'Started', `Started container ${container.name}`);
+    } catch (err) {
+      // Docker keeps a container that failed to start; its state reports ContainerCannotRun.
+      clog.warn({ err }, 'Failed to start container');
+      recorder.record(subject, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
+      this.#recordStartFailure(pod, container, { reason: 'CreateContainerError', message: (err as Error).message });
+    }
+  }
+
+  #recordStartFailure(pod: Pod, container: Container, waiting: Waiting): void {
+    const key = backoffKey(pod, container.name);
+    const now = Date.now();
+    this.#startBackoff.next(key, now, now);
+    this.#startFailures.set(key, { at: now, waiting });
+    this.#scheduleAfter(pod.metadata?.uid ?? '', this.#startBackoff.remaining(key, now, now));
+  }
+
+  /**
+   * Stops every container (SIGTERM, SIGKILL after the grace period recorded on it), then the
+   * sandbox, then removes them all.
+   */
+  async #killPod(runtimePod: RuntimePod): Promise<void> {
+    const { runtime, log } = this.#o;
+    log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: runtimePod.uid }, 'Killing pod');
+    await Promise.all(runtimePod.containers
+        .filter((c) => c.state === 'running')
+        .map((c) => runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30)));
+    await Promise.all(runtimePod.sandboxes.filter((s) => s.ready).map((s) => runtime.stopContainer(s.id, 0)));
+    for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
+    for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
+    await this.pleg.relist();
+  }
+}

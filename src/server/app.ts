@@ -1,0 +1,95 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from '../logging/index.js';
+import { handleError, handleFrameworkError, handleNotFound, rejectUnknownRoute } from './errors.js';
+import type { Host } from './host.js';
+import { checkPathParams } from './params.js';
+import { apiEventsPlugin } from './plugins/api-events.js';
+import { apiNamespacesPlugin } from './plugins/api-namespaces.js';
+import { apiPodsPlugin } from './plugins/api-pods.js';
+import { discoveryPlugin, type VersionOptions } from './plugins/discovery.js';
+import { healthzPlugin } from './plugins/healthz.js';
+import { kubeletPodsPlugin } from './plugins/kubelet-pods.js';
+
+export interface ServerOptions {
+  host: Host;
+  logger: Logger;
+  version: VersionOptions;
+  /** Largest accepted request body; nodelet's API is read-only, so the default is small. */
+  bodyLimit?: number;
+}
+
+/** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
+class RequestLogController extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
+  }
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
+/**
+ * `application/json` exactly, as the apiserver and kubelet send it (Fastify would append
+ * `; charset=utf-8`), and the apiserver's `X-Content-Type-Options: nosniff` on every answer.
+ * Redirects are never legitimate here: a kubelet that answers 3xx can steer the apiserver's
+ * upgrade proxy (CVE-2020-8559), so a 3xx that slips out of a future plugin becomes a 500.
+ */
+async function responseHeaders(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  const type = reply.getHeader('content-type');
+  if (type === 'application/json; charset=utf-8') void reply.header('content-type', 'application/json');
+  void reply.header('x-content-type-options', 'nosniff');
+  if (reply.statusCode >= 300 && reply.statusCode < 400) {
+    request.log.error({ statusCode: reply.statusCode }, 'refusing to send a redirect');
+    void reply.removeHeader('location').code(500).type('text/plain; charset=utf-8');
+    return 'Internal Error: redirect refused\n';
+  }
+  return payload;
+}
+
+/**
+ * The nodelet HTTP server: kubelet endpoints plus the read-only slice of the apiserver API that
+ * kubectl needs to talk to a node directly. Each endpoint family is an encapsulated plugin;
+ * cross-cutting behaviour (path checks, error mapping, headers) lives on the root instance.
+ * Streaming (exec/attach/portforward/logs) and metrics plugins register the same way.
+ */
+export function buildServer(opts: ServerOptions): FastifyInstance {
+  // Widened to Fastify's logger interface so the instance keeps Fastify's default typing.
+  const logger: FastifyBaseLogger = opts.logger;
+  const app: FastifyInstance = Fastify({
+    loggerInstance: logger,
+    logController: new RequestLogController(),
+    bodyLimit: opts.bodyLimit ?? 64 * 1024,
+    routerOptions: {
+      // `/runningpods/` and `/runningpods` both match; Fastify never redirects between them.
+      ignoreTrailingSlash: true,
+      // Longer than any valid name (253), so over-long names reach the path check and get a 400.
+      maxParamLength: 1024,
+    },
+    // Slowloris guard: the whole request (headers and body) must arrive within 60 s.
+    requestTimeout: 60_000,
+    // Socket inactivity limit; the kubelet allows 4 h reads/writes for long log follows.
+    connectionTimeout: 4 * 60 * 60 * 1000,
+    // The kubelet's `IdleTimeout` for keep-alive connections.
+    keepAliveTimeout: 90_000,
+    // One error handler, set below; a plugin replacing it in the same scope is a bug.
+    allowErrorHandlerOverride: false,
+    frameworkErrors: handleFrameworkError,
+  });
+
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+  app.addHook('onRequest', rejectUnknownRoute);
+  app.addHook('onRequest', checkPathParams);
+  app.addHook('onSend', responseHeaders);
+
+  const { host } = opts;
+  void app.register(healthzPlugin, { host });
+  void app.register(kubeletPodsPlugin, { host });
+  void app.register(discoveryPlugin, { version: opts.version });
+  void app.register(apiPodsPlugin, { host });
+  void app.register(apiNamespacesPlugin);
+  void app.register(apiEventsPlugin, { host });
+  return app;
+}

@@ -1,0 +1,122 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { StatusError, type StatusDetails } from '../api/errors.js';
+import type { Status } from '../api/types.js';
+
+/**
+ * The one place errors become HTTP responses. Routes throw; `handleError` (installed once, on
+ * the root instance) writes either a `meta/v1` Status, as the apiserver does, or — for the few
+ * old kubelet endpoints whose clients parse text — the kubelet's plain-text `http.Error` body.
+ */
+
+/** 405 with the `Allow` header the kubelet's `GETOnlyRestfulFilter` sends. */
+export class MethodNotAllowedError extends StatusError {
+  readonly allow: readonly string[];
+  constructor(allow: readonly string[]) {
+    super('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    this.allow = allow;
+  }
+}
+
+/**
+ * A kubelet `http.Error(w, msg, code)`: `text/plain; charset=utf-8`, `nosniff`, body + `\n`.
+ * Used by `/podInfo`, whose 2015-era clients match on the text.
+ */
+export class PlainTextError extends Error {
+  readonly statusCode: number;
+  constructor(statusCode: number, message: string) {
+    super(message);
+    this.name = 'PlainTextError';
+    this.statusCode = statusCode;
+  }
+}
+
+export const pageNotFound = (): StatusError =>
+  // The apiserver's answer for a path no handler owns (`details: {}` included).
+  new StatusError('NotFound', 'the server could not find the requested resource', {});
+
+/** Kubernetes `reason`s for status codes raised by Fastify itself (parsers, limits). */
+const reasonForCode: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  408: 'Timeout',
+  413: 'RequestEntityTooLarge',
+  414: 'RequestURITooLong',
+  415: 'UnsupportedMediaType',
+  429: 'TooManyRequests',
+};
+
+function statusBody(code: number, reason: string, message: string, details?: StatusDetails): Status {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  };
+}
+
+/** Fastify's own errors only: a Docker client error may also carry `code` and `statusCode`. */
+function isFastifyError(err: unknown): err is FastifyError {
+  const code = err instanceof Error ? (err as Partial<FastifyError>).code : undefined;
+  return typeof code === 'string' && code.startsWith('FST_');
+}
+
+/** Maps anything thrown to the Status object the client gets. */
+export function statusFor(err: unknown): Status {
+  if (err instanceof StatusError) return err.toStatus();
+  if (isFastifyError(err)) {
+    const code = err.statusCode ?? 500;
+    // Schema validation, malformed bodies, bad URLs: the client's fault, a 400 like the apiserver.
+    if (err.validation || err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+      return statusBody(400, 'BadRequest', err.message);
+    }
+    if (code >= 400 && code < 500) return statusBody(code, reasonForCode[code] ?? 'BadRequest', err.message);
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return statusBody(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] });
+}
+
+export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  if (err instanceof PlainTextError) {
+    request.log.debug({ err }, 'request failed');
+    void reply.code(err.statusCode).type('text/plain; charset=utf-8').send(`${err.message}\n`);
+    return;
+  }
+  const status = statusFor(err);
+  const code = status.code ?? 500;
+  if (code >= 500) request.log.error({ err, url: request.url, method: request.method }, 'request failed');
+  else request.log.debug({ err, statusCode: code }, 'request rejected');
+  if (err instanceof MethodNotAllowedError) void reply.header('allow', err.allow.join(', '));
+  // A Buffer keeps the exact `application/json` (Fastify appends a charset to JSON strings) also
+  // on framework errors raised before routing, which skip the root onSend hook.
+  void reply
+    .code(code)
+    .type('application/json')
+    .header('x-content-type-options', 'nosniff')
+    .send(Buffer.from(JSON.stringify(status)));
+}
+
+/** Unknown routes: the apiserver's 404 Status, through the same handler. */
+export async function handleNotFound(): Promise<never> {
+  throw pageNotFound();
+}
+
+/**
+ * Root `onRequest` hook: settle unknown routes before Fastify parses a body for them, so an
+ * unknown path is a 404 whatever its payload (not a 400 or 415 from a content-type parser).
+ */
+export async function rejectUnknownRoute(request: FastifyRequest): Promise<void> {
+  if (request.is404) throw pageNotFound();
+}
+
+/** Errors Fastify raises before routing (bad percent-encoding, over-long params). */
+export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  handleError(err, request, reply);
+}

@@ -1,0 +1,53 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../api/names.js';
+import type { PodStatus } from '../../api/types.js';
+import { PlainTextError } from '../errors.js';
+import type { Host } from '../host.js';
+import { getRoute } from '../methods.js';
+import { podList } from '../objects.js';
+import { queryValue } from '../params.js';
+
+/**
+ * The kubelet's own pod endpoints (pkg/kubelet/server): `/pods` (GET only, 405 + `Allow: GET`
+ * otherwise), `/runningpods/` (runtime view, straight from Docker), and the 2015 `podInfo`
+ * endpoints whose errors stay the plain text old clients matched on (seed `handlePodStatus`).
+ */
+
+/** The podInfo query pair, checked in the seed's order; invalid names never reach the host. */
+function podInfoQuery(request: FastifyRequest): { namespace: string; name: string } {
+  const name = queryValue(request, 'podID');
+  const namespace = queryValue(request, 'podNamespace');
+  if (name === '') throw new PlainTextError(400, "Missing 'podID=' query entry.");
+  if (namespace === '') throw new PlainTextError(400, "Missing 'podNamespace=' query entry.");
+  const nameErrs = isDNS1123Subdomain(name);
+  if (nameErrs.length > 0) throw new PlainTextError(400, `Invalid 'podID=' query entry: ${nameErrs.join(', ')}`);
+  const nsErrs = isDNS1123Label(namespace);
+  if (nsErrs.length > 0) throw new PlainTextError(400, `Invalid 'podNamespace=' query entry: ${nsErrs.join(', ')}`);
+  return { namespace, name };
+}
+
+export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host }): Promise<void> {
+  const { host } = opts;
+
+  getRoute(app, '/pods', async () => podList(host.getPods()));
+
+  // Registered with the kubelet's trailing slash; `ignoreTrailingSlash` serves `/runningpods` too.
+  getRoute(app, '/runningpods/', async () => podList(await host.getRunningPods()));
+
+  const podInfo = (versioned: boolean) => async (request: FastifyRequest) => {
+    const { namespace, name } = podInfoQuery(request);
+    const pod = host.getPodByName(namespace, name);
+    if (!pod) throw new PlainTextError(404, 'Pod does not exist');
+    const uid = pod.metadata?.uid;
+    const status: PodStatus = (uid !== undefined ? host.getPodStatus(uid) : undefined) ?? pod.status ?? {};
+    if (!versioned) return status;
+    return {
+      kind: 'PodStatusResult',
+      apiVersion: 'v1',
+      metadata: { name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid },
+      status,
+    };
+  };
+  getRoute(app, '/podInfo', podInfo(false));
+  getRoute(app, '/api/v1beta1/podInfo', podInfo(true));
+}

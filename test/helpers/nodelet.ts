@@ -1,0 +1,117 @@
+import { mkdtemp, rm, writeFile, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../../src/config/types.js';
+import { createLogger } from '../../src/logging/index.js';
+import { startNodelet, type Nodelet } from '../../src/nodelet.js';
+import type { Pod, PodList } from '../../src/api/types.js';
+import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
+
+export interface TestNode {
+  nodelet: Nodelet;
+  nodeName: string;
+  manifestDir: string;
+  url: string;
+  /** Writes a manifest file into the static pod directory. */
+  writeManifest(file: string, text: string): Promise<void>;
+  removeManifest(file: string): Promise<void>;
+  /** GET a JSON document from the API. */
+  get<T>(path: string): Promise<{ status: number; body: T }>;
+  /** Polls until `check` returns a value (not undefined), or fails after `timeoutMs`. */
+  waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs?: number): Promise<T>;
+  /** The pod named `name` (with the node suffix) from /pods, if present. */
+  pod(name: string, namespace?: string): Promise<Pod | undefined>;
+  /** Stops nodelet (containers keep running). */
+  stop(): Promise<void>;
+  /** Starts a new nodelet on the same node name and directory (adoption after restart). */
+  restart(): Promise<void>;
+}
+
+interface Teardown {
+  teardown(fn: () => Promise<void> | void): void;
+}
+
+/**
+ * Starts an in-process nodelet against the private test engine, with its own node name (so
+ * parallel test files never adopt each other's containers), a temp manifest directory, and a
+ * random loopback port. Everything is removed at teardown.
+ */
+export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}): Promise<TestNode> {
+  const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
+  const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
+  const config: Config = Object.freeze({
+    address: '127.0.0.1',
+    port: 0,
+    staticPodPath: manifestDir,
+    fileCheckFrequencyMs: 1000,
+    syncFrequencyMs: 10_000,
+    nodeName,
+    nodeIP: '127.0.0.1',
+    dockerEndpoint: testDockerHost(),
+    podInfraContainerImage: 'registry.k8s.io/pause:3.10',
+    rootDir: manifestDir,
+    verbosity: Number(process.env.NODELET_TEST_V ?? 0),
+    loggingFormat: 'json' as const,
+    podNetwork: 'none',
+    ...overrides,
+  });
+  const log = createLogger({ verbosity: config.verbosity, format: 'json' });
+  const opts = { log, relistPeriodMs: 500, crashLoopBackoffMs: { initialMs: 2000, maxMs: 4000 } };
+  let nodelet = await startNodelet(config, opts);
+  const docker = testDocker();
+
+  const node: TestNode = {
+    get nodelet() {
+      return nodelet;
+    },
+    nodeName,
+    manifestDir,
+    get url() {
+      return nodelet.url;
+    },
+    writeManifest: (file, text) => writeFile(join(manifestDir, file), text),
+    removeManifest: (file) => unlink(join(manifestDir, file)),
+    async get<T>(path: string) {
+      const res = await fetch(nodelet.url + path);
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        /* plain text */
+      }
+      return { status: res.status, body: body as T };
+    },
+    async waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: unknown;
+      for (;;) {
+        try {
+          const v = await check();
+          if (v !== undefined) return v;
+        } catch (err) {
+          last = err;
+        }
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async pod(name, namespace = 'default') {
+      const { body } = await node.get<PodList>('/pods');
+      return body.items.find((p) => p.metadata?.name === `${name}-${nodeName}` && p.metadata?.namespace === namespace);
+    },
+    async stop() {
+      await nodelet.close();
+    },
+    async restart() {
+      nodelet = await startNodelet(config, opts);
+    },
+  };
+  t.teardown(async () => {
+    await nodelet.close().catch(() => undefined);
+    await removeNodeContainers(docker, nodeName);
+    await rm(manifestDir, { recursive: true, force: true });
+  });
+  return node;
+}

@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs';
+import t from 'tap';
+import { parse } from 'yaml';
+import { build } from './fixtures/fake-host.js';
+
+/**
+ * openapi.yaml and the registered routes must describe the same surface: every `METHOD path`
+ * Fastify registers (minus its automatic HEAD routes and the 405 catch-alls) is in the spec, and
+ * every operation in the spec is registered.
+ */
+
+const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+interface Operation {
+  parameters?: Array<{ $ref?: string; name?: string; in?: string }>;
+}
+interface Spec {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { parameters: Record<string, { name: string; in: string }> };
+}
+
+/** `:ns` → `{ns}`, and no trailing slash (the server ignores it). */
+function normalize(url: string): string {
+  const p = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+  return p.length > 1 ? p.replace(/\/+$/, '') : p;
+}
+
+const spec = parse(readFileSync(new URL('../../../openapi.yaml', import.meta.url), 'utf8')) as Spec;
+
+async function registeredRoutes(): Promise<Set<string>> {
+  const app = build();
+  const routes = new Set<string>();
+  app.addHook('onRoute', (route) => {
+    if (route.config?.methodNotAllowed) return;
+    for (const m of [route.method].flat()) {
+      if (m !== 'HEAD') routes.add(`${m} ${normalize(route.url)}`);
+    }
+  });
+  await app.ready();
+  await app.close();
+  return routes;
+}
+
+function specOperations(): Set<string> {
+  const ops = new Set<string>();
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const m of Object.keys(item)) {
+      if (httpMethods.includes(m)) ops.add(`${m.toUpperCase()} ${normalize(path)}`);
+    }
+  }
+  return ops;
+}
+
+t.test('spec is OpenAPI 3.0', async (t) => {
+  t.match(spec.openapi, /^3\.0\.\d+$/);
+});
+
+t.test('every registered route is in openapi.yaml and vice versa', async (t) => {
+  const routes = await registeredRoutes();
+  const ops = specOperations();
+  // Guard against a collector that silently saw nothing.
+  t.ok(routes.size >= 16, `collected ${routes.size} routes`);
+  const missingFromSpec = [...routes].filter((r) => !ops.has(r)).sort();
+  const notRegistered = [...ops].filter((o) => !routes.has(o)).sort();
+  t.same(missingFromSpec, [], 'registered routes missing from openapi.yaml');
+  t.same(notRegistered, [], 'openapi.yaml operations with no registered route');
+});
+
+t.test('every {param} in a spec path is declared as a path parameter', async (t) => {
+  for (const [path, item] of Object.entries(spec.paths)) {
+    const wanted = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+    for (const [method, op] of Object.entries(item)) {
+      if (!httpMethods.includes(method)) continue;
+      const declared = (op.parameters ?? [])
+        .map((p) => (p.$ref ? spec.components.parameters[p.$ref.split('/').pop() ?? ''] : p))
+        .filter((p) => p?.in === 'path')
+        .map((p) => p?.name);
+      t.same(declared.sort(), [...wanted].sort(), `${method.toUpperCase()} ${path}`);
+    }
+  }
+});
