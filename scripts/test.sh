@@ -13,7 +13,7 @@ scripts/docker-engine.sh images || exit 1
 
 log=$(mktemp)
 # Coverage floors live in .taprc.
-npx tap --coverage-report=text-summary "${@:-test}" 2>&1 | tee "$log"
+npx tap --coverage-report=text-summary "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 
 # tap's final summary line looks like `# { total: 120, pass: 118, fail: 2 }`.
