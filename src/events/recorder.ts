@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { rfc3339 } from '../api/time.js';
 import type { Event, ObjectMeta, ObjectReference } from '../api/types.js';
 
 export type EventType = 'Normal' | 'Warning';
@@ -39,7 +40,7 @@ export class EventRecorder {
       ...(subject.fieldPath ? { fieldPath: subject.fieldPath } : {}),
     };
     const key = [involvedObject.namespace, involvedObject.name, involvedObject.uid, involvedObject.fieldPath, type, reason, message].join('\0');
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const now = rfc3339(new Date());
     const existing = this.#events.get(key);
     if (existing) {
       // Move to the end so eviction order stays "least recently seen first".

@@ -4,6 +4,7 @@ import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
 import type { StatusManager } from '../status/manager.js';
+import { rfc3339 } from '../api/time.js';
 import { Backoff } from './backoff.js';
 import { PLEG } from './pleg.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
@@ -195,7 +196,7 @@ export class Kubelet {
     // The pod started when its first sandbox did: stable across restarts of nodelet.
     const firstSandbox = runtimePod?.sandboxes.at(-1);
     const recorded: Pod = firstSandbox && !pod.status?.startTime
-      ? { ...pod, status: { ...pod.status, startTime: firstSandbox.createdAt.toISOString().replace(/\.\d+Z$/, 'Z') } }
+      ? { ...pod, status: { ...pod.status, startTime: rfc3339(firstSandbox.createdAt) } }
       : pod;
     const allWaiting = new Map(waiting);
     for (const c of pod.spec?.containers ?? []) {

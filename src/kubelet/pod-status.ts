@@ -10,7 +10,7 @@ import {
   podReadyCondition,
   podReadyToStartContainersCondition,
 } from '../status/conditions.js';
-import { rfc3339 } from '../status/time.js';
+import { rfc3339 } from '../api/time.js';
 import { isTerminalPhase } from '../status/transitions.js';
 
 /** Why a container is not running right now: the kubelet's `reasonCache` entry. */

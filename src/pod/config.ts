@@ -4,7 +4,7 @@ import { filterInvalidPods, reportInvalidPod, type EventSink } from '../api/vali
 import type { Logger } from '../logging/index.js';
 import { isMirrorPod, localAnnotations } from '../api/annotations.js';
 import type { PodManager } from './manager.js';
-import { canonicalJSON } from './static-pod.js';
+import { canonicalJSON } from '../api/canonical-json.js';
 
 /** What one `PodConfig.update` changed, by UID. */
 export interface PodDiff {

@@ -4,7 +4,8 @@ import { extname, join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import type { Logger } from '../logging/index.js';
 import { parseManifest } from './manifest.js';
-import { applyStaticPodDefaults, canonicalJSON, staticPodUIDOf } from './static-pod.js';
+import { canonicalJSON } from '../api/canonical-json.js';
+import { applyStaticPodDefaults, staticPodUIDOf } from './static-pod.js';
 
 export interface StaticPodDirSourceOptions {
   /** `staticPodPath`: a directory of manifests, or (as the kubelet allows) a single manifest file. */

@@ -4,4 +4,4 @@ export { PodConfig, podsDifferSemantically, type PodConfigOptions, type PodDiff 
 export { StaticPodDirSource, type StaticPodDirSourceOptions } from './file-source.js';
 export { PodManager } from './manager.js';
 export { parseManifest, type ParsedManifest } from './manifest.js';
-export { applyStaticPodDefaults, canonicalJSON, rfc3339Nano, staticPodUID, staticPodUIDOf, type StaticPodOptions } from './static-pod.js';
+export { applyStaticPodDefaults, staticPodUID, staticPodUIDOf, type StaticPodOptions } from './static-pod.js';

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { applyPodSpecDefaults } from '../api/defaults.js';
 import type { ObjectMeta, Pod, PodSpec } from '../api/types.js';
 import { ConfigFirstSeenAnnotationKey, ConfigHashAnnotationKey, ConfigSourceAnnotationKey } from '../api/annotations.js';
+import { canonicalJSON } from '../api/canonical-json.js';
+import { rfc3339Nano } from '../api/time.js';
 
 type Toleration = NonNullable<PodSpec['tolerations']>[number];
 
@@ -64,24 +66,7 @@ export function staticPodUID(parsed: Pod, nodeName: string, source: string): str
   return h.digest('hex');
 }
 
-/** JSON with object keys sorted at every level, so equal objects hash equally whatever their key order. */
-export function canonicalJSON(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (!isObject(v) || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  }) ?? 'null';
-}
 
-/**
- * Go's `time.RFC3339Nano` in UTC with all nine fractional digits (JavaScript clocks stop at
- * milliseconds), the format of the kubelet's `kubernetes.io/config.seen`.
- */
-export function rfc3339Nano(d: Date): string {
-  const iso = d.toISOString(); // 2026-01-02T03:04:05.678Z
-  return `${iso.slice(0, 23)}000000Z`;
-}
 
 /** `AddOrUpdateTolerationInPod`: replace a matching toleration (same key/operator/value/effect), else append. */
 function addOrUpdateToleration(existing: unknown, t: Toleration): Toleration[] {

@@ -1,3 +1,4 @@
+import { canonicalJSON } from '../api/canonical-json.js';
 import type { Container } from '../api/types.js';
 
 /**
@@ -14,15 +15,4 @@ export function hashContainer(container: Container): string {
     h = Math.imul(h, 0x01000193) >>> 0;
   }
   return h.toString(16);
-}
-
-function canonicalJSON(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJSON).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJSON(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

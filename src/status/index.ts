@@ -3,4 +3,4 @@ export { StatusManager, type StatusConsumer, type StatusLogger, type StatusUpdat
 export { isStatusEqual, normalizeStatus } from './normalize.js';
 export { KUBELET_POD_CONDITIONS } from './conditions.js';
 export { isTerminalPhase } from './transitions.js';
-export { rfc3339 } from './time.js';
+export { rfc3339 } from '../api/time.js';

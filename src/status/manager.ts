@@ -1,6 +1,6 @@
 import type { Pod, PodStatus } from '../api/types.js';
 import { isStatusEqual, normalizeStatus } from './normalize.js';
-import { rfc3339 } from './time.js';
+import { rfc3339 } from '../api/time.js';
 import { illegalContainerTransition, isTerminalPhase } from './transitions.js';
 
 /** What a consumer receives: the newest status of one pod. `status` is frozen. */

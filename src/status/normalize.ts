@@ -1,5 +1,5 @@
 import type { ContainerState, ContainerStatus, PodCondition, PodStatus } from '../api/types.js';
-import { rfc3339 } from './time.js';
+import { rfc3339 } from '../api/time.js';
 
 /** The kubelet's `MaxPodTerminationMessageLogLength`: a pod's termination messages share 12 KiB. */
 export const MAX_POD_TERMINATION_MESSAGE_LENGTH = 12 * 1024;

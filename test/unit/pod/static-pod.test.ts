@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import t from 'tap';
 import type { Pod } from '../../../src/api/types.js';
 import { validatePod } from '../../../src/api/validation.js';
-import { applyStaticPodDefaults, canonicalJSON, rfc3339Nano, staticPodUID } from '../../../src/pod/static-pod.js';
+import { canonicalJSON } from '../../../src/api/canonical-json.js';
+import { rfc3339Nano } from '../../../src/api/time.js';
+import { applyStaticPodDefaults, staticPodUID } from '../../../src/pod/static-pod.js';
 
 const parsed = (): Pod => ({
   apiVersion: 'v1',

@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { ContainerStatus, PodStatus } from '../../../src/api/types.js';
 import { MAX_POD_TERMINATION_MESSAGE_LENGTH, isStatusEqual, jsonEqual, normalizeStatus } from '../../../src/status/normalize.js';
-import { rfc3339 } from '../../../src/status/time.js';
+import { rfc3339 } from '../../../src/api/time.js';
 import { illegalContainerTransition, isTerminalPhase } from '../../../src/status/transitions.js';
 
 const cs = (name: string, message = ''): ContainerStatus => ({

@@ -8,3 +8,12 @@ export function rfc3339(value: Date | string): string {
   if (Number.isNaN(d.getTime())) return String(value);
   return d.toISOString().replace(/\.\d+Z$/, 'Z');
 }
+
+/**
+ * Go's `time.RFC3339Nano` in UTC with all nine fractional digits (JavaScript clocks stop at
+ * milliseconds), the format of the kubelet's `kubernetes.io/config.seen`.
+ */
+export function rfc3339Nano(d: Date): string {
+  const iso = d.toISOString(); // 2026-01-02T03:04:05.678Z
+  return `${iso.slice(0, 23)}000000Z`;
+}
