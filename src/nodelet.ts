@@ -11,6 +11,7 @@ import { PodManager } from './pod/manager.js';
 import { dockerClient } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
 import { buildServer } from './server/index.js';
+import { StreamingSessions } from './server/upgrade.js';
 import { StatusManager } from './status/manager.js';
 import { serverVersion } from './version.js';
 
@@ -18,6 +19,8 @@ export interface Nodelet {
   readonly app: FastifyInstance;
   readonly kubelet: Kubelet;
   readonly runtime: DockerRuntime;
+  /** Open exec/attach/port-forward sessions. */
+  readonly sessions: StreamingSessions;
   /** `http://address:port` the API listens on. */
   readonly url: string;
   /** Stops serving and syncing. Pods keep running, as they do when a kubelet stops. */
@@ -29,13 +32,22 @@ export interface StartOptions {
   /** Timing overrides for tests; production uses the kubelet's defaults. */
   relistPeriodMs?: number;
   crashLoopBackoffMs?: { initialMs: number; maxMs: number };
+  /** Streaming timing overrides for tests (creation timeout, close wait). */
+  streaming?: { streamCreationTimeoutMs?: number; closeWaitMs?: number };
 }
 
 /** Wires the pieces of the architecture together and starts them (see DESIGN.md's data flow). */
 export async function startNodelet(config: Config, opts: StartOptions): Promise<Nodelet> {
   const { log } = opts;
   const docker = dockerClient(config.dockerEndpoint);
-  const runtime = new DockerRuntime({ docker, nodeName: config.nodeName, infraImage: config.podInfraContainerImage, podNetwork: config.podNetwork, log });
+  const runtime = new DockerRuntime({
+    docker,
+    nodeName: config.nodeName,
+    infraImage: config.podInfraContainerImage,
+    podNetwork: config.podNetwork,
+    execDisconnectGraceMs: config.execDisconnectGracePeriodMs,
+    log,
+  });
   try {
     await runtime.ping();
   } catch (err) {
@@ -80,7 +92,14 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   }
 
   const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet });
-  const app = buildServer({ host, logger: log, version: serverVersion });
+  const sessions = new StreamingSessions(config.maxStreamingSessions);
+  const app = buildServer({
+    host,
+    logger: log,
+    version: serverVersion,
+    sessions,
+    streaming: { idleTimeoutMs: config.streamingConnectionIdleTimeoutMs, ...opts.streaming },
+  });
   let url: string;
   try {
     url = await app.listen({ host: config.address, port: config.port });
@@ -95,6 +114,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     app,
     kubelet,
     runtime,
+    sessions,
     url,
     async close() {
       source?.stop();

@@ -11,11 +11,11 @@ function checkInt(spec: FlagSpec & { kind: 'int' | 'port' }, n: number): number 
   return n;
 }
 
-function durationMs(raw: string): number {
+function durationMs(spec: FlagSpec & { kind: 'duration' }, raw: string): number {
   const ms = parseDuration(raw);
   if (ms < 0) throw new ValueError('must not be negative');
-  // Every duration flag is a polling period; 0 would spin the loop it paces.
-  if (ms === 0) throw new ValueError('must be greater than zero');
+  // A polling period of 0 would spin the loop it paces; only timeouts may be turned off with 0.
+  if (ms === 0 && spec.allowZero !== true) throw new ValueError('must be greater than zero');
   return ms;
 }
 
@@ -31,7 +31,7 @@ export function setFromString(out: Settings, spec: FlagSpec, raw: string): void 
       out[spec.target] = checkInt(spec, parseInt32(raw, spec.kind === 'port' ? 0 : 10));
       return;
     case 'duration':
-      out[spec.target] = durationMs(raw);
+      out[spec.target] = durationMs(spec, raw);
       return;
     case 'bool':
       out[spec.target] = parseBool(raw);

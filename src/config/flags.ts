@@ -43,6 +43,8 @@ export interface DurationFlag extends Common {
   readonly target: TargetOf<number>;
   /** Go syntax, as printed by `--help` (Go's Duration.String, e.g. `1m0s`). */
   readonly default: string;
+  /** Zero is meaningful (a timeout turned off); polling periods leave this unset. */
+  readonly allowZero?: true;
 }
 export interface BoolFlag extends Common {
   readonly kind: 'bool';
@@ -118,6 +120,20 @@ const TABLE = [
   {
     name: 'pod-network', kind: 'string', target: 'podNetwork', default: 'none', nonEmpty: true,
     help: 'Docker network that pod sandboxes join (nodelet-specific; "none" gives pods only a loopback interface)',
+  },
+  {
+    name: 'streaming-connection-idle-timeout', kind: 'duration', target: 'streamingConnectionIdleTimeoutMs', default: '4h0m0s', fileField: 'streamingConnectionIdleTimeout',
+    help: 'Maximum time a streaming connection (exec, attach, port-forward) can be idle before it is closed; pings count as traffic. 0 means no timeout',
+    allowZero: true,
+  },
+  {
+    name: 'max-streaming-sessions', kind: 'int', target: 'maxStreamingSessions', default: 1000,
+    help: 'Maximum number of concurrent exec/attach/port-forward sessions (nodelet-specific); more are refused with 429 and Retry-After, like the kubelet\'s in-flight cap',
+  },
+  {
+    name: 'exec-disconnect-grace-period', kind: 'duration', target: 'execDisconnectGracePeriodMs', default: '10s',
+    help: 'How long a process started by exec may keep running after its client disconnected before nodelet kills it (nodelet-specific; the kubelet never kills it). 0 kills at once',
+    allowZero: true,
   },
   {
     name: 'help', short: 'h', kind: 'bool', target: 'help', default: false,

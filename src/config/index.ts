@@ -78,6 +78,9 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     verbosity: get('verbosity'),
     loggingFormat: get('loggingFormat'),
     podNetwork: get('podNetwork'),
+    streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
+    maxStreamingSessions: get('maxStreamingSessions'),
+    execDisconnectGracePeriodMs: get('execDisconnectGracePeriodMs'),
   };
   return { config: Object.freeze(config), warnings: [...file.warnings] };
 }

@@ -30,4 +30,10 @@ export interface Config {
   readonly loggingFormat: 'text' | 'json';
   /** Docker network of pod sandboxes (`--pod-network`, nodelet's own flag; default `none`). */
   readonly podNetwork: string;
+  /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
+  readonly streamingConnectionIdleTimeoutMs: number;
+  /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */
+  readonly maxStreamingSessions: number;
+  /** A disconnected client's exec'd process is killed after this long (`--exec-disconnect-grace-period`). */
+  readonly execDisconnectGracePeriodMs: number;
 }

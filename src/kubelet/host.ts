@@ -1,8 +1,10 @@
+import { StatusError, badRequest } from '../api/errors.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
+import type { CommandResult, StreamIO } from '../streaming/types.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { PodManager } from '../pod/manager.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
-import type { Host } from '../server/host.js';
+import type { ContainerRef, Host } from '../server/host.js';
 import type { StatusManager } from '../status/manager.js';
 import type { Kubelet } from './kubelet.js';
 
@@ -59,6 +61,27 @@ export class KubeletHost implements Host {
         return undefined;
       },
     };
+  }
+
+  resolveContainer(pod: Pod, name: string): ContainerRef {
+    const uid = pod.metadata?.uid ?? '';
+    const podName = pod.metadata?.name ?? '';
+    const inSpec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some((c) => c.name === name);
+    if (!inSpec) throw new StatusError('NotFound', `container "${name}" not found in pod "${podName}"`, { name, kind: 'containers' });
+    const running = this.#kubelet.pleg.getPod(uid)?.containers.find((c) => c.name === name && c.state === 'running');
+    if (!running) {
+      const waiting = this.#statuses.getPodStatus(uid)?.containerStatuses?.find((c) => c.name === name)?.state?.waiting?.reason;
+      throw badRequest(`container ${name} is not running in pod ${podName}${waiting ? `: ${waiting}` : ''}`);
+    }
+    return { podUID: uid, namespace: pod.metadata?.namespace ?? '', pod: podName, container: name, id: running.id };
+  }
+
+  exec(ref: ContainerRef, command: string[], io: StreamIO): Promise<CommandResult> {
+    return this.#runtime.exec(ref.id, command, io);
+  }
+
+  attach(ref: ContainerRef, io: StreamIO): Promise<CommandResult> {
+    return this.#runtime.attach(ref.id, io);
   }
 
   #withStatus(pod: Pod): Pod {

@@ -1,4 +1,5 @@
 import type { Container, Pod } from '../api/types.js';
+import type { CommandResult, StreamIO } from '../streaming/types.js';
 
 /**
  * What nodelet needs from a container runtime. `runtime/docker` implements it with dockerode; the
@@ -73,4 +74,8 @@ export interface Runtime {
   watch(onChange: (podUID: string) => void): () => void;
   /** Resolves when the runtime answers; rejects otherwise. */
   ping(): Promise<void>;
+  /** Runs `cmd` in a running container, relaying `io`; resolves with its exit code. */
+  exec(containerId: string, cmd: string[], io: StreamIO): Promise<CommandResult>;
+  /** Attaches `io` to a running container's main process until its streams end. */
+  attach(containerId: string, io: StreamIO): Promise<CommandResult>;
 }

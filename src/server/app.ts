@@ -9,9 +9,16 @@ import { apiPodsPlugin } from './plugins/api-pods.js';
 import { discoveryPlugin, type VersionOptions } from './plugins/discovery.js';
 import { healthzPlugin } from './plugins/healthz.js';
 import { kubeletPodsPlugin } from './plugins/kubelet-pods.js';
+import { remoteCommandPlugin, type StreamingOptions } from './plugins/remote-command.js';
+import { runPlugin } from './plugins/run.js';
+import { StreamingSessions, routeUpgrades } from './upgrade.js';
 
 export interface ServerOptions {
   host: Host;
+  /** exec/attach/port-forward limits; defaults are the kubelet's. */
+  streaming?: Partial<Omit<StreamingOptions, 'sessions'>>;
+  /** Open streaming sessions and their cap (default: 1000, the kubelet's in-flight limit). */
+  sessions?: StreamingSessions;
   logger: Logger;
   version: VersionOptions;
   /** Largest accepted request body; nodelet's API is read-only, so the default is small. */
@@ -91,5 +98,19 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   void app.register(apiPodsPlugin, { host });
   void app.register(apiNamespacesPlugin);
   void app.register(apiEventsPlugin, { host });
+
+  const s = opts.streaming ?? {};
+  const sessions = opts.sessions ?? new StreamingSessions(1000);
+  const streaming: StreamingOptions = {
+    sessions,
+    idleTimeoutMs: s.idleTimeoutMs ?? 4 * 60 * 60 * 1000,
+    streamCreationTimeoutMs: s.streamCreationTimeoutMs ?? 30_000,
+    closeWaitMs: s.closeWaitMs ?? 60_000,
+  };
+  routeUpgrades(app);
+  // Upgraded sockets are no longer the HTTP server's: close them so `app.close()` completes.
+  app.addHook('preClose', async () => sessions.closeAll());
+  void app.register(remoteCommandPlugin, { host, streaming });
+  void app.register(runPlugin, { host });
   return app;
 }

@@ -94,6 +94,9 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   if (code >= 500) request.log.error({ err, url: request.url, method: request.method }, 'request failed');
   else request.log.debug({ err, statusCode: code }, 'request rejected');
   if (err instanceof MethodNotAllowedError) void reply.header('allow', err.allow.join(', '));
+  // The apiserver and the kubelet's stream cap both say when to come back.
+  const retryAfter = status.details?.retryAfterSeconds;
+  if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
   // A Buffer keeps the exact `application/json` (Fastify appends a charset to JSON strings) also
   // on framework errors raised before routing, which skip the root onSend hook.
   void reply

@@ -1,4 +1,15 @@
 import type { Event, Pod, PodStatus } from '../api/types.js';
+import type { CommandResult, StreamIO } from '../streaming/types.js';
+
+/** A running container of a pod, resolved before a stream is upgraded. */
+export interface ContainerRef {
+  readonly podUID: string;
+  readonly namespace: string;
+  readonly pod: string;
+  readonly container: string;
+  /** Runtime ID of the running instance. */
+  readonly id: string;
+}
 
 /**
  * The narrow interface the HTTP API reads the node through (the kubelet's `HostInterface`,
@@ -20,4 +31,13 @@ export interface Host {
   getEvents(namespace: string | undefined, fields: ReadonlyMap<string, string>): Event[];
   /** Health checks for `/healthz`: each returns undefined when healthy, else the reason. */
   healthChecks(): Record<string, () => string | undefined>;
+  /**
+   * The running instance of container `name` in `pod`, from the runtime snapshot (no Docker call).
+   * Throws a `StatusError`: 404 when the pod has no such container, 400 when it is not running.
+   */
+  resolveContainer(pod: Pod, name: string): ContainerRef;
+  /** Runs `command` in the container, relaying `io`; resolves with the exit code. */
+  exec(ref: ContainerRef, command: string[], io: StreamIO): Promise<CommandResult>;
+  /** Attaches `io` to the container's main process until it ends or the client leaves. */
+  attach(ref: ContainerRef, io: StreamIO): Promise<CommandResult>;
 }

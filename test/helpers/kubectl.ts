@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,9 +15,30 @@ export function kubectlBinary(version: string): string {
   return bin;
 }
 
+export interface RunOptions {
+  /** Extra environment, e.g. `KUBECTL_REMOTE_COMMAND_WEBSOCKETS`. */
+  env?: Record<string, string>;
+  /** Bytes written to kubectl's stdin (then EOF). Without it stdin is empty. */
+  input?: Buffer | string;
+  timeoutMs?: number;
+}
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout as bytes, for binary round trips. */
+  raw: Buffer;
+}
+
 export interface Kubectl {
-  /** Runs kubectl with a kubeconfig pointing at `server`; never rejects on a non-zero exit. */
-  run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  readonly bin: string;
+  readonly kubeconfig: string;
+  /** Runs kubectl with a kubeconfig pointing at the server; never rejects on a non-zero exit. */
+  run(...args: string[]): Promise<KubectlResult>;
+  runWith(opts: RunOptions, ...args: string[]): Promise<KubectlResult>;
+  /** The argv prefix (binary + kubeconfig flags), for running kubectl under `script`. */
+  argv(...args: string[]): string[];
 }
 
 interface Teardown {
@@ -39,18 +60,23 @@ current-context: nodelet
 `,
   );
   t.teardown(() => rm(home, { recursive: true, force: true }));
-  return {
-    run: (...args) =>
-      new Promise((resolve) => {
-        execFile(
-          bin,
-          ['--kubeconfig', kubeconfig, '--cache-dir', join(home, 'cache'), ...args],
-          { env: { ...process.env, HOME: home }, timeout: 60_000 },
-          (err, stdout, stderr) => {
-            const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
-            resolve({ code, stdout, stderr });
-          },
-        );
-      }),
-  };
+  const argv = (...args: string[]) => [bin, '--kubeconfig', kubeconfig, '--cache-dir', join(home, 'cache'), ...args];
+  const runWith = (opts: RunOptions, ...args: string[]) =>
+    new Promise<KubectlResult>((resolve) => {
+      const [cmd, ...rest] = argv(...args);
+      const child = spawn(cmd ?? bin, rest, { env: { ...process.env, HOME: home, ...opts.env } });
+      const out: Buffer[] = [];
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => out.push(d));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(opts.input ?? '');
+      const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        const raw = Buffer.concat(out);
+        resolve({ code: code ?? (signal ? 128 : 1), stdout: raw.toString('utf8'), stderr, raw });
+      });
+    });
+  return { bin, kubeconfig, argv, run: (...args) => runWith({}, ...args), runWith };
 }

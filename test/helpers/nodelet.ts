@@ -54,6 +54,9 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     verbosity: Number(process.env.NODELET_TEST_V ?? 0),
     loggingFormat: 'json' as const,
     podNetwork: 'none',
+    streamingConnectionIdleTimeoutMs: 4 * 3600_000,
+    maxStreamingSessions: 1000,
+    execDisconnectGracePeriodMs: 1000,
     ...overrides,
   });
   const log = createLogger({ verbosity: config.verbosity, format: 'json' });

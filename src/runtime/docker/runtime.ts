@@ -8,6 +8,8 @@ import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } f
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
 import { containerFromInspect, sandboxFromInspect } from './state.js';
 import { watchContainerEvents } from './events.js';
+import { attachToContainer, execInContainer } from './exec.js';
+import type { CommandResult, StreamIO } from '../../streaming/types.js';
 
 export interface DockerRuntimeOptions {
   docker: Docker;
@@ -15,6 +17,8 @@ export interface DockerRuntimeOptions {
   infraImage: string;
   /** Docker network of sandboxes (`none`, `bridge`, a user network); host-network pods use `host`. */
   podNetwork: string;
+  /** How long an exec'd process may outlive its disconnected client before it is killed. */
+  execDisconnectGraceMs?: number;
   log: Logger;
 }
 
@@ -236,6 +240,14 @@ export class DockerRuntime implements Runtime {
       if (code !== 404 && code !== 409) throw err;
     }
     this.#inspectCache.delete(id);
+  }
+
+  exec(containerId: string, cmd: string[], io: StreamIO): Promise<CommandResult> {
+    return execInContainer(this.#docker, containerId, cmd, io, { disconnectGraceMs: this.#opts.execDisconnectGraceMs ?? 10_000, log: this.#opts.log });
+  }
+
+  attach(containerId: string, io: StreamIO): Promise<CommandResult> {
+    return attachToContainer(this.#docker, containerId, io);
   }
 
   watch(onChange: (podUID: string) => void): () => void {

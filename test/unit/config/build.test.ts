@@ -48,7 +48,16 @@ t.test('defaults', async (t) => {
     verbosity: 2,
     loggingFormat: 'text',
     podNetwork: 'none',
+    streamingConnectionIdleTimeoutMs: 4 * 3600_000,
+    maxStreamingSessions: 1000,
+    execDisconnectGracePeriodMs: 10_000,
   });
+});
+
+t.test('streaming timeouts may be 0 (off); polling periods may not', async (t) => {
+  t.equal(build(['--streaming-connection-idle-timeout=0']).streamingConnectionIdleTimeoutMs, 0);
+  t.equal(build(['--exec-disconnect-grace-period', '0s']).execDisconnectGracePeriodMs, 0);
+  t.throws(() => build(['--file-check-frequency=0']), /greater than zero/);
 });
 
 t.test('result is frozen and warnings empty without a file', async (t) => {

@@ -1,0 +1,167 @@
+import { readFile } from 'node:fs/promises';
+import type { Duplex, Writable } from 'node:stream';
+import type Docker from 'dockerode';
+import type { Logger } from '../../logging/index.js';
+import type { CommandResult, StreamIO } from '../../streaming/types.js';
+import { StdcopyParser } from './demux.js';
+
+export interface ExecOptions {
+  /** How long an exec'd process may outlive its disconnected client before it is killed. */
+  disconnectGraceMs: number;
+  log: Logger;
+}
+
+/**
+ * Runs `cmd` in a container through Docker's exec API over a hijacked connection and relays it
+ * to `io`, with backpressure both ways. Resolves with the exit code from `exec inspect` (polled
+ * until Docker reports the process finished — never a guessed 0). When the client goes away
+ * (`io.signal`), the Docker stream is closed, and a process still running after the grace period
+ * is killed: Docker has no exec-kill call, so nodelet signals the exec's host PID (checked to
+ * belong to the container first).
+ */
+export async function execInContainer(docker: Docker, containerId: string, cmd: string[], io: StreamIO, opts: ExecOptions): Promise<CommandResult> {
+  const container = docker.getContainer(containerId);
+  const exec = await container.exec({
+    Cmd: cmd,
+    AttachStdin: io.stdin !== undefined,
+    AttachStdout: io.stdout !== undefined,
+    AttachStderr: io.stderr !== undefined && !io.tty,
+    Tty: io.tty,
+  });
+  const socket = (await exec.start({ hijack: true, stdin: io.stdin !== undefined, Tty: io.tty })) as Duplex;
+  if (io.resizes) void followResizes(io, (size) => exec.resize({ h: size.height, w: size.width }));
+  if ((await relay(socket, io)) === 'aborted') {
+    const timer = setTimeout(() => void killExec(exec, containerId, opts.log), opts.disconnectGraceMs);
+    timer.unref();
+    throw new Error('client disconnected');
+  }
+  return { kind: 'exited', exitCode: await exitCodeOf(exec, opts.log) };
+}
+
+/** Attaches to a container's main process; resolves when its streams end (the process exited). */
+export async function attachToContainer(docker: Docker, containerId: string, io: StreamIO): Promise<CommandResult> {
+  const container = docker.getContainer(containerId);
+  const socket = (await container.attach({
+    stream: true,
+    hijack: true,
+    stdin: io.stdin !== undefined,
+    stdout: io.stdout !== undefined,
+    stderr: io.stderr !== undefined && !io.tty,
+  })) as Duplex;
+  if (io.resizes) void followResizes(io, (size) => container.resize({ h: size.height, w: size.width }));
+  if ((await relay(socket, io)) === 'aborted') throw new Error('client disconnected');
+  return { kind: 'detached' };
+}
+
+/**
+ * Relays one hijacked Docker stream: client stdin → Docker (half-closed at EOF so the process sees
+ * EOF), Docker output → stdout/stderr, demultiplexed unless it is a TTY. Reading from Docker
+ * pauses whenever a destination is full, so a slow client slows the container, not nodelet's
+ * memory. Resolves 'ended' when Docker closed the output, 'aborted' when the client went away.
+ */
+function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (how: 'ended' | 'aborted') => {
+      if (settled) return;
+      settled = true;
+      io.signal.removeEventListener('abort', onAbort);
+      if (how === 'aborted') socket.destroy();
+      // Every byte is handed to the client transport before the status is written.
+      Promise.all([endWritable(io.stdout), endWritable(io.stderr)]).then(() => resolve(how), () => resolve(how));
+    };
+    const onAbort = () => finish('aborted');
+    if (io.signal.aborted) return finish('aborted');
+    io.signal.addEventListener('abort', onAbort);
+
+    const write = (dest: Writable | undefined, payload: Buffer) => {
+      if (!dest || dest.destroyed || dest.writableEnded) return;
+      if (!dest.write(payload)) {
+        socket.pause();
+        dest.once('drain', () => socket.resume());
+      }
+    };
+    if (io.tty) {
+      socket.on('data', (chunk: Buffer) => write(io.stdout, chunk));
+    } else {
+      const parser = new StdcopyParser();
+      socket.on('data', (chunk: Buffer) => {
+        try {
+          parser.push(chunk, (stream, payload) => write(stream === 1 ? io.stdout : io.stderr, payload));
+        } catch {
+          socket.destroy();
+        }
+      });
+    }
+    socket.on('end', () => finish('ended'));
+    socket.on('close', () => finish(io.signal.aborted ? 'aborted' : 'ended'));
+    socket.on('error', () => finish(io.signal.aborted ? 'aborted' : 'ended'));
+
+    const stdin = io.stdin;
+    if (stdin) {
+      stdin.on('data', (chunk: Buffer) => {
+        if (!socket.write(chunk)) {
+          stdin.pause();
+          socket.once('drain', () => stdin.resume());
+        }
+      });
+      stdin.on('end', () => socket.end());
+      stdin.on('error', () => socket.end());
+    }
+  });
+}
+
+function endWritable(w: Writable | undefined): Promise<void> {
+  if (!w || w.writableFinished || w.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    w.once('finish', resolve);
+    w.once('close', resolve);
+    w.once('error', () => resolve());
+    if (!w.writableEnded) w.end();
+  });
+}
+
+async function followResizes(io: StreamIO, apply: (size: { width: number; height: number }) => Promise<unknown>): Promise<void> {
+  if (!io.resizes) return;
+  try {
+    for await (const size of io.resizes) {
+      // Docker refuses a resize before the process has a TTY; the next size will land.
+      await apply(size).catch(() => undefined);
+    }
+  } catch {
+    /* the session ended */
+  }
+}
+
+/** Exit code once Docker reports the exec finished (it can lag the stream's EOF slightly). */
+async function exitCodeOf(exec: Docker.Exec, log: Logger): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const info = await exec.inspect();
+    if (!info.Running) {
+      if (typeof info.ExitCode !== 'number') throw new Error('Docker reported no exit code');
+      return info.ExitCode;
+    }
+    await new Promise((r) => setTimeout(r, Math.min(10 * 2 ** i, 500)));
+  }
+  log.warn({ exec: exec.id }, 'Exec session in the container terminated but process still running');
+  throw new Error('exec session ended but the process is still running');
+}
+
+async function killExec(exec: Docker.Exec, containerId: string, log: Logger): Promise<void> {
+  try {
+    const info = await exec.inspect();
+    const pid = (info as { Pid?: number }).Pid;
+    if (!info.Running || !pid) return;
+    // Only signal a PID that is in this container's cgroup: guards against PID reuse and against
+    // nodelet running in another PID namespace than Docker.
+    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+    if (!cgroup.includes(containerId)) {
+      log.warn({ exec: exec.id, pid }, 'Cannot kill the exec of a disconnected client: its PID is not visible here');
+      return;
+    }
+    process.kill(pid, 'SIGKILL');
+    log.info({ exec: exec.id, pid }, 'Killed the exec of a disconnected client');
+  } catch (err) {
+    log.debug({ err }, 'Killing an abandoned exec failed');
+  }
+}

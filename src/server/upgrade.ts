@@ -1,0 +1,89 @@
+import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+const kUpgrade = Symbol('nodelet.upgrade');
+
+/** The raw connection of an HTTP Upgrade request, before any 101 was written. */
+export interface PendingUpgrade {
+  readonly socket: Duplex;
+  /** Bytes that arrived after the request headers (normally none: clients wait for the 101). */
+  readonly head: Buffer;
+}
+
+type UpgradeRequest = IncomingMessage & { [kUpgrade]?: PendingUpgrade };
+
+/** The pending upgrade of `request`, when it arrived as an HTTP Upgrade (WebSocket or SPDY). */
+export function upgradeOf(request: FastifyRequest): PendingUpgrade | undefined {
+  return (request.raw as UpgradeRequest)[kUpgrade];
+}
+
+/**
+ * Routes every HTTP Upgrade request through Fastify like any other request, so the same hooks
+ * (path checks, and later authentication) run before a single upgraded byte, and unknown routes,
+ * bad parameters or refused upgrades get ordinary HTTP answers that clients can read (kubectl
+ * falls back from WebSocket to SPDY on any non-101). A handler that accepts the upgrade calls
+ * `reply.hijack()` and owns the socket from then on. `@fastify/websocket` is not used because it
+ * claims every Upgrade (SPDY included) for `ws` (ecosystem.md §1.3).
+ */
+export function routeUpgrades(app: FastifyInstance): void {
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Clients vanishing mid-handshake must not become uncaught errors.
+    socket.on('error', () => socket.destroy());
+    (req as UpgradeRequest)[kUpgrade] = { socket, head };
+    const res = new ServerResponse(req);
+    res.assignSocket(socket as Socket);
+    // Node has detached its HTTP parser from this socket: one answer, then the connection closes.
+    res.shouldKeepAlive = false;
+    res.on('finish', () => socket.end());
+    app.routing(req, res);
+  });
+}
+
+/**
+ * Counts open streaming sessions (exec, attach, port-forward) against a cap, like the kubelet's
+ * 1000 in-flight streams, and closes them all when the server stops so `app.close()` completes.
+ */
+export class StreamingSessions {
+  readonly #max: number;
+  readonly #open = new Set<Duplex>();
+  #reserved = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  get size(): number {
+    return this.#open.size + this.#reserved;
+  }
+
+  /** Reserves a slot before upgrading; undefined when the cap is reached (answer 429). */
+  reserve(): { track(socket: Duplex): void; release(): void } | undefined {
+    if (this.size >= this.#max) return undefined;
+    this.#reserved++;
+    let state: 'reserved' | 'tracked' | 'released' = 'reserved';
+    let tracked: Duplex | undefined;
+    const release = () => {
+      if (state === 'reserved') this.#reserved--;
+      if (state === 'tracked' && tracked) this.#open.delete(tracked);
+      state = 'released';
+    };
+    return {
+      track: (socket) => {
+        if (state !== 'reserved') return;
+        this.#reserved--;
+        state = 'tracked';
+        tracked = socket;
+        this.#open.add(socket);
+        socket.once('close', release);
+      },
+      release,
+    };
+  }
+
+  closeAll(): void {
+    for (const socket of this.#open) socket.destroy();
+    this.#open.clear();
+  }
+}
