@@ -87,7 +87,7 @@ t.test('percent-encoded traversal over a real socket (inject would normalize `..
 t.test('unknown routes: 404 Status like the apiserver', async (t) => {
   const host = new FakeHost();
   const app = build(host);
-  for (const url of ['/nope', '/api/v2', '/api/v1/nodes', '/api/v1/namespaces/default/secrets', '/exec/default/web/app', '/', '//pods']) {
+  for (const url of ['/nope', '/api/v2', '/api/v1/nodes', '/api/v1/namespaces/default/secrets', '/exec/default', '/portForward-not', '/', '//pods']) {
     const res = await app.inject(url);
     const body = assertStatus(t, res, [404], url);
     t.same(body, {
