@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../logging/index.js';
-import { SpdyIdleTimeoutError, SpdyProtocolError, SpdyStreamClosedError } from './errors.js';
+import { SpdyIdleTimeoutError, SpdyProtocolError } from './errors.js';
 import {
   DEFAULT_WINDOW,
   GoAwayStatus,
@@ -47,7 +47,6 @@ const CLOSE_LINGER_MS = 2000;
 
 interface StreamRecord {
   readonly id: number;
-  readonly stream: SpdyStream;
   readonly control: StreamControl;
   remoteFin: boolean;
   localFin: boolean;
@@ -81,6 +80,14 @@ const noop = (): void => {};
  * the kubelet's per-stream io.Pipe). Header blocks are inflated one at a time, in frame order,
  * with reading paused meanwhile: the peer's zlib context spans frames.
  */
+/** Typed events (the class merges with this interface). */
+export interface SpdyConnection {
+  on(event: 'stream', listener: (stream: SpdyStream) => void): this;
+  on(event: 'close', listener: (err?: Error) => void): this;
+  once(event: 'stream', listener: (stream: SpdyStream) => void): this;
+  once(event: 'close', listener: (err?: Error) => void): this;
+}
+
 export class SpdyConnection extends EventEmitter {
   readonly #socket: Duplex;
   readonly #log: Logger | undefined;
@@ -234,7 +241,6 @@ export class SpdyConnection extends EventEmitter {
     const [stream, control] = SpdyStream.open(this.#session, id, values);
     const rec: StreamRecord = {
       id,
-      stream,
       control,
       remoteFin: false,
       localFin: frame.unidirectional, // §2.3.6: the recipient of a unidirectional stream never sends
@@ -247,7 +253,7 @@ export class SpdyConnection extends EventEmitter {
     this.#lastGoodId = id;
     this.#log?.debug({ streamId: id, headers: stream.headers }, 'spdy: stream opened');
     this.emit('stream', stream);
-    if (frame.fin) this.#remoteFin(rec);
+    if (frame.fin && this.#isOpen(rec)) this.#remoteFin(rec); // the listener may have reset it
   }
 
   #onHeaders(frame: SynReplyFrame | HeadersFrame): void {
@@ -262,7 +268,7 @@ export class SpdyConnection extends EventEmitter {
         return;
       }
       rec.control.headers(values);
-      if (frame.fin) this.#remoteFin(rec);
+      if (frame.fin && this.#isOpen(rec)) this.#remoteFin(rec);
     });
   }
 
@@ -297,12 +303,16 @@ export class SpdyConnection extends EventEmitter {
     const n = frame.payload.length;
     if (n > 0) {
       this.#grant(rec, n, frame.fin);
-      if (!rec.control.push(frame.payload)) {
+      const more = rec.control.push(frame.payload);
+      // Wait for the reader only if the stream is still open (a 'data' listener may have reset
+      // it just now) and more may come: after FIN, a reader that drains an ended stream never
+      // asks for more.
+      if (!more && !frame.fin && this.#isOpen(rec)) {
         this.#blockedOn = rec;
         this.#pauseInput('reader');
       }
     }
-    if (frame.fin) this.#remoteFin(rec);
+    if (frame.fin && this.#isOpen(rec)) this.#remoteFin(rec);
   }
 
   /** Returns receive window once half of it was used, per stream and for the session. */
@@ -369,23 +379,25 @@ export class SpdyConnection extends EventEmitter {
 
   #reply(id: number, headers: HeaderInput): Promise<void> {
     const rec = this.#streams.get(id);
-    if (!rec || rec.replyRequested) return Promise.reject(new SpdyStreamClosedError(id));
+    if (!rec || rec.replyRequested) return Promise.resolve();
     rec.replyRequested = true;
     this.#pendingReplies++;
-    // Chained: blocks are compressed and written strictly in request order.
+    // Chained: blocks are compressed and written strictly in request order. Never rejects.
     const done = this.#replyTail.then(async () => {
-      // Not yet compressed, so skipping it leaves the peer's inflate context intact.
-      if (this.#closed || !this.#streams.has(id)) throw new SpdyStreamClosedError(id);
-      const block = await this.#deflate.compress(headers);
-      if (this.#closed) throw new SpdyStreamClosedError(id);
+      // Not compressed yet, so skipping it leaves the peer's inflate context intact.
+      if (this.#closed || !this.#streams.has(id)) return;
+      let block: Buffer;
+      try {
+        block = await this.#deflate.compress(headers);
+      } catch (err) {
+        return this.#fail(err); // a no-op if the session closed meanwhile
+      }
       // Sent even if the stream died meanwhile: every compressed block must reach the peer's
       // inflate context. spdystream ignores replies for streams it forgot.
       this.#write(encodeSynReply(id, block));
-    });
-    this.#replyTail = done.then(noop, (err: unknown) => {
-      if (!(err instanceof SpdyStreamClosedError)) this.#fail(err);
-    });
-    void this.#replyTail.then(() => {
+    }).catch((err: unknown) => this.#fail(err));
+    this.#replyTail = done;
+    void done.then(() => {
       this.#pendingReplies--;
       rec.openGate();
     });
@@ -422,9 +434,13 @@ export class SpdyConnection extends EventEmitter {
     if (destroy) rec.control.abort();
   }
 
+  #isOpen(rec: StreamRecord): boolean {
+    return this.#streams.get(rec.id) === rec;
+  }
+
   /** Drops a stream that is closed both ways, reset or destroyed. */
   #forget(rec: StreamRecord): void {
-    if (this.#streams.get(rec.id) !== rec) return;
+    if (!this.#isOpen(rec)) return;
     this.#streams.delete(rec.id);
     rec.openGate();
     if (this.#blockedOn === rec) {

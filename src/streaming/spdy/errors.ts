@@ -24,13 +24,3 @@ export class SpdyIdleTimeoutError extends Error {
     super(`SPDY session idle for ${timeoutMs} ms`);
   }
 }
-
-/** `reply()` on a stream that was reset, destroyed or whose session ended first. */
-export class SpdyStreamClosedError extends Error {
-  override readonly name = 'SpdyStreamClosedError';
-  readonly code = 'ERR_SPDY_STREAM_CLOSED';
-
-  constructor(readonly streamId: number) {
-    super(`SPDY stream ${streamId} is closed`);
-  }
-}

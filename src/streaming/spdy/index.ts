@@ -5,7 +5,7 @@
  */
 export { SpdyConnection, MAX_OUTBOUND_DATA, type SpdyConnectionOptions } from './connection.js';
 export { SpdyStream, STREAM_HIGH_WATER_MARK } from './stream.js';
-export { SpdyIdleTimeoutError, SpdyProtocolError, SpdyStreamClosedError } from './errors.js';
+export { SpdyIdleTimeoutError, SpdyProtocolError } from './errors.js';
 export * from './frames.js';
 export { DEFAULT_MAX_CONTROL_PAYLOAD, FrameParser, type FrameParserOptions } from './parser.js';
 export {

@@ -57,7 +57,8 @@ const minLength: Readonly<Record<number, number>> = {
 /**
  * Incremental SPDY/3 frame parser, fed arbitrary byte chunks (`push`), calling `onFrame` once per
  * complete frame, in order. Structural checks (version, lengths, counts, zero ids) throw a
- * SpdyProtocolError from `push`/`resume`, after which the parser is dead and re-throws it.
+ * SpdyProtocolError from `push`/`resume` (so does anything `onFrame` throws), after which the
+ * parser is dead and re-throws it.
  * Unknown control frame types are skipped without buffering them (§2.2.1: must be ignored).
  *
  * `pause()` (typically from inside `onFrame`) stops delivery after the current frame; later
@@ -75,7 +76,7 @@ export class FrameParser {
   #skipLeft = 0;
   #paused = false;
   #running = false;
-  #error: SpdyProtocolError | undefined;
+  #error: Error | undefined;
 
   constructor(onFrame: (frame: Frame) => void, opts: FrameParserOptions = {}) {
     this.#onFrame = onFrame;
@@ -120,7 +121,8 @@ export class FrameParser {
       this.#state = State.FAILED;
       this.#buffers = [];
       this.#buffered = 0;
-      this.#error = err instanceof SpdyProtocolError ? err : new SpdyProtocolError(String(err), 2);
+      // A SpdyProtocolError, or whatever onFrame threw: either way this byte stream is done.
+      this.#error = err instanceof Error ? err : new Error(String(err));
       throw this.#error;
     } finally {
       this.#running = false;
