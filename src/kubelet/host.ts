@@ -1,10 +1,11 @@
 import { StatusError, badRequest } from '../api/errors.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
-import type { CommandResult, StreamIO } from '../streaming/types.js';
+import type { Duplex, Writable } from 'node:stream';
+import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { PodManager } from '../pod/manager.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
-import type { ContainerRef, Host } from '../server/host.js';
+import type { ContainerRef, Host, SandboxRef } from '../server/host.js';
 import type { StatusManager } from '../status/manager.js';
 import type { Kubelet } from './kubelet.js';
 
@@ -66,8 +67,7 @@ export class KubeletHost implements Host {
   resolveContainer(pod: Pod, name: string): ContainerRef {
     const uid = pod.metadata?.uid ?? '';
     const podName = pod.metadata?.name ?? '';
-    const inSpec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some((c) => c.name === name);
-    if (!inSpec) throw new StatusError('NotFound', `container "${name}" not found in pod "${podName}"`, { name, kind: 'containers' });
+    this.#checkInSpec(pod, name);
     const running = this.#kubelet.pleg.getPod(uid)?.containers.find((c) => c.name === name && c.state === 'running');
     if (!running) {
       const waiting = this.#statuses.getPodStatus(uid)?.containerStatuses?.find((c) => c.name === name)?.state?.waiting?.reason;
@@ -82,6 +82,39 @@ export class KubeletHost implements Host {
 
   attach(ref: ContainerRef, io: StreamIO): Promise<CommandResult> {
     return this.#runtime.attach(ref.id, io);
+  }
+
+  resolveLogContainer(pod: Pod, name: string, previous: boolean): ContainerRef {
+    const uid = pod.metadata?.uid ?? '';
+    const podName = pod.metadata?.name ?? '';
+    this.#checkInSpec(pod, name);
+    // Instances are newest first; `previous` is the one the current instance replaced.
+    const instances = this.#kubelet.pleg.getPod(uid)?.containers.filter((c) => c.name === name) ?? [];
+    const instance = instances[previous ? 1 : 0];
+    if (!instance) {
+      throw badRequest(previous ? `previous terminated container "${name}" in pod "${podName}" not found` : `container "${name}" in pod "${podName}" is waiting to start: ContainerCreating`);
+    }
+    return { podUID: uid, namespace: pod.metadata?.namespace ?? '', pod: podName, container: name, id: instance.id };
+  }
+
+  logs(ref: ContainerRef, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
+    return this.#runtime.logs(ref.id, opts, out, signal);
+  }
+
+  resolveSandbox(pod: Pod): SandboxRef {
+    const uid = pod.metadata?.uid ?? '';
+    const sandbox = this.#kubelet.pleg.getPod(uid)?.sandboxes.find((s) => s.ready);
+    if (!sandbox) throw badRequest(`pod ${pod.metadata?.name} has no running sandbox: it is not running`);
+    return { podUID: uid, namespace: pod.metadata?.namespace ?? '', pod: pod.metadata?.name ?? '', id: sandbox.id };
+  }
+
+  portForward(ref: SandboxRef, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {
+    return this.#runtime.portForward(ref.id, port, stream, signal);
+  }
+
+  #checkInSpec(pod: Pod, name: string): void {
+    const inSpec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some((c) => c.name === name);
+    if (!inSpec) throw new StatusError('NotFound', `container "${name}" not found in pod "${pod.metadata?.name ?? ''}"`, { name, kind: 'containers' });
   }
 
   #withStatus(pod: Pod): Pod {

@@ -1,5 +1,6 @@
 import type { Container, Pod } from '../api/types.js';
-import type { CommandResult, StreamIO } from '../streaming/types.js';
+import type { Duplex, Writable } from 'node:stream';
+import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
 
 /**
  * What nodelet needs from a container runtime. `runtime/docker` implements it with dockerode; the
@@ -78,4 +79,14 @@ export interface Runtime {
   exec(containerId: string, cmd: string[], io: StreamIO): Promise<CommandResult>;
   /** Attaches `io` to a running container's main process until its streams end. */
   attach(containerId: string, io: StreamIO): Promise<CommandResult>;
+  /**
+   * Writes a container's log to `out` (respecting backpressure) and resolves when done: at the
+   * end of the log, or with `follow` when the container stops, or when `signal` aborts.
+   */
+  logs(containerId: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void>;
+  /**
+   * Connects `stream` to `127.0.0.1:port` inside the sandbox's network namespace and relays both
+   * ways (half-closes passed on) until either side ends; rejects when nothing listens there.
+   */
+  portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void>;
 }

@@ -11,6 +11,8 @@ import { healthzPlugin } from './plugins/healthz.js';
 import { kubeletPodsPlugin } from './plugins/kubelet-pods.js';
 import { remoteCommandPlugin, type StreamingOptions } from './plugins/remote-command.js';
 import { runPlugin } from './plugins/run.js';
+import { logsPlugin } from './plugins/logs.js';
+import { portForwardPlugin } from './plugins/port-forward.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
 
 export interface ServerOptions {
@@ -112,5 +114,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   app.addHook('preClose', async () => sessions.closeAll());
   void app.register(remoteCommandPlugin, { host, streaming });
   void app.register(runPlugin, { host });
+  void app.register(logsPlugin, { host });
+  void app.register(portForwardPlugin, { host, streaming });
   return app;
 }

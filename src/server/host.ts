@@ -1,5 +1,15 @@
 import type { Event, Pod, PodStatus } from '../api/types.js';
-import type { CommandResult, StreamIO } from '../streaming/types.js';
+import type { Duplex, Writable } from 'node:stream';
+import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
+
+/** A pod's running sandbox (its network namespace), resolved before a port-forward upgrade. */
+export interface SandboxRef {
+  readonly podUID: string;
+  readonly namespace: string;
+  readonly pod: string;
+  /** Runtime ID of the sandbox container. */
+  readonly id: string;
+}
 
 /** A running container of a pod, resolved before a stream is upgraded. */
 export interface ContainerRef {
@@ -40,4 +50,19 @@ export interface Host {
   exec(ref: ContainerRef, command: string[], io: StreamIO): Promise<CommandResult>;
   /** Attaches `io` to the container's main process until it ends or the client leaves. */
   attach(ref: ContainerRef, io: StreamIO): Promise<CommandResult>;
+  /**
+   * The instance of container `name` whose log to read: the newest (any state), or with
+   * `previous` the one before it. Throws a `StatusError`: 404 when the pod has no such container,
+   * 400 when the instance does not exist (e.g. `previous` without a restart). No Docker call.
+   */
+  resolveLogContainer(pod: Pod, name: string, previous: boolean): ContainerRef;
+  /** Streams the log of `ref` to `out`; see `Runtime.logs`. */
+  logs(ref: ContainerRef, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void>;
+  /**
+   * The pod's ready sandbox, for port-forward; throws a `StatusError` (400) when the pod has none.
+   * No Docker call.
+   */
+  resolveSandbox(pod: Pod): SandboxRef;
+  /** Relays `stream` to 127.0.0.1:`port` in the sandbox's network namespace; see `Runtime.portForward`. */
+  portForward(ref: SandboxRef, port: number, stream: Duplex, signal: AbortSignal): Promise<void>;
 }

@@ -25,6 +25,19 @@ export interface StreamIO {
   readonly signal: AbortSignal;
 }
 
+/** `v1.PodLogOptions` as the kubelet's containerLogs reads them (validated by the route). */
+export interface LogOptions {
+  readonly follow: boolean;
+  readonly timestamps: boolean;
+  /** Last N lines only; undefined = all. */
+  readonly tailLines?: number;
+  /** Only lines at or after this instant (the later of sinceSeconds and sinceTime). */
+  readonly since?: Date;
+  /** Stop after this many bytes (may cut a line). */
+  readonly limitBytes?: number;
+  readonly stream: 'All' | 'Stdout' | 'Stderr';
+}
+
 /** How a remote command ended, as the runtime reports it. */
 export type CommandResult =
   | { readonly kind: 'exited'; readonly exitCode: number }

@@ -9,7 +9,10 @@ import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName
 import { containerFromInspect, sandboxFromInspect } from './state.js';
 import { watchContainerEvents } from './events.js';
 import { attachToContainer, execInContainer } from './exec.js';
-import type { CommandResult, StreamIO } from '../../streaming/types.js';
+import type { Duplex, Writable } from 'node:stream';
+import type { CommandResult, LogOptions, StreamIO } from '../../streaming/types.js';
+import { containerLogs } from './logs.js';
+import { forwardPort } from './portforward.js';
 
 export interface DockerRuntimeOptions {
   docker: Docker;
@@ -248,6 +251,14 @@ export class DockerRuntime implements Runtime {
 
   attach(containerId: string, io: StreamIO): Promise<CommandResult> {
     return attachToContainer(this.#docker, containerId, io);
+  }
+
+  logs(containerId: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
+    return containerLogs(this.#docker, containerId, opts, out, signal);
+  }
+
+  portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {
+    return forwardPort(this.#docker, sandboxId, port, stream, signal, this.#opts.log);
   }
 
   watch(onChange: (podUID: string) => void): () => void {
