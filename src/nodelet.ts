@@ -11,6 +11,8 @@ import { PodManager } from './pod/manager.js';
 import { dockerClient } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
 import { buildServer } from './server/index.js';
+import { Metrics } from './metrics/registry.js';
+import { instrumentRuntime } from './metrics/runtime.js';
 import { StreamingSessions } from './server/upgrade.js';
 import { StatusManager } from './status/manager.js';
 import { serverVersion } from './version.js';
@@ -19,6 +21,7 @@ export interface Nodelet {
   readonly app: FastifyInstance;
   readonly kubelet: Kubelet;
   readonly runtime: DockerRuntime;
+  readonly metrics: Metrics;
   /** Open exec/attach/port-forward sessions. */
   readonly sessions: StreamingSessions;
   /** `http://address:port` the API listens on. */
@@ -40,7 +43,8 @@ export interface StartOptions {
 export async function startNodelet(config: Config, opts: StartOptions): Promise<Nodelet> {
   const { log } = opts;
   const docker = dockerClient(config.dockerEndpoint);
-  const runtime = new DockerRuntime({
+  const metrics = new Metrics();
+  const dockerRuntime = new DockerRuntime({
     docker,
     nodeName: config.nodeName,
     infraImage: config.podInfraContainerImage,
@@ -48,6 +52,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     execDisconnectGraceMs: config.execDisconnectGracePeriodMs,
     log,
   });
+  const runtime = instrumentRuntime(dockerRuntime, metrics);
   try {
     await runtime.ping();
   } catch (err) {
@@ -67,6 +72,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     recorder,
     log,
     syncFrequencyMs: config.syncFrequencyMs,
+    metrics,
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
   });
@@ -93,11 +99,21 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
 
   const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet });
   const sessions = new StreamingSessions(config.maxStreamingSessions);
+  metrics.collectFrom({
+    runningPods: () => kubelet.pleg.getPods().filter((p) => p.sandboxes.some((s) => s.ready)).length,
+    containersByState: () => {
+      const counts: Record<string, number> = { created: 0, running: 0, exited: 0, unknown: 0 };
+      for (const p of kubelet.pleg.getPods()) for (const c of p.containers) counts[c.state] = (counts[c.state] ?? 0) + 1;
+      return counts;
+    },
+    sessions: () => sessions.size,
+  });
   const app = buildServer({
     host,
     logger: log,
     version: serverVersion,
     sessions,
+    metrics,
     streaming: { idleTimeoutMs: config.streamingConnectionIdleTimeoutMs, ...opts.streaming },
   });
   let url: string;
@@ -113,7 +129,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   return {
     app,
     kubelet,
-    runtime,
+    runtime: dockerRuntime,
+    metrics,
     sessions,
     url,
     async close() {

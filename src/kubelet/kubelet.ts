@@ -5,6 +5,7 @@ import type { PodManager } from '../pod/manager.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
 import type { StatusManager } from '../status/manager.js';
 import { rfc3339 } from '../api/time.js';
+import type { Metrics } from '../metrics/registry.js';
 import { Backoff } from './backoff.js';
 import { PLEG } from './pleg.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
@@ -23,6 +24,7 @@ export interface KubeletOptions {
   relistPeriodMs?: number;
   /** Crash-loop back-off; injectable so tests can shorten it. */
   backoff?: Backoff;
+  metrics?: Metrics;
 }
 
 interface Worker {
@@ -52,6 +54,8 @@ export class Kubelet {
   #resyncTimer: NodeJS.Timeout | undefined;
   #stopped = false;
   #lastSync = 0;
+  /** When each pod was first synced, until it first runs (`kubelet_pod_start_duration_seconds`). */
+  readonly #firstSeen = new Map<string, number>();
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
@@ -153,6 +157,7 @@ export class Kubelet {
     if (!pod) {
       if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod);
       if (!runtimePod) {
+        this.#firstSeen.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
         this.#backoff.forgetPrefix(`${uid}/`);
         this.#startBackoff.forgetPrefix(`${uid}/`);
@@ -162,6 +167,7 @@ export class Kubelet {
     }
 
     const now = Date.now();
+    if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
     const actions = computePodActions(pod, runtimePod, this.#backoff, now);
     this.#holdFailedStarts(pod, actions, now);
     this.#publishStatus(pod, runtimePod, actions.waiting);
@@ -207,6 +213,12 @@ export class Kubelet {
     }
     const status = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date() });
     this.#o.statusManager.setPodStatus(recorded, status);
+    const uid = pod.metadata?.uid ?? '';
+    const firstSeen = this.#firstSeen.get(uid);
+    if (firstSeen !== undefined && status.phase === 'Running') {
+      this.#firstSeen.delete(uid);
+      this.#o.metrics?.podStartDuration.observe((Date.now() - firstSeen) / 1000);
+    }
   }
 
   async #apply(pod: Pod, runtimePod: RuntimePod | undefined, actions: PodActions): Promise<void> {
@@ -228,9 +240,11 @@ export class Kubelet {
       try {
         plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
         const id = await runtime.runSandbox(pod, actions.createSandbox);
+        this.#o.metrics?.startedPods.inc();
         if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
         sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), ips: [] };
       } catch (err) {
+        this.#o.metrics?.startedPodErrors.inc();
         const message = `Failed to create pod sandbox: ${(err as Error).message}`;
         plog.warn({ err }, 'Failed to create pod sandbox');
         recorder.record(pod, 'Warning', 'FailedCreatePodSandBox', message);
@@ -265,11 +279,13 @@ export class Kubelet {
     try {
       await runtime.startContainer(pod, container, sandbox, attempt);
       this.#startFailures.delete(backoffKey(pod, container.name));
+      this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
       clog.info({ attempt }, 'Started container');
       recorder.record(subject, 'Normal', 'Created', `Created container ${container.name}`);
       recorder.record(subject, 'Normal', 'Started', `Started container ${container.name}`);
     } catch (err) {
       // Docker keeps a container that failed to start; its state reports ContainerCannotRun.
+      this.#o.metrics?.startedContainerErrors.inc({ container_type: 'container', code: 'CreateContainerError' });
       clog.warn({ err }, 'Failed to start container');
       recorder.record(subject, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
       this.#recordStartFailure(pod, container, { reason: 'CreateContainerError', message: (err as Error).message });

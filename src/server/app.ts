@@ -11,6 +11,8 @@ import { healthzPlugin } from './plugins/healthz.js';
 import { kubeletPodsPlugin } from './plugins/kubelet-pods.js';
 import { remoteCommandPlugin, type StreamingOptions } from './plugins/remote-command.js';
 import { runPlugin } from './plugins/run.js';
+import { Metrics } from '../metrics/registry.js';
+import { instrumentHttp, metricsPlugin } from './plugins/metrics.js';
 import { logsPlugin } from './plugins/logs.js';
 import { portForwardPlugin } from './plugins/port-forward.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
@@ -21,6 +23,8 @@ export interface ServerOptions {
   streaming?: Partial<Omit<StreamingOptions, 'sessions'>>;
   /** Open streaming sessions and their cap (default: 1000, the kubelet's in-flight limit). */
   sessions?: StreamingSessions;
+  /** nodelet's metrics registry (default: a fresh one). */
+  metrics?: Metrics;
   logger: Logger;
   version: VersionOptions;
   /** Largest accepted request body; nodelet's API is read-only, so the default is small. */
@@ -89,6 +93,9 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
 
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
+  // Counted first, so refused and unknown requests are measured too (label values are bucketed).
+  const metrics = opts.metrics ?? new Metrics();
+  instrumentHttp(app, metrics, 'readwrite');
   app.addHook('onRequest', rejectUnknownRoute);
   app.addHook('onRequest', checkPathParams);
   app.addHook('onSend', responseHeaders);
@@ -100,6 +107,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   void app.register(apiPodsPlugin, { host });
   void app.register(apiNamespacesPlugin);
   void app.register(apiEventsPlugin, { host });
+  void app.register(metricsPlugin, { metrics });
 
   const s = opts.streaming ?? {};
   const sessions = opts.sessions ?? new StreamingSessions(1000);

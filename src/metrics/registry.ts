@@ -1,0 +1,111 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * nodelet's metrics, with the kubelet's names and labels (pkg/kubelet/metrics, server/metrics)
+ * plus a few of its own (`nodelet_*`). One registry per nodelet instance, never prom-client's
+ * global one, so several nodelets can live in one process (tests).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'kubelet_http_requests_total',
+    help: 'Number of the http requests received since the server started',
+    labelNames: ['method', 'path', 'server_type', 'long_running'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'kubelet_http_requests_duration_seconds',
+    help: 'Duration in seconds to serve http requests',
+    labelNames: ['method', 'path', 'server_type', 'long_running'] as const,
+    registers: [this.registry],
+  });
+  readonly httpInflight = new Gauge({
+    name: 'kubelet_http_inflight_requests',
+    help: 'Number of the inflight http requests',
+    labelNames: ['method', 'path', 'server_type', 'long_running'] as const,
+    registers: [this.registry],
+  });
+
+  readonly startedPods = new Counter({ name: 'kubelet_started_pods_total', help: 'Cumulative number of pods started', registers: [this.registry] });
+  readonly startedPodErrors = new Counter({ name: 'kubelet_started_pods_errors_total', help: 'Cumulative number of errors when starting pods', registers: [this.registry] });
+  readonly startedContainers = new Counter({
+    name: 'kubelet_started_containers_total',
+    help: 'Cumulative number of containers started',
+    labelNames: ['container_type'] as const,
+    registers: [this.registry],
+  });
+  readonly startedContainerErrors = new Counter({
+    name: 'kubelet_started_containers_errors_total',
+    help: 'Cumulative number of errors when starting containers',
+    labelNames: ['container_type', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly restartedPods = new Counter({
+    name: 'kubelet_restarted_pods_total',
+    help: 'Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them (common for static pods)',
+    labelNames: ['static'] as const,
+    registers: [this.registry],
+  });
+  readonly podStartDuration = new Histogram({
+    name: 'kubelet_pod_start_duration_seconds',
+    help: 'Duration in seconds from the kubelet seeing a pod for the first time to the pod starting to run',
+    buckets: [0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600],
+    registers: [this.registry],
+  });
+  readonly runtimeOperations = new Counter({
+    name: 'kubelet_runtime_operations_total',
+    help: 'Cumulative number of runtime operations by operation type.',
+    labelNames: ['operation_type'] as const,
+    registers: [this.registry],
+  });
+  readonly runtimeOperationErrors = new Counter({
+    name: 'kubelet_runtime_operations_errors_total',
+    help: 'Cumulative number of runtime operation errors by operation type.',
+    labelNames: ['operation_type'] as const,
+    registers: [this.registry],
+  });
+  readonly runtimeOperationDuration = new Histogram({
+    name: 'kubelet_runtime_operations_duration_seconds',
+    help: 'Duration in seconds of runtime operations. Broken down by operation type.',
+    labelNames: ['operation_type'] as const,
+    buckets: [0.005, 0.0125, 0.03125, 0.078125, 0.1953125, 0.48828125, 1.220703125, 3.0517578125, 7.62939453125, 19.073486328125, 47.6837158203125, 119.20928955078125, 298.0232238769531, 745.0580596923828],
+    registers: [this.registry],
+  });
+  readonly dockerErrors = new Counter({
+    name: 'nodelet_docker_api_errors_total',
+    help: 'Docker Engine API calls that failed, by runtime operation',
+    labelNames: ['operation_type'] as const,
+    registers: [this.registry],
+  });
+
+  /** Gauges computed at scrape time from live state, so they can never drift. */
+  collectFrom(sources: { runningPods: () => number; containersByState: () => Record<string, number>; sessions: () => number }): void {
+    new Gauge({
+      name: 'kubelet_running_pods',
+      help: 'Number of pods that have a running pod sandbox',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.runningPods());
+      },
+    });
+    new Gauge({
+      name: 'kubelet_running_containers',
+      help: 'Number of containers currently running',
+      labelNames: ['container_state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [state, n] of Object.entries(sources.containersByState())) this.set({ container_state: state }, n);
+      },
+    });
+    new Gauge({
+      name: 'nodelet_streaming_sessions',
+      help: 'Open exec, attach and port-forward sessions',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.sessions());
+      },
+    });
+  }
+}
