@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { securityFromConfig } from './auth/index.js';
 import type { Config } from './config/types.js';
 import { EventRecorder } from './events/recorder.js';
 import { Backoff } from './kubelet/backoff.js';
@@ -11,10 +12,13 @@ import { PodManager } from './pod/manager.js';
 import { dockerClient } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
 import { buildServer } from './server/index.js';
+import { loadTlsMaterial, servesTLS } from './server/tls.js';
 import { Metrics } from './metrics/registry.js';
 import { instrumentRuntime } from './metrics/runtime.js';
 import { StreamingSessions } from './server/upgrade.js';
 import { StatusManager } from './status/manager.js';
+import { readNodeStats } from './stats/node.js';
+import { StatsSampler } from './stats/sampler.js';
 import { serverVersion } from './version.js';
 
 export interface Nodelet {
@@ -24,8 +28,12 @@ export interface Nodelet {
   readonly metrics: Metrics;
   /** Open exec/attach/port-forward sessions. */
   readonly sessions: StreamingSessions;
-  /** `http://address:port` the API listens on. */
+  /** The background CPU/memory sampler behind `/stats/summary` and `metrics.k8s.io`. */
+  readonly stats: StatsSampler;
+  /** `http(s)://address:port` the API listens on (https whenever TLS is served). */
   readonly url: string;
+  /** The unauthenticated read-only listener (`--read-only-port`), when enabled. */
+  readonly readOnlyUrl: string | undefined;
   /** Stops serving and syncing. Pods keep running, as they do when a kubelet stops. */
   close(): Promise<void>;
 }
@@ -37,11 +45,18 @@ export interface StartOptions {
   crashLoopBackoffMs?: { initialMs: number; maxMs: number };
   /** Streaming timing overrides for tests (creation timeout, close wait). */
   streaming?: { streamCreationTimeoutMs?: number; closeWaitMs?: number };
+  /** Stats sampling period (default 10 s, about the kubelet's cadvisor housekeeping interval). */
+  statsPeriodMs?: number;
 }
 
 /** Wires the pieces of the architecture together and starts them (see DESIGN.md's data flow). */
 export async function startNodelet(config: Config, opts: StartOptions): Promise<Nodelet> {
   const { log } = opts;
+  // Credentials, policy and certificates first: a bad file stops nodelet before anything runs.
+  const securityWarnings: string[] = [];
+  const security = securityFromConfig(config, securityWarnings);
+  for (const warning of securityWarnings) log.warn({ file: config.tokenAuthFile }, `token file: ${warning}`);
+  const tls = servesTLS(config) ? await loadTlsMaterial(config, log) : undefined;
   const docker = dockerClient(config.dockerEndpoint);
   const metrics = new Metrics();
   const dockerRuntime = new DockerRuntime({
@@ -97,7 +112,10 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     kubelet.markSourcesReady();
   }
 
-  const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet });
+  // Samples what the PLEG last saw running; its first round runs at once (before any pod starts).
+  const stats = new StatsSampler({ runtime, pods: () => kubelet.pleg.getPods(), log, readNode: () => readNodeStats(), ...(opts.statsPeriodMs ? { periodMs: opts.statsPeriodMs } : {}) });
+  stats.start();
+  const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet, stats });
   const sessions = new StreamingSessions(config.maxStreamingSessions);
   metrics.collectFrom({
     runningPods: () => kubelet.pleg.getPods().filter((p) => p.sandboxes.some((s) => s.ready)).length,
@@ -115,16 +133,30 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     sessions,
     metrics,
     streaming: { idleTimeoutMs: config.streamingConnectionIdleTimeoutMs, ...opts.streaming },
+    security,
+    ...(tls ? { tls } : {}),
   });
+  // The kubelet's 10255: no authentication, an allow-list of GETs, plain HTTP, no streaming sessions.
+  const readOnly =
+    config.readOnlyPort > 0
+      ? buildServer({ host, logger: log, version: serverVersion, sessions: new StreamingSessions(0), metrics, security: { kind: 'readOnly' } })
+      : undefined;
   let url: string;
+  let readOnlyUrl: string | undefined;
   try {
     url = await app.listen({ host: config.address, port: config.port });
+    if (readOnly) readOnlyUrl = await readOnly.listen({ host: config.address, port: config.readOnlyPort });
   } catch (err) {
     source?.stop();
+    await app.close();
+    await readOnly?.close();
+    await stats.stop();
     await kubelet.stop();
     throw err;
   }
-  log.info({ url, node: config.nodeName, staticPodPath: config.staticPodPath || undefined }, 'nodelet is serving');
+  const posture = { tls: tls !== undefined, anonymousAuth: config.anonymousAuth, authorizationMode: config.authorizationMode };
+  log.info({ url, readOnlyUrl, node: config.nodeName, staticPodPath: config.staticPodPath || undefined, ...posture }, 'nodelet is serving');
+  if (readOnlyUrl) log.warn({ readOnlyUrl }, 'The read-only port serves /pods (including env values) without authentication');
 
   return {
     app,
@@ -132,10 +164,14 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     runtime: dockerRuntime,
     metrics,
     sessions,
+    stats,
     url,
+    readOnlyUrl,
     async close() {
       source?.stop();
+      await readOnly?.close();
       await app.close();
+      await stats.stop();
       await kubelet.stop();
     },
   };

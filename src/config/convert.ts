@@ -1,6 +1,6 @@
 import { parseDuration } from './duration.js';
 import { ValueError, quote } from './errors.js';
-import type { FlagSpec, FlagValues } from './flags.js';
+import type { EnumTarget, FlagSpec, FlagValues } from './flags.js';
 import { parseBool, parseInt32 } from './strconv.js';
 
 export type Settings = Partial<FlagValues>;
@@ -36,13 +36,17 @@ export function setFromString(out: Settings, spec: FlagSpec, raw: string): void 
     case 'bool':
       out[spec.target] = parseBool(raw);
       return;
-    case 'enum': {
-      const value = spec.values.find((v) => v === raw);
-      if (value === undefined) throw new ValueError(`supported values: ${spec.values.map(quote).join(', ')}`);
-      out[spec.target] = value;
+    case 'enum':
+      setEnum(out, spec, raw);
       return;
-    }
   }
+}
+
+/** Generic over the target so TypeScript ties each enum flag's values to its own field. */
+function setEnum<K extends EnumTarget>(out: Settings, spec: { readonly target: K; readonly values: readonly FlagValues[K][] }, raw: string): void {
+  const value = spec.values.find((v) => v === raw);
+  if (value === undefined) throw new ValueError(`supported values: ${spec.values.map((v) => quote(String(v))).join(', ')}`);
+  out[spec.target] = value;
 }
 
 function typeName(v: unknown): string {
@@ -101,9 +105,13 @@ export function flagDefaults(specs: readonly FlagSpec[], env: NodeJS.ProcessEnv)
         out[spec.target] = spec.default;
         break;
       case 'enum':
-        out[spec.target] = spec.default;
+        setDefault(out, spec);
         break;
     }
   }
   return out;
+}
+
+function setDefault<K extends EnumTarget>(out: Settings, spec: { readonly target: K; readonly default: FlagValues[K] }): void {
+  out[spec.target] = spec.default;
 }

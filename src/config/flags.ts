@@ -11,7 +11,7 @@ type TargetOf<T> = {
   [K in FlagTarget]: [FlagValues[K]] extends [T] ? ([T] extends [FlagValues[K]] ? K : never) : never;
 }[FlagTarget];
 /** Targets typed as a union of string literals. */
-type EnumTarget = {
+export type EnumTarget = {
   [K in FlagTarget]: FlagValues[K] extends string ? (string extends FlagValues[K] ? never : K) : never;
 }[FlagTarget];
 
@@ -67,7 +67,7 @@ export const DEFAULT_DOCKER_ENDPOINT = 'unix:///var/run/docker.sock';
 const TABLE = [
   {
     name: 'address', kind: 'string', target: 'address', default: '127.0.0.1', fileField: 'address', nonEmpty: true,
-    help: 'The IP address for nodelet to serve on. Only loopback addresses are accepted until nodelet serves TLS with authentication',
+    help: 'The IP address for nodelet to serve on. A non-loopback address requires authentication (--client-ca-file or --token-auth-file) and --authorization-mode=Policy, and is always served over TLS',
   },
   {
     name: 'port', kind: 'port', target: 'port', default: 10250, fileField: 'port',
@@ -134,6 +134,50 @@ const TABLE = [
     name: 'exec-disconnect-grace-period', kind: 'duration', target: 'execDisconnectGracePeriodMs', default: '10s',
     help: 'How long a process started by exec may keep running after its client disconnected before nodelet kills it (nodelet-specific; the kubelet never kills it). 0 kills at once',
     allowZero: true,
+  },
+  {
+    name: 'tls-cert-file', kind: 'string', target: 'tlsCertFile', default: '', fileField: 'tlsCertFile',
+    help: 'File containing the x509 certificate for HTTPS (CA cert, if any, concatenated after the server cert). If unset and TLS is needed, a self-signed certificate and key are generated in --cert-dir',
+  },
+  {
+    name: 'tls-private-key-file', kind: 'string', target: 'tlsPrivateKeyFile', default: '', fileField: 'tlsPrivateKeyFile',
+    help: 'File containing the x509 private key matching --tls-cert-file',
+  },
+  {
+    name: 'cert-dir', kind: 'string', target: 'certDir', default: '',
+    help: 'The directory where the generated TLS certificate and key are located (empty: <root-dir>/pki). Ignored if --tls-cert-file and --tls-private-key-file are given',
+  },
+  {
+    name: 'client-ca-file', kind: 'string', target: 'clientCAFile', default: '', fileField: 'authentication.x509.clientCAFile',
+    help: 'If set, a client certificate signed by one of the authorities in this file authenticates its CommonName as user and its Organizations as groups',
+  },
+  {
+    name: 'token-auth-file', kind: 'string', target: 'tokenAuthFile', default: '',
+    help: 'If set, bearer tokens from this CSV file (token,user,uid,"group1,group2") authenticate requests (nodelet-specific; the apiserver\'s flag and format)',
+  },
+  {
+    name: 'anonymous-auth', kind: 'bool', target: 'anonymousAuth', default: false, fileField: 'authentication.anonymous.enabled',
+    help: 'Enables anonymous requests: requests no other authenticator rejects get user system:anonymous and group system:unauthenticated. Unset on loopback with no authenticator and AlwaysAllow, anonymous requests are allowed (development posture)',
+  },
+  {
+    name: 'authentication-token-webhook', kind: 'bool', target: 'authenticationTokenWebhook', default: false, fileField: 'authentication.webhook.enabled',
+    help: 'Use the TokenReview API to authenticate bearer tokens. Needs the apiserver (--kubeconfig, cluster mode), which nodelet does not support yet',
+  },
+  {
+    name: 'authorization-mode', kind: 'enum', target: 'authorizationMode', values: ['AlwaysAllow', 'Webhook', 'Policy'], default: 'AlwaysAllow', fileField: 'authorization.mode',
+    help: 'Authorization mode: AlwaysAllow (only when serving on loopback), Policy (rules from --authorization-policy-file; the default when that file is given) or Webhook (SubjectAccessReview; needs cluster mode, not supported yet)',
+  },
+  {
+    name: 'authorization-policy-file', kind: 'string', target: 'authorizationPolicyFile', default: '',
+    help: 'YAML rules granting users and groups verbs on nodes/<subresource> (nodelet-specific), used by --authorization-mode=Policy',
+  },
+  {
+    name: 'read-only-port', kind: 'int', target: 'readOnlyPort', default: 0, fileField: 'readOnlyPort',
+    help: 'The read-only port for nodelet to serve on with no authentication/authorization: GET /healthz, /pods, /stats/*, /metrics* only (0 = disabled)',
+  },
+  {
+    name: 'enable-debugging-handlers', kind: 'bool', target: 'enableDebuggingHandlers', default: true, fileField: 'enableDebuggingHandlers',
+    help: 'Enables server endpoints for exec, attach, run, port-forward, container logs and runningpods; when false they answer 405',
   },
   {
     name: 'help', short: 'h', kind: 'bool', target: 'help', default: false,

@@ -1,12 +1,14 @@
 import { hostname, networkInterfaces } from 'node:os';
 import { isIP } from 'node:net';
+import { join } from 'node:path';
 import { flagDefaults, type Settings } from './convert.js';
 import { ConfigError, quote } from './errors.js';
 import { loadConfigFile } from './file.js';
 import { FLAGS, flagForTarget, type FlagTarget, type FlagValues } from './flags.js';
 import { usage } from './help.js';
-import { dns1123SubdomainError, firstExternalIPv4, isLoopbackAddress, isUnspecifiedAddress, type HostInfo } from './host.js';
+import { dns1123SubdomainError, firstExternalIPv4, isUnspecifiedAddress, type HostInfo } from './host.js';
 import { parseFlags } from './parse.js';
+import { resolveSecurity } from './security.js';
 import type { Config } from './types.js';
 
 export { ConfigError } from './errors.js';
@@ -50,12 +52,7 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
   if (isIP(address) === 0 && address.toLowerCase() !== 'localhost') {
     throw new ConfigError(`invalid address ${quote(address)} (from ${origin('address')}): not a valid IP address`);
   }
-  // Until TLS and authn/authz exist, anything reachable off-host would be an open remote-exec API.
-  if (!isLoopbackAddress(address)) {
-    throw new ConfigError(
-      `refusing to serve plain HTTP without authentication on non-loopback address ${quote(address)}; use 127.0.0.1`,
-    );
-  }
+  const security = resolveSecurity(address, get, (k) => k in flags || k in file.values, origin);
 
   const dockerEndpoint = get('dockerEndpoint');
   if (!/^[a-z][a-z0-9+.-]*:\/\/./i.test(dockerEndpoint)) {
@@ -63,6 +60,10 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
       `invalid docker endpoint ${quote(dockerEndpoint)} (from ${origin('dockerEndpoint')}): expected unix:///path or tcp://host:port`,
     );
   }
+
+  const readOnlyPort = get('readOnlyPort');
+  if (readOnlyPort > 65535) throw new ConfigError(`invalid read-only port ${readOnlyPort} (from ${origin('readOnlyPort')}): must be between 0 and 65535`);
+  if (readOnlyPort !== 0 && readOnlyPort === get('port')) throw new ConfigError(`--read-only-port ${readOnlyPort} is the same as --port`);
 
   const config: Config = {
     address,
@@ -81,6 +82,14 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
     maxStreamingSessions: get('maxStreamingSessions'),
     execDisconnectGracePeriodMs: get('execDisconnectGracePeriodMs'),
+    certDir: get('certDir') === '' ? join(get('rootDir'), 'pki') : get('certDir'),
+    clientCAFile: get('clientCAFile'),
+    tokenAuthFile: get('tokenAuthFile'),
+    authenticationTokenWebhook: false,
+    authorizationPolicyFile: get('authorizationPolicyFile'),
+    readOnlyPort,
+    enableDebuggingHandlers: get('enableDebuggingHandlers'),
+    ...security,
   };
   return { config: Object.freeze(config), warnings: [...file.warnings] };
 }

@@ -36,4 +36,29 @@ export interface Config {
   readonly maxStreamingSessions: number;
   /** A disconnected client's exec'd process is killed after this long (`--exec-disconnect-grace-period`). */
   readonly execDisconnectGracePeriodMs: number;
+  /** Serving certificate (`--tls-cert-file`, `tlsCertFile`); empty = none given. */
+  readonly tlsCertFile: string;
+  /** Key of that certificate (`--tls-private-key-file`, `tlsPrivateKeyFile`). */
+  readonly tlsPrivateKeyFile: string;
+  /** Where a self-signed serving certificate is generated (`--cert-dir`; default `<root-dir>/pki`). */
+  readonly certDir: string;
+  /** CA bundle that signs client certificates (`--client-ca-file`, `authentication.x509.clientCAFile`). */
+  readonly clientCAFile: string;
+  /** Static bearer tokens, CSV `token,user,uid,"group1,group2"` (`--token-auth-file`, nodelet's own flag). */
+  readonly tokenAuthFile: string;
+  /**
+   * Requests no authenticator claims become `system:anonymous` (`--anonymous-auth`). Resolved:
+   * true only in the loopback development posture (no authenticator, AlwaysAllow), see buildConfig.
+   */
+  readonly anonymousAuth: boolean;
+  /** TokenReview through the apiserver (`--authentication-token-webhook`); needs cluster mode, so always false. */
+  readonly authenticationTokenWebhook: boolean;
+  /** `--authorization-mode`, resolved: `Policy` when a policy file is given and no mode is. */
+  readonly authorizationMode: 'AlwaysAllow' | 'Webhook' | 'Policy';
+  /** Local authorization rules for `Policy` mode (`--authorization-policy-file`, nodelet's own flag). */
+  readonly authorizationPolicyFile: string;
+  /** Unauthenticated read-only port (`--read-only-port`, `readOnlyPort`); 0 = off. */
+  readonly readOnlyPort: number;
+  /** exec/attach/run/port-forward/container logs/runningpods served (`--enable-debugging-handlers`). */
+  readonly enableDebuggingHandlers: boolean;
 }

@@ -1,4 +1,5 @@
-import { StatusError, badRequest } from '../api/errors.js';
+import { uptime } from 'node:os';
+import { StatusError, badRequest, internalError } from '../api/errors.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
@@ -7,6 +8,10 @@ import type { PodManager } from '../pod/manager.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
 import type { ContainerRef, Host, SandboxRef } from '../server/host.js';
 import type { StatusManager } from '../status/manager.js';
+import { buildNodeMetrics, buildPodMetrics } from '../stats/metrics-api.js';
+import { renderResourceMetrics } from '../stats/resource-metrics.js';
+import { buildSummary } from '../stats/summary.js';
+import type { NodeMetrics, PodMetrics, StatsSnapshot, StatsSource, Summary } from '../stats/types.js';
 import type { Kubelet } from './kubelet.js';
 
 /** Health thresholds: the relist runs every second, so 30 s without one means the loop is stuck. */
@@ -20,14 +25,27 @@ export class KubeletHost implements Host {
   readonly #runtime: Runtime;
   readonly #recorder: EventRecorder;
   readonly #kubelet: Kubelet;
+  readonly #stats: StatsSource;
+  /** Fallback node start time where /proc/stat cannot be read. */
+  readonly #bootTime = new Date(Date.now() - uptime() * 1000);
 
-  constructor(opts: { nodeName: string; podManager: PodManager; statusManager: StatusManager; runtime: Runtime; recorder: EventRecorder; kubelet: Kubelet }) {
+  constructor(opts: {
+    nodeName: string;
+    podManager: PodManager;
+    statusManager: StatusManager;
+    runtime: Runtime;
+    recorder: EventRecorder;
+    kubelet: Kubelet;
+    /** The background stats sampler; without one, stats are empty. */
+    stats?: StatsSource;
+  }) {
     this.nodeName = opts.nodeName;
     this.#pods = opts.podManager;
     this.#statuses = opts.statusManager;
     this.#runtime = opts.runtime;
     this.#recorder = opts.recorder;
     this.#kubelet = opts.kubelet;
+    this.#stats = opts.stats ?? { snapshot: (): StatsSnapshot => ({ containers: [] }) };
   }
 
   getPods(): Pod[] {
@@ -110,6 +128,26 @@ export class KubeletHost implements Host {
 
   portForward(ref: SandboxRef, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {
     return this.#runtime.portForward(ref.id, port, stream, signal);
+  }
+
+  getStatsSummary(): Summary {
+    const snap = this.#stats.snapshot();
+    if (snap.failure !== undefined) throw internalError(`failed to get stats summary: ${snap.failure}`);
+    return buildSummary(this.nodeName, snap, this.#bootTime);
+  }
+
+  getResourceMetrics(): string {
+    return renderResourceMetrics(this.#stats.snapshot());
+  }
+
+  getPodMetrics(namespace: string | undefined): PodMetrics[] {
+    // metrics-server copies the pod's labels, so `kubectl top pod -l` can select on them.
+    const labelsOf = (uid: string) => this.#pods.getPodByUID(uid)?.metadata?.labels;
+    return buildPodMetrics(this.#stats.snapshot(), new Date(), labelsOf).filter((m) => namespace === undefined || m.metadata.namespace === namespace);
+  }
+
+  getNodeMetrics(): NodeMetrics | undefined {
+    return buildNodeMetrics(this.nodeName, this.#stats.snapshot(), new Date());
   }
 
   #checkInSpec(pod: Pod, name: string): void {

@@ -14,6 +14,7 @@ const operationOf = {
   attach: 'attach',
   logs: 'container_logs',
   portForward: 'port_forward',
+  containerStats: 'container_stats',
 } as const satisfies Partial<Record<keyof Runtime, string>>;
 
 type Timed = keyof typeof operationOf;
@@ -52,6 +53,7 @@ export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
     attach: timed('attach'),
     logs: timed('logs'),
     portForward: timed('portForward'),
+    containerStats: timed('containerStats'),
     watch: (onChange) => runtime.watch(onChange),
   };
 }

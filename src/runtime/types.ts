@@ -56,6 +56,25 @@ export interface RuntimePod {
   readonly containers: readonly RuntimeContainer[];
 }
 
+/**
+ * One reading of a container's cgroup counters (Docker's stats API, one-shot). Cumulative CPU
+ * time and instantaneous memory, the inputs of the kubelet's `stats/v1alpha1` container stats.
+ */
+export interface ContainerStatsSample {
+  /** When the runtime read the counters. */
+  readonly timestamp: Date;
+  /** CPU time used since the container started, all cores, in nanoseconds. */
+  readonly cpuUsageCoreNanoSeconds: number;
+  /** Memory charged to the cgroup, page cache included. */
+  readonly memoryUsageBytes: number;
+  /** Usage minus inactive file pages (cadvisor's working set, what eviction and `top` use). */
+  readonly memoryWorkingSetBytes: number;
+  /** Anonymous memory and swap cache, when the cgroup reports it. */
+  readonly memoryRssBytes?: number;
+  readonly pageFaults?: number;
+  readonly majorPageFaults?: number;
+}
+
 export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
 export interface Runtime {
@@ -89,4 +108,6 @@ export interface Runtime {
    * ways (half-closes passed on) until either side ends; rejects when nothing listens there.
    */
   portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void>;
+  /** One reading of a running container's CPU and memory counters; rejects for a stopped one. */
+  containerStats(containerId: string): Promise<ContainerStatsSample>;
 }

@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { developmentSecurity, installSecurity, type SecurityOptions } from '../auth/index.js';
 import type { Logger } from '../logging/index.js';
 import { handleError, handleFrameworkError, handleNotFound, rejectUnknownRoute } from './errors.js';
 import type { Host } from './host.js';
@@ -15,6 +16,8 @@ import { Metrics } from '../metrics/registry.js';
 import { instrumentHttp, metricsPlugin } from './plugins/metrics.js';
 import { logsPlugin } from './plugins/logs.js';
 import { portForwardPlugin } from './plugins/port-forward.js';
+import { statsPlugin } from './plugins/stats.js';
+import { listenerOptions, type TlsMaterial } from './tls.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
 
 export interface ServerOptions {
@@ -29,6 +32,10 @@ export interface ServerOptions {
   version: VersionOptions;
   /** Largest accepted request body; nodelet's API is read-only, so the default is small. */
   bodyLimit?: number;
+  /** Authentication/authorization or the read-only allow-list (default: anonymous + AlwaysAllow, the loopback dev posture). */
+  security?: SecurityOptions;
+  /** Serve HTTPS with this certificate (default: plain HTTP). */
+  tls?: TlsMaterial;
 }
 
 /** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
@@ -89,13 +96,18 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     // One error handler, set below; a plugin replacing it in the same scope is a bug.
     allowErrorHandlerOverride: false,
     frameworkErrors: handleFrameworkError,
+    // Header-size and headers-timeout limits; HTTPS (TLS >= 1.2, ALPN http/1.1) when `tls` is given.
+    ...listenerOptions(opts.tls),
   });
 
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   // Counted first, so refused and unknown requests are measured too (label values are bucketed).
   const metrics = opts.metrics ?? new Metrics();
-  instrumentHttp(app, metrics, 'readwrite');
+  const security = opts.security ?? developmentSecurity(opts.host.nodeName);
+  instrumentHttp(app, metrics, security.kind === 'readOnly' ? 'readonly' : 'readwrite');
+  // Authentication and authorization (or the read-only allow-list) before anything else looks at the request.
+  installSecurity(app, security);
   app.addHook('onRequest', rejectUnknownRoute);
   app.addHook('onRequest', checkPathParams);
   app.addHook('onSend', responseHeaders);
@@ -108,6 +120,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   void app.register(apiNamespacesPlugin);
   void app.register(apiEventsPlugin, { host });
   void app.register(metricsPlugin, { metrics });
+  void app.register(statsPlugin, { host });
 
   const s = opts.streaming ?? {};
   const sessions = opts.sessions ?? new StreamingSessions(1000);

@@ -1,6 +1,7 @@
 import type { Event, Pod, PodStatus } from '../api/types.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
+import type { NodeMetrics, PodMetrics, Summary } from '../stats/types.js';
 
 /** A pod's running sandbox (its network namespace), resolved before a port-forward upgrade. */
 export interface SandboxRef {
@@ -65,4 +66,15 @@ export interface Host {
   resolveSandbox(pod: Pod): SandboxRef;
   /** Relays `stream` to 127.0.0.1:`port` in the sandbox's network namespace; see `Runtime.portForward`. */
   portForward(ref: SandboxRef, port: number, stream: Duplex, signal: AbortSignal): Promise<void>;
+  /**
+   * The `stats/v1alpha1` Summary from the background sampler's newest samples. No Docker call.
+   * Throws when the last sampling round could read nothing (the kubelet's summary provider error).
+   */
+  getStatsSummary(): Summary;
+  /** The same samples in Prometheus text, the kubelet's `/metrics/resource`. No Docker call. */
+  getResourceMetrics(): string;
+  /** `metrics.k8s.io` PodMetrics of the pods in `namespace` (all when undefined) that have a CPU rate. */
+  getPodMetrics(namespace: string | undefined): PodMetrics[];
+  /** `metrics.k8s.io` NodeMetrics of this node; undefined until it has a CPU rate. */
+  getNodeMetrics(): NodeMetrics | undefined;
 }

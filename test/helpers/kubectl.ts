@@ -45,16 +45,31 @@ interface Teardown {
   teardown(fn: () => Promise<void> | void): void;
 }
 
-export async function kubectlFor(t: Teardown, version: string, server: string, namespace = 'default'): Promise<Kubectl> {
+/** Credentials for the kubeconfig's user; an https server is trusted blindly (`insecure-skip-tls-verify`). */
+export interface KubectlAuth {
+  /** Bearer token (kubectl sends it only over https). */
+  token?: string;
+  /** Client certificate and key files. */
+  clientCertificate?: string;
+  clientKey?: string;
+}
+
+export async function kubectlFor(t: Teardown, version: string, server: string, namespace = 'default', auth: KubectlAuth = {}): Promise<Kubectl> {
   const bin = kubectlBinary(version);
   const home = await mkdtemp(join(tmpdir(), 'nodelet-kubectl-'));
   const kubeconfig = join(home, 'config');
+  const insecure = server.startsWith('https:') ? ', insecure-skip-tls-verify: true' : '';
+  const user = [
+    auth.token !== undefined ? `token: "${auth.token}"` : '',
+    auth.clientCertificate !== undefined ? `client-certificate: "${auth.clientCertificate}"` : '',
+    auth.clientKey !== undefined ? `client-key: "${auth.clientKey}"` : '',
+  ].filter((x) => x !== '').join(', ');
   await writeFile(
     kubeconfig,
     `apiVersion: v1
 kind: Config
-clusters: [{ name: nodelet, cluster: { server: "${server}" } }]
-users: [{ name: nodelet, user: {} }]
+clusters: [{ name: nodelet, cluster: { server: "${server}"${insecure} } }]
+users: [{ name: nodelet, user: { ${user} } }]
 contexts: [{ name: nodelet, context: { cluster: nodelet, user: nodelet, namespace: ${namespace} } }]
 current-context: nodelet
 `,

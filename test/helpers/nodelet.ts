@@ -57,6 +57,18 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     execDisconnectGracePeriodMs: 1000,
+    // The loopback development posture (anonymous + AlwaysAllow, plain HTTP), as buildConfig resolves it.
+    tlsCertFile: '',
+    tlsPrivateKeyFile: '',
+    certDir: join(manifestDir, 'pki'),
+    clientCAFile: '',
+    tokenAuthFile: '',
+    anonymousAuth: true,
+    authenticationTokenWebhook: false,
+    authorizationMode: 'AlwaysAllow' as const,
+    authorizationPolicyFile: '',
+    readOnlyPort: 0,
+    enableDebuggingHandlers: true,
     ...overrides,
   });
   const log = createLogger({ verbosity: config.verbosity, format: 'json' });

@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import type { Container, EnvVar, Pod } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
-import type { ImagePullPolicy, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import type { ContainerStatsSample, ImagePullPolicy, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
@@ -13,6 +13,7 @@ import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../../streaming/types.js';
 import { containerLogs } from './logs.js';
 import { forwardPort } from './portforward.js';
+import { containerStats } from './stats.js';
 
 export interface DockerRuntimeOptions {
   docker: Docker;
@@ -259,6 +260,10 @@ export class DockerRuntime implements Runtime {
 
   portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {
     return forwardPort(this.#docker, sandboxId, port, stream, signal, this.#opts.log);
+  }
+
+  containerStats(containerId: string): Promise<ContainerStatsSample> {
+    return containerStats(this.#docker, containerId);
   }
 
   watch(onChange: (podUID: string) => void): () => void {

@@ -1,12 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { APIResource, APIResourceList } from '../../api/types.js';
+import type { APIGroup } from 'kubernetes-types/meta/v1.js';
+import { metricsGroupVersion } from '../../stats/types.js';
 import { getRoute } from '../methods.js';
 
 /**
  * Legacy (unaggregated) apiserver discovery, enough for kubectl to resolve `pods`, `po`,
- * `events` and `namespaces` against nodelet directly. kubectl asks for aggregated discovery
- * (`as=APIGroupDiscoveryList`) but lists plain `application/json` last and accepts the legacy
- * bodies, so those are always what is sent.
+ * `events` and `namespaces` against nodelet directly, and to find `metrics.k8s.io` for
+ * `kubectl top` (its resource list is served by the stats plugin). kubectl asks for aggregated
+ * discovery (`as=APIGroupDiscoveryList`) but lists plain `application/json` last and accepts the
+ * legacy bodies, so those are always what is sent.
  */
 
 export interface VersionOptions {
@@ -40,8 +43,18 @@ interface APIVersions {
 interface APIGroupList {
   kind: 'APIGroupList';
   apiVersion: 'v1';
-  groups: unknown[];
+  groups: APIGroup[];
 }
+
+/**
+ * The one API group nodelet serves: metrics-server's, so `kubectl top` (which checks `/apis` for
+ * `metrics.k8s.io` with version v1beta1 before anything else) works against the node.
+ */
+export const metricsAPIGroup: APIGroup = {
+  name: 'metrics.k8s.io',
+  versions: [{ groupVersion: metricsGroupVersion, version: 'v1beta1' }],
+  preferredVersion: { groupVersion: metricsGroupVersion, version: 'v1beta1' },
+};
 
 const goArch: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ia32: '386', ppc64: 'ppc64le', s390x: 's390x' };
 
@@ -85,7 +98,7 @@ export async function discoveryPlugin(app: FastifyInstance, opts: { version: Ver
     serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: request.host }],
   }));
 
-  getRoute(app, '/apis', async (): Promise<APIGroupList> => ({ kind: 'APIGroupList', apiVersion: 'v1', groups: [] }));
+  getRoute(app, '/apis', async (): Promise<APIGroupList> => ({ kind: 'APIGroupList', apiVersion: 'v1', groups: [structuredClone(metricsAPIGroup)] }));
 
   getRoute(app, '/api/v1', async (): Promise<APIResourceList> => ({
     kind: 'APIResourceList',

@@ -1,5 +1,96 @@
-import type { FastifyInstance } from 'fastify';
-import type { Host } from '../host.js';
+import { Transform } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { StatusError, badRequest, notFound } from '../../api/errors.js';
+import type { Pod } from '../../api/types.js';
+import { parseLogQuery, type LogQuery } from '../../streaming/logs/options.js';
+import type { LogOptions } from '../../streaming/types.js';
+import type { ContainerRef, Host } from '../host.js';
+import { getRoute } from '../methods.js';
 
-/** Container logs: `/containerLogs/{ns}/{pod}/{container}` and `/api/v1/namespaces/{ns}/pods/{name}/log` (issue #4). */
-export async function logsPlugin(_app: FastifyInstance, _opts: { host: Host }): Promise<void> {}
+interface KubeletParams {
+  ns: string;
+  name: string;
+  container: string;
+}
+interface ApiParams {
+  ns: string;
+  name: string;
+}
+
+/** Bytes buffered between Docker and the socket before the Docker read pauses. */
+const BODY_HIGH_WATER_MARK = 64 * 1024;
+
+/**
+ * Container logs: `GET /containerLogs/{ns}/{pod}/{container}` (the kubelet's, with its literal
+ * error texts) and `GET /api/v1/namespaces/{ns}/pods/{name}/log?container=` (the apiserver's
+ * subresource, as kubectl and client-node call it). The query is decoded and validated first (400,
+ * 422), then the pod (404), the container (404) and the instance (400 for `previous` without one).
+ *
+ * The answer is `200 text/plain`, chunked, each piece written as it arrives. The status line waits
+ * for the first byte, as the kubelet's flush-writer does, so a runtime failure before any output
+ * is still a proper Status; a failure after that ends the body cleanly and is logged.
+ */
+export async function logsPlugin(app: FastifyInstance, opts: { host: Host }): Promise<void> {
+  const { host } = opts;
+
+  getRoute<{ Params: KubeletParams; Querystring: LogQuery }>(app, '/containerLogs/:ns/:name/:container', async (request, reply) => {
+    const { ns, name, container } = request.params;
+    const { options, previous } = parseLogQuery(request.query, { dialect: 'kubelet', pod: name });
+    const pod = host.getPodByName(ns, name);
+    if (!pod) throw new StatusError('NotFound', `pod "${name}" does not exist`, { name, kind: 'pods' });
+    return serve(request, reply, host.resolveLogContainer(pod, container, previous), options);
+  });
+
+  getRoute<{ Params: ApiParams; Querystring: LogQuery }>(app, '/api/v1/namespaces/:ns/pods/:name/log', async (request, reply) => {
+    const { ns, name } = request.params;
+    const { options, previous, container } = parseLogQuery(request.query, { dialect: 'apiserver', pod: name });
+    const pod = host.getPodByName(ns, name);
+    if (!pod) throw notFound('pods', name);
+    return serve(request, reply, host.resolveLogContainer(pod, container ?? onlyContainer(pod), previous), options);
+  });
+
+  async function serve(request: FastifyRequest, reply: FastifyReply, ref: ContainerRef, options: LogOptions): Promise<FastifyReply> {
+    const abort = new AbortController();
+    // The client hung up (or the answer is complete): stop reading Docker.
+    reply.raw.once('close', () => abort.abort());
+
+    let started = false;
+    let firstByte!: () => void;
+    const first = new Promise<void>((resolve) => (firstByte = resolve));
+    const body = new Transform({
+      highWaterMark: BODY_HIGH_WATER_MARK,
+      transform(chunk: Buffer, _encoding, done) {
+        if (!started) {
+          started = true;
+          firstByte();
+        }
+        done(null, chunk);
+      },
+    });
+    const outcome = host.logs(ref, options, body, abort.signal).then(
+      () => undefined,
+      (err: unknown) => err ?? new Error('log stream failed'),
+    );
+
+    await Promise.race([first, outcome]);
+    if (!started) {
+      const err = await outcome;
+      if (err !== undefined) throw err;
+    }
+    void outcome.then((err) => {
+      if (err !== undefined && !abort.signal.aborted) {
+        request.log.warn({ err, pod: `${ref.namespace}/${ref.pod}`, container: ref.container }, 'Container log stream failed after it started');
+      }
+      if (!body.writableEnded && !body.destroyed) body.end();
+    });
+    // `text/plain` exactly (the apiserver's LocationStreamer type); chunked even when empty, as the kubelet sets it.
+    return reply.code(200).header('content-type', 'text/plain').header('transfer-encoding', 'chunked').send(body);
+  }
+}
+
+/** The apiserver's defaulting: no `container` means the pod's only container. */
+function onlyContainer(pod: Pod): string {
+  const names = (pod.spec?.containers ?? []).map((c) => c.name);
+  if (names.length === 1 && names[0]) return names[0];
+  throw badRequest(`a container name must be specified for pod ${pod.metadata?.name}, choose one of: [${names.join(' ')}]`);
+}

@@ -51,6 +51,17 @@ t.test('defaults', async (t) => {
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     execDisconnectGracePeriodMs: 10_000,
+    tlsCertFile: '',
+    tlsPrivateKeyFile: '',
+    certDir: '/var/lib/nodelet/pki',
+    clientCAFile: '',
+    tokenAuthFile: '',
+    anonymousAuth: true,
+    authenticationTokenWebhook: false,
+    authorizationMode: 'AlwaysAllow',
+    authorizationPolicyFile: '',
+    readOnlyPort: 0,
+    enableDebuggingHandlers: true,
   });
 });
 
@@ -114,16 +125,17 @@ t.test('config file errors surface as ConfigError', async (t) => {
   fails(t, () => build([`--config=${missing}`]), /failed to load kubelet config file ".*nope\.yaml"/);
 });
 
-t.test('non-loopback --address is refused; loopback forms are accepted', async (t) => {
+t.test('non-loopback --address needs authentication and a non-AlwaysAllow authorizer; loopback forms are accepted', async (t) => {
   for (const address of ['127.0.0.1', '127.1.2.3', '::1', '0:0:0:0:0:0:0:1', 'localhost', 'LOCALHOST', '::ffff:127.0.0.1']) {
     t.equal(build([`--address=${address}`]).address, address, address);
   }
   for (const address of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.20', 'fe80::1']) {
-    fails(
-      t,
-      () => build(['--address', address]),
-      `refusing to serve plain HTTP without authentication on non-loopback address "${address}"; use 127.0.0.1`,
-    );
+    fails(t, () => build(['--address', address]), new RegExp(`^refusing --authorization-mode=AlwaysAllow on non-loopback address "${address.replace(/\./g, '\\.')}"`));
+    fails(t, () => build(['--address', address, '--authorization-mode=AlwaysAllow', '--token-auth-file=/t']), /refusing --authorization-mode=AlwaysAllow/);
+    fails(t, () => build(['--address', address, '--authorization-policy-file=/p']), `serving on non-loopback address "${address}" needs --client-ca-file or --token-auth-file`);
+    const ok = build(['--address', address, '--authorization-policy-file=/p', '--token-auth-file=/t']);
+    t.equal(ok.authorizationMode, 'Policy', 'a policy file selects Policy mode');
+    t.equal(ok.anonymousAuth, false, 'anonymous stays off');
   }
   fails(t, () => build(['--address=example.com']), 'invalid address "example.com" (from --address): not a valid IP address');
 });
@@ -133,6 +145,52 @@ t.test('a non-loopback address from the config file is refused too', async (t) =
   writeFileSync(path, FILE_HEAD + 'address: 0.0.0.0\n');
   fails(t, () => build([`--config=${path}`]), /non-loopback address "0\.0\.0\.0"/);
   t.equal(build([`--config=${path}`, '--address=127.0.0.1']).address, '127.0.0.1', 'a flag can fix it');
+});
+
+t.test('security posture: development default on loopback, authentication otherwise', async (t) => {
+  const dev = build([]);
+  t.equal(dev.anonymousAuth, true, 'loopback, no authenticator, AlwaysAllow: anonymous allowed');
+  t.equal(dev.authorizationMode, 'AlwaysAllow');
+  t.equal(build(['--anonymous-auth=false']).anonymousAuth, false, 'an explicit --anonymous-auth wins');
+  t.equal(build(['--token-auth-file=/t']).anonymousAuth, false, 'an authenticator turns anonymous off');
+  t.equal(build(['--client-ca-file=/ca']).anonymousAuth, false);
+  t.equal(build(['--token-auth-file=/t', '--anonymous-auth']).anonymousAuth, true);
+  t.equal(build(['--authorization-policy-file=/p']).anonymousAuth, false, 'Policy mode: anonymous off by default');
+  t.equal(build(['--authorization-mode=Policy', '--authorization-policy-file=/p']).authorizationMode, 'Policy');
+  t.equal(build(['--cert-dir=/c']).certDir, '/c');
+  t.equal(build(['--root-dir=/r']).certDir, '/r/pki', 'cert dir defaults to <root-dir>/pki');
+  fails(t, () => build(['--authorization-mode=Policy']), '--authorization-mode=Policy needs --authorization-policy-file');
+  fails(t, () => build(['--authorization-mode=AlwaysAllow', '--authorization-policy-file=/p']), /only used with --authorization-mode=Policy/);
+  fails(t, () => build(['--authorization-mode=Webhook']), /^--authorization-mode=Webhook \(from --authorization-mode\) needs the apiserver \(--kubeconfig, cluster mode\)/);
+  fails(t, () => build(['--authentication-token-webhook']), /^--authentication-token-webhook .*needs the apiserver/);
+  fails(t, () => build(['--authorization-mode=Nope']), /supported values: "AlwaysAllow", "Webhook", "Policy"/);
+  fails(t, () => build(['--tls-cert-file=/c']), '--tls-cert-file and --tls-private-key-file must be given together');
+  t.equal(build(['--tls-cert-file=/c', '--tls-private-key-file=/k']).tlsCertFile, '/c');
+});
+
+t.test('security fields from the config file', async (t) => {
+  const path = join(t.testdir(), 'k.yaml');
+  writeFileSync(
+    path,
+    FILE_HEAD +
+      'tlsCertFile: /c\ntlsPrivateKeyFile: /k\nreadOnlyPort: 10255\nenableDebuggingHandlers: false\n' +
+      'authentication:\n  x509:\n    clientCAFile: /ca\n  anonymous:\n    enabled: false\nauthorization:\n  mode: AlwaysAllow\n',
+  );
+  const c = build([`--config=${path}`]);
+  t.same(
+    [c.tlsCertFile, c.tlsPrivateKeyFile, c.readOnlyPort, c.enableDebuggingHandlers, c.clientCAFile, c.anonymousAuth, c.authorizationMode],
+    ['/c', '/k', 10255, false, '/ca', false, 'AlwaysAllow'],
+  );
+  writeFileSync(path, FILE_HEAD + 'authorization:\n  mode: Webhook\n');
+  fails(t, () => build([`--config=${path}`]), /Webhook \(from authorization\.mode in ".*k\.yaml"\) needs the apiserver/);
+});
+
+t.test('--read-only-port: 0 (off) to 65535, not the main port', async (t) => {
+  t.equal(build([]).readOnlyPort, 0);
+  t.equal(build(['--read-only-port=10255']).readOnlyPort, 10255);
+  fails(t, () => build(['--read-only-port=70000']), /invalid read-only port 70000 \(from --read-only-port\)/);
+  fails(t, () => build(['--read-only-port=10250']), '--read-only-port 10250 is the same as --port');
+  t.equal(build(['--enable-debugging-handlers=false']).enableDebuggingHandlers, false);
 });
 
 t.test('nodeName: override else lower-cased host name, must be DNS-1123', async (t) => {

@@ -49,5 +49,5 @@ t.test('table integrity: unique names and shorthands, defaults valid for their k
   const shorts = FLAGS.flatMap((f) => (f.short === undefined ? [] : [f.short]));
   t.equal(new Set(shorts).size, shorts.length);
   t.equal(new Set(FLAGS.map((f) => f.target)).size, FLAGS.length, 'one flag per target');
-  for (const f of FLAGS) if (f.kind === 'enum') t.ok(f.values.includes(f.default), `--${f.name} default is allowed`);
+  for (const f of FLAGS) if (f.kind === 'enum') t.ok((f.values as readonly string[]).includes(f.default), `--${f.name} default is allowed`);
 });

@@ -35,11 +35,12 @@ t.test('/api: legacy APIVersions even when aggregated discovery is asked for', a
   });
 });
 
-t.test('/apis: an empty APIGroupList', async (t) => {
+t.test('/apis: an APIGroupList with metrics.k8s.io v1beta1 only (what kubectl top looks for)', async (t) => {
   const res = await build().inject({ url: '/apis?timeout=32s', headers: { accept: aggregatedAccept } });
   t.equal(res.statusCode, 200);
   t.equal(res.headers['content-type'], 'application/json');
-  t.same(res.json(), { kind: 'APIGroupList', apiVersion: 'v1', groups: [] });
+  const v1beta1 = { groupVersion: 'metrics.k8s.io/v1beta1', version: 'v1beta1' };
+  t.same(res.json(), { kind: 'APIGroupList', apiVersion: 'v1', groups: [{ name: 'metrics.k8s.io', versions: [v1beta1], preferredVersion: v1beta1 }] });
 });
 
 t.test('/api/v1: the resources kubectl resolves', async (t) => {

@@ -1,0 +1,97 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { StatusError } from '../api/errors.js';
+import { PlainTextError } from '../server/errors.js';
+import { isSubpath, requestAttributes } from './attributes.js';
+import { UnionAuthenticator } from './authenticator.js';
+import { alwaysAllow } from './policy.js';
+import type { Authenticator, Authorizer } from './types.js';
+
+/** How a listener guards its routes. */
+export type SecurityOptions =
+  | {
+      readonly kind: 'authenticated';
+      readonly authenticator: Authenticator;
+      readonly authorizer: Authorizer;
+      /** `name` of the `nodes` resource in every authorization check. */
+      readonly nodeName: string;
+      /** `--enable-debugging-handlers` (default true). */
+      readonly enableDebuggingHandlers: boolean;
+    }
+  /** The read-only port: no authentication, an allow-list of GETs (the kubelet's 10255). */
+  | { readonly kind: 'readOnly' };
+
+/** Anonymous + AlwaysAllow: the loopback development posture, and what tests get by default. */
+export function developmentSecurity(nodeName: string): SecurityOptions {
+  return { kind: 'authenticated', authenticator: new UnionAuthenticator([], true), authorizer: alwaysAllow, nodeName, enableDebuggingHandlers: true };
+}
+
+/** The matched route's pattern (see attributes.ts), else the raw path without the query. */
+function routePath(request: FastifyRequest): string {
+  const pattern = request.is404 ? undefined : request.routeOptions.url;
+  if (pattern !== undefined && pattern !== '') return pattern;
+  const q = request.url.indexOf('?');
+  return q < 0 ? request.url : request.url.slice(0, q);
+}
+
+export const DEBUG_DISABLED = 'Debug endpoints are disabled.';
+
+/**
+ * Installs the listener's guard as the FIRST root `onRequest` hook, so it runs before path checks,
+ * unknown-route 404s, body parsing and any handler — also for HTTP Upgrade requests, which
+ * `routeUpgrades` sends through Fastify routing: a refused upgrade gets its 401/403 and the socket
+ * is closed, no 101 is ever written (the CVE-2018-1002105 lesson).
+ */
+export function installSecurity(app: FastifyInstance, security: SecurityOptions): void {
+  if (security.kind === 'readOnly') {
+    app.addHook('onRequest', readOnlyGuard);
+    return;
+  }
+  const { authenticator, authorizer, nodeName, enableDebuggingHandlers } = security;
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    const authn = authenticator.authenticate(request.raw);
+    if (!authn.ok) {
+      // The reason is ours (e.g. "invalid bearer token", an x509 error code), never the credential.
+      request.log.debug({ reason: authn.error ?? 'no credentials' }, 'Unauthorized');
+      throw new PlainTextError(401, 'Unauthorized');
+    }
+    const { user } = authn;
+    const path = routePath(request);
+    const attrs = requestAttributes(request.method, path);
+    if (!authorizer.alwaysAllow) {
+      if (attrs.verb === undefined) {
+        throw new StatusError('MethodNotAllowed', `method ${request.method} is not supported; nodelet authorizes GET, HEAD, POST, PUT, PATCH and DELETE only`);
+      }
+      const verb = attrs.verb;
+      const allowed = attrs.subresources.some((subresource) =>
+        authorizer.authorize({ user, verb, resource: 'nodes', name: nodeName, subresource, path }),
+      );
+      if (!allowed) {
+        const msg = `Forbidden (user=${user.name}, verb=${verb}, resource=nodes, subresource=${attrs.subresources[0]})`;
+        request.log.info({ user: user.name, verb, subresources: attrs.subresources, path }, 'Forbidden');
+        throw new PlainTextError(403, msg);
+      }
+    }
+    if (!enableDebuggingHandlers && isDebugPath(path, attrs.streaming)) throw new PlainTextError(405, DEBUG_DISABLED);
+  });
+}
+
+/** What `--enable-debugging-handlers=false` turns off: the kubelet's InstallDebuggingDisabledHandlers list. */
+function isDebugPath(path: string, streaming: boolean): boolean {
+  if (streaming) return true;
+  return (
+    isSubpath(path, '/containerLogs') ||
+    isSubpath(path, '/runningpods') ||
+    isSubpath(path, '/debug') ||
+    /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/log\/?$/.test(path)
+  );
+}
+
+/** GETs the read-only port serves (kubelet `InstallAuthNotRequiredHandlers`, minus checkpoint and configz). */
+export function readOnlyAllowed(method: string, path: string): boolean {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  return path === '/pods' || path === '/pods/' || isSubpath(path, '/healthz') || isSubpath(path, '/stats') || isSubpath(path, '/metrics');
+}
+
+async function readOnlyGuard(request: FastifyRequest): Promise<void> {
+  if (!readOnlyAllowed(request.method, routePath(request))) throw new PlainTextError(405, DEBUG_DISABLED);
+}

@@ -1,0 +1,46 @@
+import type { IncomingMessage } from 'node:http';
+
+/** Who made a request, as the apiserver's `user.Info` describes it. */
+export interface UserInfo {
+  readonly name: string;
+  readonly uid: string;
+  readonly groups: readonly string[];
+}
+
+/**
+ * An authenticator's answer: a user; no opinion (`error` unset: this authenticator found no
+ * credentials of its kind); or credentials of its kind that are wrong (`error` set). Like the
+ * apiserver's union authenticator, an error is never turned into an anonymous request.
+ */
+export type AuthnResult = { readonly ok: true; readonly user: UserInfo } | { readonly ok: false; readonly error?: string };
+
+export interface Authenticator {
+  authenticate(req: IncomingMessage): AuthnResult;
+}
+
+/** The kubelet's verbs (`auth.go` `GetRequestAttributes`): never empty when an authorizer is asked. */
+export type Verb = 'get' | 'create' | 'update' | 'patch' | 'delete';
+
+/** The kubelet's node subresources (`nodes/<subresource>`). */
+export const SUBRESOURCES = ['proxy', 'log', 'stats', 'metrics', 'pods', 'healthz', 'configz', 'checkpoint'] as const;
+export type Subresource = (typeof SUBRESOURCES)[number];
+
+/** A SubjectAccessReview's resource attributes, as the kubelet builds them (resource `nodes`, name = the node). */
+export interface Attributes {
+  readonly user: UserInfo;
+  readonly verb: Verb;
+  readonly resource: 'nodes';
+  readonly name: string;
+  readonly subresource: Subresource;
+  readonly path: string;
+}
+
+export interface Authorizer {
+  /** AlwaysAllow: the filter skips building attributes (any method is fine then). */
+  readonly alwaysAllow: boolean;
+  authorize(attrs: Attributes): boolean;
+}
+
+export const ANONYMOUS_USER = 'system:anonymous';
+export const UNAUTHENTICATED_GROUP = 'system:unauthenticated';
+export const AUTHENTICATED_GROUP = 'system:authenticated';

@@ -1,0 +1,120 @@
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import type { ServerOptions as HttpServerOptions } from 'node:http';
+import type { ServerOptions as HttpsServerOptions } from 'node:https';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Config } from '../config/types.js';
+import { isLoopbackAddress, isUnspecifiedAddress } from '../config/host.js';
+import type { Logger } from '../logging/index.js';
+
+/** Certificate material for the main port. */
+export interface TlsMaterial {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  /** `--client-ca-file`: client certificates are requested and verified against it. */
+  readonly clientCA?: Buffer;
+}
+
+/** The kubelet's `MaxHeaderBytes` (1 MiB): request line plus headers; beyond it Node answers 431. */
+export const MAX_HEADER_BYTES = 1 << 20;
+/** Slowloris: the request head must arrive within this (Node's check runs every 5 s here). */
+export const HEADERS_TIMEOUT_MS = 30_000;
+
+/**
+ * TLS 1.2 suites: ECDHE with AEAD only (virtual-kubelet's list minus CBC); the TLS 1.3 suites are
+ * named too, since a list without them would turn TLS 1.3 off.
+ */
+const CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/**
+ * Plain HTTP only on loopback: TLS whenever the address is not loopback, a certificate is given,
+ * or a credential travels (client certificates need TLS; kubectl sends its bearer token only over
+ * https, and a token on plain HTTP is a token on the wire).
+ */
+export function servesTLS(config: Config): boolean {
+  return !isLoopbackAddress(config.address) || config.tlsCertFile !== '' || config.clientCAFile !== '' || config.tokenAuthFile !== '';
+}
+
+/**
+ * Node server options for a listener: header size and slowloris limits always; with `tls`, an
+ * HTTPS server pinned to TLS ≥ 1.2 and ALPN `http/1.1` (exec and port-forward upgrades need
+ * HTTP/1.1, and no HTTP/2 means no rapid-reset exposure, CVE-2023-44487). Client certificates are
+ * requested, not required (`rejectUnauthorized: false`): the x509 authenticator checks
+ * `socket.authorized`, so bearer tokens keep working on the same port, like the kubelet's
+ * `tls.RequestClientCert`.
+ */
+export function listenerOptions(tls?: TlsMaterial): { http: HttpServerOptions } | { https: HttpsServerOptions } {
+  const limits = { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 5_000 };
+  if (tls === undefined) return { http: limits };
+  return {
+    https: {
+      ...limits,
+      cert: tls.cert,
+      key: tls.key,
+      minVersion: 'TLSv1.2',
+      ciphers: CIPHERS,
+      honorCipherOrder: true,
+      ALPNProtocols: ['http/1.1'],
+      ...(tls.clientCA ? { ca: tls.clientCA, requestCert: true, rejectUnauthorized: false } : { requestCert: false }),
+    },
+  };
+}
+
+const exists = (path: string) => stat(path).then(() => true, () => false);
+
+/**
+ * The serving certificate: `--tls-cert-file`/`--tls-private-key-file`, else (like the kubelet)
+ * a self-signed one in `--cert-dir` (`nodelet.crt`, `nodelet.key`), generated once with the
+ * system's `openssl` (Node's crypto cannot issue X.509 certificates) and reused afterwards.
+ */
+export async function loadTlsMaterial(config: Config, log: Logger): Promise<TlsMaterial> {
+  const clientCA = config.clientCAFile !== '' ? await readFile(config.clientCAFile) : undefined;
+  const withCA = (m: { cert: Buffer; key: Buffer }): TlsMaterial => (clientCA ? { ...m, clientCA } : m);
+  if (config.tlsCertFile !== '') {
+    return withCA({ cert: await readFile(config.tlsCertFile), key: await readFile(config.tlsPrivateKeyFile) });
+  }
+  const certFile = join(config.certDir, 'nodelet.crt');
+  const keyFile = join(config.certDir, 'nodelet.key');
+  if (!((await exists(certFile)) && (await exists(keyFile)))) {
+    await mkdir(config.certDir, { recursive: true, mode: 0o700 });
+    await generateSelfSigned(certFile, keyFile, config);
+    log.warn({ certFile, keyFile }, 'No --tls-cert-file given: generated a self-signed serving certificate; clients cannot verify it (use --tls-cert-file and --tls-private-key-file in production)');
+  } else {
+    log.warn({ certFile }, 'No --tls-cert-file given: serving the self-signed certificate from --cert-dir');
+  }
+  return withCA({ cert: await readFile(certFile), key: await readFile(keyFile) });
+}
+
+/** Subject alternative names: the node name, localhost, loopback, the node IP and a specific bind address. */
+export function subjectAltNames(config: Pick<Config, 'nodeName' | 'nodeIP' | 'address'>): string[] {
+  const names = new Set([`DNS:${config.nodeName}`, 'DNS:localhost', 'IP:127.0.0.1', 'IP:::1']);
+  for (const ip of [config.nodeIP, config.address]) {
+    if (isIP(ip) !== 0 && !isUnspecifiedAddress(ip)) names.add(`IP:${ip}`);
+  }
+  return [...names];
+}
+
+async function generateSelfSigned(certFile: string, keyFile: string, config: Config): Promise<void> {
+  // The kubelet names its self-signed certificate `<host>@<unix time>`.
+  const cn = `${config.nodeName}@${Math.floor(Date.now() / 1000)}`;
+  await promisify(execFile)('openssl', [
+    'req', '-x509', '-nodes', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+    '-days', '365', '-subj', `/CN=${cn}`,
+    '-addext', `subjectAltName=${subjectAltNames(config).join(',')}`,
+    '-addext', 'extendedKeyUsage=serverAuth',
+    '-keyout', keyFile, '-out', certFile,
+  ], { timeout: 30_000 });
+  await chmod(keyFile, 0o600);
+}

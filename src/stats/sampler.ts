@@ -1,0 +1,188 @@
+import type { Logger } from '../logging/index.js';
+import type { ContainerStatsSample, Runtime, RuntimePod } from '../runtime/types.js';
+import type { NodeReading } from './node.js';
+import { usageNanoCores } from './rate.js';
+import type { NodeSample, SampledContainer, StatsSnapshot, StatsSource, StatsTarget } from './types.js';
+
+export interface StatsSamplerOptions {
+  runtime: Pick<Runtime, 'containerStats'>;
+  /** The PLEG's newest snapshot: which containers and sandboxes run now (no Docker call). */
+  pods: () => readonly RuntimePod[];
+  log: Logger;
+  /** Time between the starts of two rounds; the kubelet's cadvisor housekeeping is ~10 s. */
+  periodMs?: number;
+  /** Stats calls in flight at once, so a node full of pods does not burst the Docker API. */
+  concurrency?: number;
+  /** Node-wide reading (src/stats/node.ts); omitted, the node has no CPU or memory figures. */
+  readNode?: () => Promise<NodeReading>;
+}
+
+interface Tracked {
+  target: StatsTarget;
+  latest: ContainerStatsSample;
+  previous?: ContainerStatsSample;
+}
+
+/**
+ * Reads every running container's and sandbox's counters in the background, so the stats routes
+ * answer from memory and never call Docker. Keeps the last two samples per container for the CPU
+ * rate, forgets containers the PLEG no longer reports, and never runs two rounds at once: a
+ * `sampleNow()` during a round shares one follow-up round, like the PLEG's relist.
+ */
+export class StatsSampler implements StatsSource {
+  readonly #o: Required<Omit<StatsSamplerOptions, 'readNode'>> & Pick<StatsSamplerOptions, 'readNode'>;
+  #tracked = new Map<string, Tracked>();
+  #node: { latest: NodeReading; previous?: NodeReading } | undefined;
+  #snapshot: StatsSnapshot = { containers: [] };
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
+  #stopped = true;
+  #generation = 0;
+  #rounds = 0;
+  #errors = 0;
+
+  constructor(opts: StatsSamplerOptions) {
+    this.#o = { periodMs: 10_000, concurrency: 4, ...opts };
+  }
+
+  /** Samples at once, then every period. */
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    const generation = ++this.#generation;
+    const tick = () => {
+      const started = Date.now();
+      void this.sampleNow().finally(() => {
+        if (this.#stopped || generation !== this.#generation) return;
+        this.#timer = setTimeout(tick, Math.max(0, this.#o.periodMs - (Date.now() - started)));
+        this.#timer.unref();
+      });
+    };
+    tick();
+  }
+
+  /** Stops the timer and waits for a round in flight, so no stats call outlives the node. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await (this.#queued ?? this.#running);
+  }
+
+  /** Runs a round; resolves once a round that started after this call has finished. */
+  sampleNow(): Promise<void> {
+    if (!this.#running) {
+      this.#running = this.#round().finally(() => (this.#running = undefined));
+      return this.#running;
+    }
+    this.#queued ??= this.#running.then(() => {
+      this.#queued = undefined;
+      return this.sampleNow();
+    });
+    return this.#queued;
+  }
+
+  snapshot(): StatsSnapshot {
+    return this.#snapshot;
+  }
+
+  /** Rounds run and stats calls that failed, for tests and debugging. */
+  counts(): { rounds: number; errors: number } {
+    return { rounds: this.#rounds, errors: this.#errors };
+  }
+
+  async #round(): Promise<void> {
+    const takenAt = new Date();
+    const targets = targetsOf(this.#o.pods());
+    const live = new Set(targets.map((t) => t.id));
+    for (const id of this.#tracked.keys()) if (!live.has(id)) this.#tracked.delete(id);
+
+    let read = 0;
+    let lastError: unknown;
+    const node = this.#sampleNode();
+    await forEachLimited(targets, this.#o.concurrency, async (target) => {
+      try {
+        const sample = await this.#o.runtime.containerStats(target.id);
+        read++;
+        const before = this.#tracked.get(target.id);
+        // A reading no newer than the last (Docker's cache) is no second point for a rate.
+        if (before && sample.timestamp.getTime() <= before.latest.timestamp.getTime()) this.#tracked.set(target.id, { ...before, target });
+        else this.#tracked.set(target.id, { target, latest: sample, ...(before ? { previous: before.latest } : {}) });
+      } catch (err) {
+        // Usually a container that stopped since the PLEG listed it; the next relist drops it.
+        this.#errors++;
+        lastError = err;
+        const key = { pod: `${target.namespace}/${target.podName}`, podUID: target.podUID, container: target.name || 'POD', containerID: target.id, err };
+        this.#o.log.debug(key, 'Reading container stats failed');
+      }
+    });
+    await node;
+    this.#rounds++;
+
+    const containers: SampledContainer[] = [];
+    for (const t of this.#tracked.values()) {
+      const rate = usageNanoCores(t.previous, t.latest);
+      containers.push({ target: t.target, latest: t.latest, ...(t.previous ? { previous: t.previous } : {}), ...(rate !== undefined ? { usageNanoCores: rate } : {}) });
+    }
+    const failed = read === 0 && targets.length > 0;
+    this.#snapshot = {
+      takenAt,
+      containers,
+      ...(this.#node ? { node: nodeSample(this.#node.latest, this.#node.previous) } : {}),
+      ...(failed ? { failure: `no container stats could be read: ${lastError instanceof Error ? lastError.message : String(lastError)}` } : {}),
+    };
+  }
+
+  async #sampleNode(): Promise<void> {
+    if (!this.#o.readNode) return;
+    try {
+      const latest = await this.#o.readNode();
+      this.#node = { latest, ...(this.#node ? { previous: this.#node.latest } : {}) };
+    } catch (err) {
+      this.#errors++;
+      this.#o.log.debug({ err }, 'Reading node stats failed');
+    }
+  }
+}
+
+/** The running sandbox and containers of every pod, from the runtime snapshot. */
+export function targetsOf(pods: readonly RuntimePod[]): StatsTarget[] {
+  const out: StatsTarget[] = [];
+  for (const p of pods) {
+    const sandbox = p.sandboxes.find((s) => s.ready);
+    const running = p.containers.filter((c) => c.state === 'running');
+    if (!sandbox && running.length === 0) continue;
+    const podStartTime = sandbox?.createdAt ?? new Date(Math.min(...running.map((c) => c.createdAt.getTime())));
+    const base = { podUID: p.uid, podName: p.name, namespace: p.namespace, podStartTime };
+    if (sandbox) out.push({ ...base, id: sandbox.id, name: '', sandbox: true, startTime: sandbox.createdAt });
+    // Lists are newest first, so a name seen twice keeps the newest instance.
+    const seen = new Set<string>();
+    for (const c of running) {
+      if (seen.has(c.name)) continue;
+      seen.add(c.name);
+      out.push({ ...base, id: c.id, name: c.name, sandbox: false, startTime: c.createdAt });
+    }
+  }
+  return out;
+}
+
+function nodeSample(latest: NodeReading, previous: NodeReading | undefined): NodeSample {
+  const rate = usageNanoCores(previous, latest);
+  return {
+    ...latest,
+    ...(rate !== undefined && previous ? { usageNanoCores: rate, windowMs: latest.timestamp.getTime() - previous.timestamp.getTime() } : {}),
+  };
+}
+
+/** Runs `fn` over `items` with at most `limit` calls in flight. */
+async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}

@@ -1,0 +1,42 @@
+import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import t from 'tap';
+import { startTestNode } from '../helpers/nodelet.js';
+import { makePki } from '../helpers/pki.js';
+import { TOKENS } from '../unit/auth/fixtures/security.js';
+
+/** startNodelet's wiring: HTTPS with a generated certificate on the main port, plus the read-only port. */
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      s.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+
+t.test('read-only port next to an authenticating main port', async (t) => {
+  const pki = makePki(t);
+  const tokenFile = join(pki.dir, 'tokens.csv');
+  await writeFile(tokenFile, TOKENS);
+  const node = await startTestNode(t, { tokenAuthFile: tokenFile, anonymousAuth: false, readOnlyPort: await freePort() });
+  t.match(node.url, /^https:/);
+  const ro = node.nodelet.readOnlyUrl;
+  t.match(ro, /^http:\/\/127\.0\.0\.1:\d+$/);
+  if (ro === undefined) return;
+  const pods = await fetch(`${ro}/pods`);
+  t.equal(pods.status, 200, 'GET /pods without credentials on the read-only port');
+  t.equal((await fetch(`${ro}/healthz`)).status, 200);
+  for (const [method, path] of [
+    ['GET', '/exec/default/x/c?command=id&output=1'],
+    ['POST', '/run/default/x/c?cmd=id'],
+    ['GET', '/runningpods/'],
+    ['GET', '/api/v1/namespaces/default/pods'],
+    ['POST', '/pods'],
+  ] as const) {
+    const res = await fetch(`${ro}${path}`, { method });
+    t.equal(res.status, 405, `${method} ${path}`);
+    t.equal(await res.text(), 'Debug endpoints are disabled.\n');
+  }
+});
