@@ -52,6 +52,10 @@ export class KubeletHost implements Host {
     return this.#pods.getPods().map((pod) => this.#withStatus(pod));
   }
 
+  podsRevision(): string {
+    return `${this.#pods.revision}/${this.#statuses.revision}`;
+  }
+
   getPodByName(namespace: string, name: string): Pod | undefined {
     const pod = this.#pods.getPodByName(namespace, name);
     return pod && this.#withStatus(pod);

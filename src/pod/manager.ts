@@ -13,6 +13,12 @@ export class PodManager {
   readonly #podByFullName = new Map<string, Pod>();
   readonly #mirrorPodByUID = new Map<string, Pod>();
   readonly #mirrorPodByFullName = new Map<string, Pod>();
+  #revision = 0;
+
+  /** Bumped by every change, so readers can cache what they derive from the pod set. */
+  get revision(): number {
+    return this.#revision;
+  }
 
   /** Replaces every pod (regular and mirror). */
   setPods(pods: readonly Pod[]): void {
@@ -20,6 +26,7 @@ export class PodManager {
     this.#podByFullName.clear();
     this.#mirrorPodByUID.clear();
     this.#mirrorPodByFullName.clear();
+    this.#revision++;
     for (const pod of pods) this.updatePod(pod);
   }
 
@@ -29,6 +36,7 @@ export class PodManager {
 
   /** Adds or replaces the pod with this UID, in the mirror maps when it is a mirror pod. */
   updatePod(pod: Pod): void {
+    this.#revision++;
     const [byUID, byFullName] = this.#mapsFor(pod);
     const uid = uidOf(pod);
     const previous = byUID.get(uid);
@@ -39,6 +47,7 @@ export class PodManager {
   }
 
   deletePod(pod: Pod): void {
+    this.#revision++;
     const [byUID, byFullName] = this.#mapsFor(pod);
     const uid = uidOf(pod);
     const stored = byUID.get(uid);

@@ -32,6 +32,8 @@ export interface Host {
   readonly nodeName: string;
   /** Every pod the node manages, each with its newest cached status. O(pods), no I/O. */
   getPods(): Pod[];
+  /** Changes whenever `getPods()` would answer differently, so its serialisation can be cached. O(1). */
+  podsRevision(): string;
   /** One pod by namespace and name, with its cached status; undefined when unknown. O(1). */
   getPodByName(namespace: string, name: string): Pod | undefined;
   /** The cached status of a pod by UID (mirror pod UIDs are translated). O(1). */

@@ -51,6 +51,7 @@ interface Subscriber {
  * consumer costs at most one pending entry per pod.
  */
 export class StatusManager {
+  #revision = 0;
   readonly #statuses = new Map<string, VersionedStatus>();
   readonly #subscribers = new Set<Subscriber>();
   readonly #log: StatusLogger | undefined;
@@ -101,6 +102,7 @@ export class StatusManager {
       this.#log?.debug?.({ pod: ref, version: cached.version }, 'Ignoring same pod status');
       return;
     }
+    this.#revision++;
     this.#statuses.set(uid, {
       version: (cached?.version ?? 0) + 1,
       status: deepFreeze(next),
@@ -108,6 +110,11 @@ export class StatusManager {
       podNamespace: pod.metadata?.namespace ?? 'default',
     });
     this.#signal();
+  }
+
+  /** Bumped by every stored change or deletion, so readers can cache what they derive from statuses. */
+  get revision(): number {
+    return this.#revision;
   }
 
   /** The newest status, frozen: copy it before changing anything. O(1), no I/O. */
@@ -122,6 +129,7 @@ export class StatusManager {
 
   deletePodStatus(uid: string): void {
     if (!this.#statuses.delete(uid)) return;
+    this.#revision++;
     for (const sub of this.#subscribers) sub.delivered.delete(uid);
   }
 

@@ -29,7 +29,13 @@ function podInfoQuery(request: FastifyRequest): { namespace: string; name: strin
 export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host }): Promise<void> {
   const { host } = opts;
 
-  getRoute(app, '/pods', async () => podList(host.getPods()));
+  // The kubelet's hottest read (metrics agents poll it): serialised once per change, not per request.
+  let cached: { revision: string; body: Buffer } | undefined;
+  getRoute(app, '/pods', async (_request, reply) => {
+    const revision = host.podsRevision();
+    if (cached?.revision !== revision) cached = { revision, body: Buffer.from(JSON.stringify(podList(host.getPods()))) };
+    return reply.type('application/json').send(cached.body);
+  });
 
   // Registered with the kubelet's trailing slash; `ignoreTrailingSlash` serves `/runningpods` too.
   getRoute(app, '/runningpods/', async () => podList(await host.getRunningPods()));
