@@ -2,6 +2,8 @@ import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest } from '../api/errors.js';
+import { statusFor } from './errors.js';
 
 const kUpgrade = Symbol('nodelet.upgrade');
 
@@ -31,6 +33,14 @@ export function routeUpgrades(app: FastifyInstance): void {
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Clients vanishing mid-handshake must not become uncaught errors.
     socket.on('error', () => socket.destroy());
+    // Request smuggling: Node leaves an upgrade request's body unread, so after a 101 it would be
+    // parsed as WebSocket/SPDY frames. Upgrades carry no body; refuse one that declares one.
+    if (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0') {
+      const body = JSON.stringify(statusFor(badRequest('an upgrade request must not have a body')));
+      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.once('finish', () => socket.destroy());
+      return;
+    }
     (req as UpgradeRequest)[kUpgrade] = { socket, head };
     const res = new ServerResponse(req);
     res.assignSocket(socket as Socket);

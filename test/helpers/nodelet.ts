@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../../src/config/types.js';
 import { createLogger } from '../../src/logging/index.js';
-import { startNodelet, type Nodelet } from '../../src/nodelet.js';
+import { startNodelet, type Nodelet, type StartOptions } from '../../src/nodelet.js';
 import type { Pod, PodList } from '../../src/api/types.js';
 import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
 
@@ -37,7 +37,7 @@ interface Teardown {
  * parallel test files never adopt each other's containers), a temp manifest directory, and a
  * random loopback port. Everything is removed at teardown.
  */
-export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}): Promise<TestNode> {
+export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}, start: Pick<StartOptions, 'streaming'> = {}): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
   const config: Config = Object.freeze({
@@ -72,7 +72,7 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     ...overrides,
   });
   const log = createLogger({ verbosity: config.verbosity, format: 'json' });
-  const opts = { log, relistPeriodMs: 500, crashLoopBackoffMs: { initialMs: 2000, maxMs: 4000 } };
+  const opts: StartOptions = { log, relistPeriodMs: 500, crashLoopBackoffMs: { initialMs: 2000, maxMs: 4000 }, ...start };
   let nodelet = await startNodelet(config, opts);
   const docker = testDocker();
 

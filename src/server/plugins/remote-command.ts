@@ -91,6 +91,8 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
       // Not a 101: kubectl falls back to SPDY on any other status.
       if (protocol === false) throw new StatusError('Forbidden', `unable to upgrade: none of the offered subprotocols [${offered.join(' ')}] is supported`);
       const slot = reserve(streaming.sessions);
+      // `ws` may still refuse the handshake (bad key or subprotocol header) without calling back.
+      upgrade.socket.once('close', () => slot.release());
       reply.hijack();
       wss.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (ws) => {
         slot.track(upgrade.socket);
