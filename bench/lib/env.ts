@@ -1,0 +1,209 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The repository root: the nearest directory above this file holding nodelet's package.json. */
+export function repoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'nodelet') return dir;
+    const up = dirname(dir);
+    if (up === dir) throw new Error('cannot find the nodelet repository root');
+    dir = up;
+  }
+}
+
+export const BUSYBOX = 'nodelet.local/busybox:1.35';
+
+/** A private Docker engine started with scripts/docker-engine.sh (never the host's or a developer's). */
+export class Engine {
+  private constructor(
+    readonly dir: string,
+    readonly host: string,
+    readonly pid: number | undefined,
+  ) {}
+
+  /**
+   * Starts the engine with its state in a new temp directory. `onDir` gets the directory before
+   * dockerd starts, so an interrupted start can still be stopped (`Engine.stopDir`).
+   */
+  static async start(root: string, log: (msg: string) => void, onDir: (dir: string) => void): Promise<Engine> {
+    const script = join(root, 'scripts/docker-engine.sh');
+    // Short path: containerd's socket paths must stay under 108 bytes.
+    const dir = await mkdtemp('/tmp/nodelet-bench-docker.');
+    onDir(dir);
+    log(`starting a private Docker engine in ${dir}`);
+    const { stdout } = await run(script, ['private', dir], { timeout: 120_000 });
+    const host = stdout.trim().split('\n').pop() ?? '';
+    if (!host.startsWith('unix://')) throw new Error(`docker-engine.sh printed no DOCKER_HOST: ${stdout}`);
+    const pidText = readFileSync(join(dir, 'docker.pid'), 'utf8').trim();
+    const engine = new Engine(dir, host, Number(pidText) || undefined);
+    log('building the local images (busybox, pause)');
+    await run(script, ['images'], { env: engine.env(), timeout: 300_000 });
+    return engine;
+  }
+
+  /** The environment for `docker` CLI calls against this engine. */
+  env(): NodeJS.ProcessEnv {
+    return { ...process.env, DOCKER_HOST: this.host };
+  }
+
+  async version(): Promise<string> {
+    const { stdout } = await run('docker', ['version', '--format', '{{.Server.Version}} (API {{.Server.APIVersion}})'], { env: this.env() });
+    return stdout.trim();
+  }
+
+  /** Stops the private engine whose state is in `dir` (removing its containers) and deletes `dir`. */
+  static async stopDir(root: string, dir: string): Promise<void> {
+    await run(join(root, 'scripts/docker-engine.sh'), ['stop', dir], { timeout: 120_000 });
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+export interface NodeletOptions {
+  root: string;
+  dockerHost: string;
+  /** Extra node flags for the child (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
+  /** nodelet's entry point; default `dist/cli.js` of the repository. */
+  cli?: string | undefined;
+}
+
+/** nodelet as a child process (`node dist/cli.js …`), so its CPU time can be read from /proc. */
+export class NodeletProcess {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly url: string,
+    readonly port: number,
+    readonly workDir: string,
+    readonly logFile: string,
+    readonly traceGc: boolean,
+  ) {}
+
+  static readonly nodeName = 'bench';
+  static readonly podName = 'sleeper';
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  static async start(opts: NodeletOptions): Promise<NodeletProcess> {
+    const workDir = await mkdtemp(join(tmpdir(), 'nodelet-bench-'));
+    const manifests = join(workDir, 'manifests');
+    await mkdir(manifests);
+    await writeFile(join(manifests, 'sleeper.yaml'), podManifest());
+    const port = await freePort();
+    const logFile = join(workDir, 'nodelet.log');
+    const fd = openSync(logFile, 'a');
+    const cli = opts.cli ? resolve(opts.cli) : join(opts.root, 'dist/cli.js');
+    if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first (npm run bench does)`);
+    const child = spawn(
+      process.execPath,
+      [
+        ...(opts.nodeArgs ?? []),
+        cli,
+        '--docker-endpoint', opts.dockerHost,
+        '--pod-manifest-path', manifests,
+        '--root-dir', join(workDir, 'root'),
+        '--address', '127.0.0.1',
+        '--port', String(port),
+        '--hostname-override', NodeletProcess.nodeName,
+        '--file-check-frequency', '1s',
+        '--logging-format', 'json',
+        '-v', '0',
+      ],
+      { stdio: ['ignore', fd, fd], cwd: workDir },
+    );
+    closeSync(fd);
+    const traceGc = (opts.nodeArgs ?? []).includes('--trace-gc');
+    return new NodeletProcess(child, `http://127.0.0.1:${port}`, port, workDir, logFile, traceGc);
+  }
+
+  /** Waits until the bench pod's container runs; returns its Docker container id and the pod name. */
+  async waitForPod(timeoutMs = 90_000): Promise<{ containerId: string; pod: string }> {
+    const pod = `${NodeletProcess.podName}-${NodeletProcess.nodeName}`;
+    const deadline = Date.now() + timeoutMs;
+    let last = 'no answer yet';
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null) throw new Error(`nodelet exited with ${this.child.exitCode}; see ${this.logFile}`);
+      try {
+        const res = await fetch(`${this.url}/pods`);
+        const list = (await res.json()) as { items?: PodLike[] };
+        const p = list.items?.find((x) => x.metadata?.name === pod);
+        const cs = p?.status?.containerStatuses?.[0];
+        if (cs?.state?.running && cs.containerID) return { containerId: cs.containerID.replace(/^docker:\/\//, ''), pod };
+        last = p ? `pod phase ${p.status?.phase ?? '?'}` : 'pod not listed yet';
+      } catch (err) {
+        last = String(err);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`the bench pod did not start within ${timeoutMs} ms (${last}); see ${this.logFile}`);
+  }
+
+  /**
+   * Full (mark-compact) garbage collections nodelet has run so far, counted from its log when it
+   * runs with `--trace-gc` (the bench's default); NaN otherwise.
+   */
+  markCompacts(): number {
+    if (!this.traceGc) return Number.NaN;
+    try {
+      return readFileSync(this.logFile, 'latin1').split('Mark-Compact').length - 1;
+    } catch {
+      return Number.NaN;
+    }
+  }
+
+  /** SIGTERM, then SIGKILL after 10 s; resolves once the child is gone. */
+  async stop(): Promise<void> {
+    const { child } = this;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  async cleanup(keepLog: boolean): Promise<void> {
+    if (!keepLog) await rm(this.workDir, { recursive: true, force: true });
+  }
+}
+
+interface PodLike {
+  metadata?: { name?: string };
+  status?: { phase?: string; containerStatuses?: { containerID?: string; state?: { running?: unknown } }[] };
+}
+
+function podManifest(): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: { name: ${NodeletProcess.podName} }
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: app
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sleep", "2147483647"]
+`;
+}

@@ -1,0 +1,576 @@
+/**
+ * `npm run bench`: nodelet's exec relay measured beside its limits, in the same run, on this machine.
+ *
+ * Starts a private Docker engine (scripts/docker-engine.sh) and nodelet as a child process with one
+ * static busybox pod, then measures in interleaved rounds:
+ * - exec stdout throughput (1 GiB from `dd`) over WebSocket v5 and SPDY v4, vs the direct path (the
+ *   best in-process consumer of the same Docker exec stream) and vs the `docker exec` CLI;
+ * - exec stdin throughput (512 MiB into `cat >/dev/null`) over WebSocket and SPDY vs direct (and CLI);
+ * - nodelet's CPU-seconds per GiB relayed (/proc/PID/stat of the nodelet process);
+ * - exec session setup latency (request → first output byte of `echo x`, and → exit status).
+ * Prints a table (stdout), or with `--json` one JSON object per metric per line (the table then
+ * goes to stderr). Traffic goes only to 127.0.0.1 and the engine's unix socket.
+ */
+import { cpus, loadavg, release } from 'node:os';
+import { parseArgs } from 'node:util';
+import { dockerClient } from '../src/runtime/docker/client.js';
+import { Engine, NodeletProcess, repoRoot } from './lib/env.js';
+import { CliPath, DirectPath, SpdyPath, WebSocketPath, type ExecPath, type LatencySample } from './lib/paths.js';
+import { CpuMeter, findShimPid } from './lib/proc.js';
+import { median, round, spread } from './lib/stats.js';
+
+const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
+const MB = 1e6;
+
+interface Options {
+  rounds: number;
+  quick: boolean;
+  json: boolean;
+  samples: number;
+  stdoutBytes: number;
+  stdinBytes: number;
+  stdinChunk: number;
+  only: Set<string>;
+  /** The paths measured, in ORDER (ratios need `direct`, and `cli` for ÷CLI). */
+  paths: PathName[];
+  cpuProfDir: string | undefined;
+  nodeletCli: string | undefined;
+  nodeletNodeArgs: string[];
+  wsZeroMask: boolean;
+  traceGc: boolean;
+  keepLogs: boolean;
+}
+
+const USAGE = `usage: npm run bench -- [options]
+  --rounds N          interleaved rounds (default 5; 1 with --quick)
+  --quick             smoke run: 1 round, 256 MiB stdout, 128 MiB stdin, 5 latency samples
+  --json              one JSON object per metric per line on stdout (the table goes to stderr)
+  --samples N         session-setup samples per variant per round (default 20)
+  --stdout-mib N      stdout transfer size in MiB (default 1024)
+  --stdin-mib N       stdin transfer size in MiB (default 512)
+  --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
+  --only LIST         comma-separated subset of stdout,stdin,setup
+  --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
+  --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
+  --keep-logs         keep nodelet's log and work directory
+  --no-trace-gc       do not run nodelet with --trace-gc (by default its full GCs per transfer are counted)
+  --ws-zero-mask      diagnostic: WebSocket stdin frames with a zero mask key, which the server
+                      does not unmask (shows what unmasking costs; not what kubectl does)
+  --nodelet-cli PATH  run this build of nodelet instead of dist/cli.js (A/B experiments)
+  --nodelet-node-args="ARGS"  extra node flags for the nodelet child, e.g. =--initial-old-space-size=256
+`;
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      rounds: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      samples: { type: 'string' },
+      'stdout-mib': { type: 'string' },
+      'stdin-mib': { type: 'string' },
+      'stdin-chunk': { type: 'string' },
+      only: { type: 'string' },
+      paths: { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      'keep-logs': { type: 'boolean', default: false },
+      'nodelet-cli': { type: 'string' },
+      'nodelet-node-args': { type: 'string' },
+      'ws-zero-mask': { type: 'boolean', default: false },
+      'trace-gc': { type: 'boolean', default: true },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowNegative: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const int = (v: string | undefined, def: number, what: string): number => {
+    if (v === undefined) return def;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n <= 0) throw new Error(`--${what} must be a positive integer`);
+    return n;
+  };
+  const quick = values.quick ?? false;
+  const only = new Set((values.only ?? 'stdout,stdin,setup').split(',').map((s) => s.trim()).filter(Boolean));
+  for (const o of only) if (!['stdout', 'stdin', 'setup'].includes(o)) throw new Error(`--only: unknown part "${o}"`);
+  const paths = (values.paths ?? ORDER.join(',')).split(',').map((s) => s.trim()).filter(Boolean) as PathName[];
+  for (const p of paths) if (!ORDER.includes(p)) throw new Error(`--paths: unknown path "${p}"`);
+  const stdinChunk = int(values['stdin-chunk'], 32 * 1024, 'stdin-chunk');
+  const stdinBytes = int(values['stdin-mib'], quick ? 128 : 512, 'stdin-mib') * MiB;
+  if (stdinBytes % stdinChunk !== 0) throw new Error('--stdin-mib must be a multiple of --stdin-chunk');
+  return {
+    rounds: int(values.rounds, quick ? 1 : 5, 'rounds'),
+    quick,
+    json: values.json ?? false,
+    samples: int(values.samples, quick ? 5 : 20, 'samples'),
+    stdoutBytes: int(values['stdout-mib'], quick ? 256 : 1024, 'stdout-mib') * MiB,
+    stdinBytes,
+    stdinChunk,
+    only,
+    paths: ORDER.filter((p) => paths.includes(p)),
+    cpuProfDir: values['cpu-prof'],
+    nodeletCli: values['nodelet-cli'],
+    wsZeroMask: values['ws-zero-mask'] ?? false,
+    traceGc: values['trace-gc'] ?? true,
+    nodeletNodeArgs: (values['nodelet-node-args'] ?? '').split(/\s+/).filter(Boolean),
+    keepLogs: values['keep-logs'] ?? false,
+  };
+}
+
+/** `dd` writes 64 KiB blocks: one write per block, ≈ 16 KB Docker frames (perf-baselines.md §2). */
+const stdoutCommand = (bytes: number): string[] => {
+  if (bytes % 65536 !== 0) throw new Error('stdout size must be a multiple of 64 KiB');
+  return ['sh', '-c', `dd if=/dev/zero bs=65536 count=${bytes / 65536} 2>/dev/null`];
+};
+const STDIN_COMMAND = ['sh', '-c', 'cat >/dev/null'];
+
+type PathName = 'direct' | 'cli' | 'websocket' | 'spdy';
+const ORDER: readonly PathName[] = ['direct', 'cli', 'websocket', 'spdy'];
+const RELAYS: readonly PathName[] = ['websocket', 'spdy'];
+const LABEL: Record<PathName, string> = {
+  direct: 'direct (dockerode hijack + StdcopyParser)',
+  cli: 'docker exec CLI',
+  websocket: 'nodelet WebSocket v5.channel.k8s.io',
+  spdy: 'nodelet SPDY/3.1 v4.channel.k8s.io',
+};
+
+/** The variant order of round `r`: rotated, so no path always runs first or after the same one. */
+const rotated = <T>(xs: readonly T[], r: number): T[] => xs.map((_, i) => xs[(i + r) % xs.length]!);
+
+interface TransferRound {
+  mbps: number;
+  /** nodelet's mark-compact GCs during the transfer (NaN without --trace-gc). */
+  fullGcs: number;
+  /** CPU-seconds per GiB moved, per process: nodelet, client (this process), dockerd, shim. */
+  cpuPerGiB: Record<string, number>;
+}
+
+interface Results {
+  stdout: Record<PathName, TransferRound[]>;
+  stdin: Record<PathName, TransferRound[]>;
+  /**
+   * Per round: the medians of that round's samples, and the median of the paired differences to
+   * the direct sample taken in the same iteration (adjacent in time, so slow drifts cancel).
+   */
+  setup: Record<PathName, { firstByteMs: number; exitMs: number; overFirstMs: number; overExitMs: number }[]>;
+}
+
+const emptyByPath = <T>(): Record<PathName, T[]> => ({ direct: [], cli: [], websocket: [], spdy: [] });
+
+// ---- output ----------------------------------------------------------------------------------
+
+interface Metric {
+  metric: string;
+  variant: string;
+  value: number | null;
+  unit: string;
+  baseline: number | null;
+  baseline_variant: string | null;
+  ratio: number | null;
+  min: number | null;
+  max: number | null;
+  rounds: number;
+  target?: number;
+  target_op?: '>=' | '<=';
+  target_of?: 'ratio' | 'value';
+  pass?: boolean;
+  [extra: string]: unknown;
+}
+
+function fmt(x: number | null | undefined, digits = 2): string {
+  return x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(digits);
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
+}
+
+function verdict(m: Metric): string {
+  if (m.target === undefined) return '';
+  const on = m.target_of === 'ratio' ? 'ratio' : 'value';
+  return `${m.target_op} ${m.target}${on === 'ratio' ? '×' : ''} ${m.pass ? 'PASS' : 'MISS'}`;
+}
+
+// ---- main ------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  let opts: Options;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`bench: ${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+    process.exit(2);
+  }
+  const root = repoRoot();
+  const log = (msg: string): void => void process.stderr.write(`bench: ${msg}\n`);
+  const started = Date.now();
+  const loadAtStart = loadavg().map((x) => x.toFixed(2)).join(' ');
+  if (loadavg()[0]! > cpus().length) {
+    log(`warning: load average ${loadAtStart} on ${cpus().length} CPUs — other work competes for the CPUs; figures will be noisy (see the "rest" CPU column)`);
+  }
+
+  // Cleanup runs once: on success, on failure, and on SIGINT/SIGTERM.
+  const cleanups: (() => Promise<void>)[] = [];
+  let cleaning: Promise<void> | undefined;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      for (const fn of cleanups.reverse()) {
+        try {
+          await fn();
+        } catch (err) {
+          log(`cleanup: ${String(err)}`);
+        }
+      }
+    })());
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      log(`${sig}: stopping nodelet and the private engine`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    const engine = await Engine.start(root, log, (dir) =>
+      cleanups.push(async () => {
+        log('stopping the private Docker engine');
+        await Engine.stopDir(root, dir);
+      }),
+    );
+    const dockerVersion = await engine.version();
+
+    const nodeArgs = [...(opts.traceGc ? ['--trace-gc'] : []), ...opts.nodeletNodeArgs, ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : [])];
+    const nodelet = await NodeletProcess.start({ root, dockerHost: engine.host, nodeArgs, cli: opts.nodeletCli });
+    cleanups.push(async () => {
+      await nodelet.stop();
+      await nodelet.cleanup(opts.keepLogs);
+      if (opts.keepLogs) log(`nodelet log kept: ${nodelet.logFile}`);
+    });
+    log(`nodelet pid ${nodelet.pid} on ${nodelet.url}; waiting for the bench pod`);
+    const { containerId, pod } = await nodelet.waitForPod();
+    const shimPid = findShimPid(containerId);
+    if (!shimPid) log('containerd-shim of the pod not found: shim CPU is not reported');
+    const meter = new CpuMeter({ nodelet: nodelet.pid, dockerd: engine.pid, shim: shimPid });
+
+    const docker = dockerClient(engine.host);
+    const paths: Record<PathName, ExecPath> = {
+      direct: new DirectPath(docker, containerId),
+      cli: new CliPath(containerId, engine.env()),
+      websocket: new WebSocketPath(nodelet.port, pod, opts.wsZeroMask),
+      spdy: new SpdyPath(nodelet.port, pod),
+    };
+
+    const results: Results = { stdout: emptyByPath(), stdin: emptyByPath(), setup: emptyByPath() };
+    const transfer = async (kind: 'stdout' | 'stdin', p: PathName, bytes: number): Promise<TransferRound> => {
+      const gcBefore = nodelet.markCompacts();
+      const stop = meter.start();
+      const r =
+        kind === 'stdout'
+          ? await paths[p].stdout(stdoutCommand(bytes), bytes)
+          : await paths[p].stdin(STDIN_COMMAND, bytes, opts.stdinChunk);
+      const cpu = stop();
+      const fullGcs = nodelet.markCompacts() - gcBefore;
+      const cpuPerGiB: Record<string, number> = {};
+      for (const [k, v] of Object.entries(cpu)) cpuPerGiB[k] = v / (r.bytes / GiB);
+      return { mbps: r.bytes / MB / (r.ms / 1000), cpuPerGiB, fullGcs };
+    };
+
+    // Warm-up (not recorded): JIT, connection pools, the engine's first execs.
+    log('warm-up');
+    for (const p of opts.paths) {
+      if (opts.only.has('stdout')) await transfer('stdout', p, (opts.quick ? 8 : 64) * MiB);
+      if (opts.only.has('stdin')) await transfer('stdin', p, (opts.quick ? 8 : 32) * MiB);
+      if (opts.only.has('setup')) for (let i = 0; i < 3; i++) await paths[p].latency();
+    }
+
+    for (let r = 0; r < opts.rounds; r++) {
+      const order = rotated(opts.paths, r);
+      if (opts.only.has('stdout')) {
+        for (const p of order) {
+          const t = await transfer('stdout', p, opts.stdoutBytes);
+          results.stdout[p].push(t);
+          log(`round ${r + 1}/${opts.rounds} stdout ${p}: ${t.mbps.toFixed(0)} MB/s, nodelet ${fmt(t.cpuPerGiB.nodelet)} CPU-s/GiB (${t.fullGcs} full GCs), rest of system ${fmt(t.cpuPerGiB.rest)}`);
+        }
+      }
+      if (opts.only.has('stdin')) {
+        for (const p of order) {
+          const t = await transfer('stdin', p, opts.stdinBytes);
+          results.stdin[p].push(t);
+          log(`round ${r + 1}/${opts.rounds} stdin ${p}: ${t.mbps.toFixed(0)} MB/s, nodelet ${fmt(t.cpuPerGiB.nodelet)} CPU-s/GiB (${t.fullGcs} full GCs), rest of system ${fmt(t.cpuPerGiB.rest)}`);
+        }
+      }
+      if (opts.only.has('setup')) {
+        const samples = emptyByPath<LatencySample>();
+        for (let i = 0; i < opts.samples; i++) {
+          for (const p of rotated(opts.paths, r + i)) samples[p].push(await paths[p].latency());
+        }
+        const d = samples.direct;
+        for (const p of opts.paths) {
+          const s = samples[p];
+          results.setup[p].push({
+            firstByteMs: median(s.map((x) => x.firstByteMs)),
+            exitMs: median(s.map((x) => x.exitMs)),
+            overFirstMs: median(s.map((x, i) => x.firstByteMs - (d[i]?.firstByteMs ?? Number.NaN))),
+            overExitMs: median(s.map((x, i) => x.exitMs - (d[i]?.exitMs ?? Number.NaN))),
+          });
+        }
+        log(`round ${r + 1}/${opts.rounds} setup first byte (ms): ` + opts.paths.map((p) => `${p} ${fmt(results.setup[p].at(-1)!.firstByteMs, 1)}`).join(', '));
+      }
+    }
+
+    const meta = {
+      date: new Date().toISOString(),
+      cpu: `${cpus().length}× ${cpus()[0]?.model ?? '?'}`,
+      kernel: release(),
+      node: process.version,
+      docker: dockerVersion,
+      load_at_start: loadAtStart,
+      load_at_end: loadavg().map((x) => x.toFixed(2)).join(' '),
+      rounds: opts.rounds,
+      stdout_bytes: opts.stdoutBytes,
+      stdin_bytes: opts.stdinBytes,
+      stdin_chunk: opts.stdinChunk,
+      setup_samples: opts.samples,
+      ws_zero_mask: opts.wsZeroMask ? 'yes (diagnostic)' : 'no',
+      nodelet_cli: opts.nodeletCli ?? 'dist/cli.js',
+      nodelet_node_args: nodeArgs.join(' '),
+      duration_s: 0,
+    };
+    await cleanup();
+    meta.duration_s = Math.round((Date.now() - started) / 1000);
+    report(results, meta, opts);
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+// ---- report ----------------------------------------------------------------------------------
+
+function report(res: Results, meta: Record<string, string | number>, opts: Options): void {
+  const metrics: Metric[] = [];
+  const lines: string[] = [];
+  const rounds = opts.rounds;
+
+  lines.push(
+    `nodelet exec bench — ${meta.date}`,
+    `${meta.cpu}, kernel ${meta.kernel}, Node ${meta.node}, Docker ${meta.docker}; load average at start ${meta.load_at_start}, at end ${meta.load_at_end}`,
+    `${rounds} interleaved round(s), ${meta.duration_s} s. Values: median over rounds [min–max]; ratios are taken within each round (paired), then the median.`,
+  );
+  if (opts.nodeletCli || opts.nodeletNodeArgs.length > 0) {
+    lines.push(`EXPERIMENT: nodelet = node ${meta.nodelet_node_args} ${meta.nodelet_cli}`);
+  }
+  if (opts.wsZeroMask) lines.push('DIAGNOSTIC RUN: WebSocket stdin sent with a zero mask key (the server skips unmasking; kubectl never does this).');
+  lines.push('');
+
+  // Throughput and CPU.
+  for (const kind of ['stdout', 'stdin'] as const) {
+    if (!opts.only.has(kind)) continue;
+    const data = res[kind];
+    const size = kind === 'stdout' ? opts.stdoutBytes : opts.stdinBytes;
+    const target = kind === 'stdout' ? 0.8 : 0.75;
+    const direct = data.direct.map((t) => t.mbps);
+    const cli = data.cli.map((t) => t.mbps);
+    const title =
+      kind === 'stdout'
+        ? `exec stdout, ${size / MiB} MiB (dd bs=64k) — MB/s`
+        : `exec stdin, ${size / MiB} MiB in ${opts.stdinChunk} B messages into \`cat >/dev/null\`, to exit status — MB/s`;
+    const rows: string[][] = [[title, 'median', '[min–max]', '÷direct', '[min–max]', '÷CLI', 'target']];
+    for (const p of opts.paths) {
+      const v = data[p].map((t) => t.mbps);
+      const s = spread(v);
+      const ratios = v.map((x, i) => x / direct[i]!);
+      const ratiosCli = v.map((x, i) => x / cli[i]!);
+      const rs = spread(ratios);
+      const m: Metric = {
+        metric: `exec_${kind}_throughput`,
+        variant: p,
+        value: round(s.median, 1),
+        unit: 'MB/s',
+        baseline: round(median(direct), 1),
+        baseline_variant: 'direct',
+        ratio: round(rs.median, 3),
+        ratio_min: round(rs.min, 3),
+        ratio_max: round(rs.max, 3),
+        cli_baseline: round(median(cli), 1),
+        ratio_cli: round(median(ratiosCli), 3),
+        min: round(s.min, 1),
+        max: round(s.max, 1),
+        rounds,
+        per_round: v.map((x) => round(x, 1)),
+        bytes: size,
+      };
+      if (RELAYS.includes(p)) Object.assign(m, { target, target_op: '>=', target_of: 'ratio', pass: rs.median >= target });
+      metrics.push(m);
+      rows.push([
+        `  ${LABEL[p]}`,
+        fmt(s.median, 0),
+        `[${fmt(s.min, 0)}–${fmt(s.max, 0)}]`,
+        fmt(rs.median),
+        `[${fmt(rs.min)}–${fmt(rs.max)}]`,
+        fmt(median(ratiosCli)),
+        verdict(m),
+      ]);
+    }
+    lines.push(table(rows), '');
+
+    // CPU per GiB: nodelet's is the target; the others explain where the machine's 2 cores go.
+    const directConsumer = data.direct.map((t) => t.cpuPerGiB.client!);
+    const cpuRows: string[][] = [[`${kind}: CPU-seconds per GiB (median [min–max])`, 'nodelet', '[min–max]', 'full GCs', 'client', 'dockerd', 'shim', 'rest', 'target']];
+    for (const p of opts.paths) {
+      const col = (k: string) => data[p].map((t) => t.cpuPerGiB[k] ?? Number.NaN);
+      const nodeletCpu = spread(col('nodelet'));
+      // This process is the consumer on the direct path, the WS/SPDY client on the relays, and only
+      // spawns the CLI (whose own CPU is not measured).
+      const client = p === 'cli' ? Number.NaN : median(col('client'));
+      let verdictText = '';
+      if (RELAYS.includes(p)) {
+        const m: Metric = {
+          metric: `exec_${kind}_server_cpu`,
+          variant: p,
+          value: round(nodeletCpu.median, 3),
+          unit: 'CPU-s/GiB',
+          baseline: round(median(directConsumer), 3),
+          baseline_variant: 'direct consumer (in-process, no relay)',
+          ratio: round(nodeletCpu.median / median(directConsumer), 3),
+          min: round(nodeletCpu.min, 3),
+          max: round(nodeletCpu.max, 3),
+          rounds,
+          per_round: col('nodelet').map((x) => round(x, 3)),
+          client_cpu_per_gib: round(client, 3),
+          dockerd_cpu_per_gib: round(median(col('dockerd')), 3),
+          shim_cpu_per_gib: round(median(col('shim')), 3),
+          rest_of_system_cpu_per_gib: round(median(col('rest')), 3),
+          nodelet_full_gcs: round(median(data[p].map((t) => t.fullGcs)), 1),
+          nodelet_full_gcs_per_round: data[p].map((t) => round(t.fullGcs, 0)),
+          target: 1.5,
+          target_op: '<=',
+          target_of: 'value',
+          pass: nodeletCpu.median <= 1.5,
+        };
+        metrics.push(m);
+        verdictText = verdict(m);
+      }
+      cpuRows.push([
+        `  ${LABEL[p]}`,
+        p === 'direct' || p === 'cli' ? '–' : fmt(nodeletCpu.median),
+        p === 'direct' || p === 'cli' ? '' : `[${fmt(nodeletCpu.min)}–${fmt(nodeletCpu.max)}]`,
+        p === 'direct' || p === 'cli' ? '' : fmt(median(data[p].map((t) => t.fullGcs)), 0),
+        fmt(client),
+        fmt(median(col('dockerd'))),
+        fmt(median(col('shim'))),
+        fmt(median(col('rest'))),
+        verdictText,
+      ]);
+    }
+    lines.push(table(cpuRows), '');
+  }
+
+  // Session setup.
+  if (opts.only.has('setup')) {
+    const d = res.setup.direct;
+    const rows: string[][] = [
+      [`exec setup, \`echo x\`, ${opts.samples} samples/round — ms`, 'first byte', '[min–max]', '+direct', '[min–max]', 'exit status', '+direct', 'target'],
+    ];
+    for (const p of opts.paths) {
+      const first = res.setup[p].map((x) => x.firstByteMs);
+      const exit = res.setup[p].map((x) => x.exitMs);
+      const over = spread(res.setup[p].map((x) => x.overFirstMs));
+      const overExit = spread(res.setup[p].map((x) => x.overExitMs));
+      const fs = spread(first);
+      const base = {
+        unit: 'ms',
+        baseline: round(median(d.map((x) => x.firstByteMs)), 2),
+        baseline_variant: 'direct',
+        rounds,
+      };
+      metrics.push({
+        metric: 'exec_setup_first_byte',
+        variant: p,
+        value: round(fs.median, 2),
+        ratio: round(median(first.map((x, i) => x / (d[i]?.firstByteMs ?? Number.NaN))), 3),
+        min: round(fs.min, 2),
+        max: round(fs.max, 2),
+        per_round: first.map((x) => round(x, 2)),
+        ...base,
+      });
+      const es = spread(exit);
+      metrics.push({
+        metric: 'exec_setup_exit_status',
+        variant: p,
+        value: round(es.median, 2),
+        ...base,
+        baseline: round(median(d.map((x) => x.exitMs)), 2),
+        ratio: round(median(exit.map((x, i) => x / (d[i]?.exitMs ?? Number.NaN))), 3),
+        min: round(es.min, 2),
+        max: round(es.max, 2),
+        per_round: exit.map((x) => round(x, 2)),
+      });
+      let verdictText = '';
+      if (RELAYS.includes(p)) {
+        const m: Metric = {
+          metric: 'exec_setup_overhead',
+          variant: p,
+          value: round(over.median, 2),
+          ...base,
+          ratio: round(median(first.map((x, i) => x / (d[i]?.firstByteMs ?? Number.NaN))), 3),
+          min: round(over.min, 2),
+          max: round(over.max, 2),
+          per_round: res.setup[p].map((x) => round(x.overFirstMs, 2)),
+          exit_overhead: round(overExit.median, 2),
+          target: 3,
+          target_op: '<=',
+          target_of: 'value',
+          pass: over.median <= 3,
+        };
+        metrics.push(m);
+        verdictText = verdict(m);
+      }
+      rows.push([
+        `  ${LABEL[p]}`,
+        fmt(fs.median, 1),
+        `[${fmt(fs.min, 1)}–${fmt(fs.max, 1)}]`,
+        p === 'direct' ? '' : `${over.median >= 0 ? '+' : ''}${fmt(over.median, 1)}`,
+        p === 'direct' ? '' : `[${fmt(over.min, 1)}–${fmt(over.max, 1)}]`,
+        fmt(median(exit), 1),
+        p === 'direct' ? '' : `${overExit.median >= 0 ? '+' : ''}${fmt(overExit.median, 1)}`,
+        verdictText,
+      ]);
+    }
+    lines.push(table(rows));
+    lines.push(
+      '  (CLI: the whole `docker exec` process, its first byte seen through a pipe. +direct: per round, the median',
+      '   of the paired differences to the direct sample taken right next to it; then the median over rounds.)',
+      '',
+    );
+  }
+
+  const targets = metrics.filter((m) => m.target !== undefined);
+  const missed = targets.filter((m) => !m.pass);
+  lines.push(
+    `targets: ${targets.length - missed.length}/${targets.length} met` +
+      (missed.length ? `; MISSED: ${missed.map((m) => `${m.metric}[${m.variant}]`).join(', ')}` : ''),
+  );
+
+  const text = lines.join('\n') + '\n';
+  if (opts.json) {
+    process.stderr.write(text);
+    const info: Metric = { metric: 'bench_run', variant: 'exec', value: Number(meta.duration_s), unit: 's', baseline: null, baseline_variant: null, ratio: null, min: null, max: null, rounds, ...meta };
+    for (const m of [info, ...metrics]) process.stdout.write(JSON.stringify(m) + '\n');
+  } else {
+    process.stdout.write(text);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench: FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
