@@ -7,7 +7,7 @@ import {
   GoAwayStatus,
   RstStatus,
   SettingsId,
-  encodeData,
+  encodeDataHeader,
   encodeGoAway,
   encodePing,
   encodeRstStream,
@@ -418,7 +418,7 @@ export class SpdyConnection extends EventEmitter {
       if (!rec || rec.localFin || this.#closed) return;
       const n = Math.min(MAX_OUTBOUND_DATA, chunk.length - off);
       const last = off + n >= chunk.length;
-      const accepted = this.#write(encodeData(id, chunk.subarray(off, off + n), fin && last));
+      const accepted = this.#writeDataFrame(encodeDataHeader(id, n, fin && last), chunk.subarray(off, off + n));
       off += n;
       if (fin && last) {
         rec.localFin = true;
@@ -457,6 +457,18 @@ export class SpdyConnection extends EventEmitter {
   // ---- output --------------------------------------------------------------------------------
 
   /** Writes one frame; returns the socket's backpressure verdict. */
+  /** A DATA frame as header + payload view, gathered into one socket write (no payload copy). */
+  #writeDataFrame(header: Buffer, payload: Buffer): boolean {
+    const s = this.#socket;
+    if (this.#closed || s.destroyed || s.writableEnded) return true;
+    if (payload.length === 0) return s.write(header);
+    s.cork();
+    s.write(header);
+    const accepted = s.write(payload);
+    s.uncork();
+    return accepted;
+  }
+
   #write(frame: Buffer): boolean {
     const s = this.#socket;
     if (this.#closed || s.destroyed || s.writableEnded) return true;
