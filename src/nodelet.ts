@@ -54,9 +54,13 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   const { log } = opts;
   // Credentials, policy and certificates first: a bad file stops nodelet before anything runs.
   const securityWarnings: string[] = [];
-  const security = securityFromConfig(config, securityWarnings);
+  const security = securityFromConfig(config, securityWarnings, log);
+  const closeSecurity = (): void => {
+    if (security.kind === 'authenticated') security.close?.();
+  };
   for (const warning of securityWarnings) log.warn({ file: config.tokenAuthFile }, `token file: ${warning}`);
-  const tls = servesTLS(config) ? await loadTlsMaterial(config, log) : undefined;
+  // Bearer tokens checked by the webhook are real cluster credentials: never over plain HTTP.
+  const tls = servesTLS(config) || config.authenticationTokenWebhook ? await loadTlsMaterial(config, log) : undefined;
   const docker = dockerClient(config.dockerEndpoint);
   const metrics = new Metrics();
   const dockerRuntime = new DockerRuntime({
@@ -152,9 +156,10 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await readOnly?.close();
     await stats.stop();
     await kubelet.stop();
+    closeSecurity();
     throw err;
   }
-  const posture = { tls: tls !== undefined, anonymousAuth: config.anonymousAuth, authorizationMode: config.authorizationMode };
+  const posture = { tls: tls !== undefined, anonymousAuth: config.anonymousAuth, authorizationMode: config.authorizationMode, tokenWebhook: config.authenticationTokenWebhook || undefined };
   log.info({ url, readOnlyUrl, node: config.nodeName, staticPodPath: config.staticPodPath || undefined, ...posture }, 'nodelet is serving');
   if (readOnlyUrl) log.warn({ readOnlyUrl }, 'The read-only port serves /pods (including env values) without authentication');
 
@@ -173,6 +178,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       await app.close();
       await stats.stop();
       await kubelet.stop();
+      closeSecurity();
     },
   };
 }

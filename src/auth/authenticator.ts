@@ -18,18 +18,39 @@ export class UnionAuthenticator implements Authenticator {
     this.#anonymous = anonymous;
   }
 
-  authenticate(req: IncomingMessage): AuthnResult {
+  /** Synchronous while every authenticator asked so far answered synchronously (the local ones). */
+  authenticate(req: IncomingMessage): AuthnResult | Promise<AuthnResult> {
     const errors: string[] = [];
-    for (const authn of this.#chain) {
-      const r = authn.authenticate(req);
-      if (r.ok) {
-        const { user } = r;
-        const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
-        return { ok: true, user: { ...user, groups } };
-      }
+    for (let i = 0; i < this.#chain.length; i++) {
+      const r = this.#chain[i]?.authenticate(req);
+      if (r === undefined) continue;
+      if (r instanceof Promise) return this.#continue(req, r, i, errors);
+      if (r.ok) return withAuthenticated(r.user);
       if (r.error !== undefined) errors.push(r.error);
     }
+    return this.#finish(errors);
+  }
+
+  async #continue(req: IncomingMessage, pending: Promise<AuthnResult>, index: number, errors: string[]): Promise<AuthnResult> {
+    let r: AuthnResult = await pending;
+    for (let i = index; ; ) {
+      if (r.ok) return withAuthenticated(r.user);
+      if (r.error !== undefined) errors.push(r.error);
+      i++;
+      const next = this.#chain[i];
+      if (next === undefined) break;
+      r = await next.authenticate(req);
+    }
+    return this.#finish(errors);
+  }
+
+  #finish(errors: string[]): AuthnResult {
     if (errors.length > 0) return { ok: false, error: errors.join('; ') };
     return this.#anonymous ? { ok: true, user: ANONYMOUS } : { ok: false };
   }
+}
+
+function withAuthenticated(user: UserInfo): AuthnResult {
+  const groups = user.groups.includes(AUTHENTICATED_GROUP) ? user.groups : [...user.groups, AUTHENTICATED_GROUP];
+  return { ok: true, user: { ...user, groups } };
 }

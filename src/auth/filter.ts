@@ -4,7 +4,7 @@ import { PlainTextError } from '../server/errors.js';
 import { isSubpath, requestAttributes } from './attributes.js';
 import { UnionAuthenticator } from './authenticator.js';
 import { alwaysAllow } from './policy.js';
-import type { Authenticator, Authorizer } from './types.js';
+import type { AuthnResult, Authenticator, Authorizer } from './types.js';
 
 /** How a listener guards its routes. */
 export type SecurityOptions =
@@ -16,6 +16,8 @@ export type SecurityOptions =
       readonly nodeName: string;
       /** `--enable-debugging-handlers` (default true). */
       readonly enableDebuggingHandlers: boolean;
+      /** Releases what the authenticators/authorizer hold (the apiserver connections of the webhooks). */
+      readonly close?: () => void;
     }
   /** The read-only port: no authentication, an allow-list of GETs (the kubelet's 10255). */
   | { readonly kind: 'readOnly' };
@@ -48,7 +50,13 @@ export function installSecurity(app: FastifyInstance, security: SecurityOptions)
   }
   const { authenticator, authorizer, nodeName, enableDebuggingHandlers } = security;
   app.addHook('onRequest', async (request: FastifyRequest) => {
-    const authn = authenticator.authenticate(request.raw);
+    let authn: AuthnResult;
+    try {
+      authn = await authenticator.authenticate(request.raw);
+    } catch (err) {
+      // An authenticator that throws (it should answer { ok: false, error }) still fails closed.
+      authn = { ok: false, error: err instanceof Error ? err.message : 'authenticator error' };
+    }
     if (!authn.ok) {
       // The reason is ours (e.g. "invalid bearer token", an x509 error code), never the credential.
       request.log.debug({ reason: authn.error ?? 'no credentials' }, 'Unauthorized');
@@ -62,9 +70,19 @@ export function installSecurity(app: FastifyInstance, security: SecurityOptions)
         throw new StatusError('MethodNotAllowed', `method ${request.method} is not supported; nodelet authorizes GET, HEAD, POST, PUT, PATCH and DELETE only`);
       }
       const verb = attrs.verb;
-      const allowed = attrs.subresources.some((subresource) =>
-        authorizer.authorize({ user, verb, resource: 'nodes', name: nodeName, subresource, path }),
-      );
+      // The kubelet's loop: subresources in order (the fine-grained one, then proxy); the first
+      // allow admits; an error on any of them is a 500 at once — never an allow.
+      let allowed = false;
+      for (const subresource of attrs.subresources) {
+        try {
+          allowed = await authorizer.authorize({ user, verb, resource: 'nodes', name: nodeName, subresource, path });
+        } catch (err) {
+          const msg = `Authorization error (user=${user.name}, verb=${verb}, resource=nodes, subresource=${subresource})`;
+          request.log.error({ reason: err instanceof Error ? err.message : String(err), user: user.name, verb, subresource, path }, 'Authorization error');
+          throw new PlainTextError(500, msg);
+        }
+        if (allowed) break;
+      }
       if (!allowed) {
         const msg = `Forbidden (user=${user.name}, verb=${verb}, resource=nodes, subresource=${attrs.subresources[0]})`;
         request.log.info({ user: user.name, verb, subresources: attrs.subresources, path }, 'Forbidden');

@@ -1,9 +1,13 @@
 import type { Config } from '../config/types.js';
 import { UnionAuthenticator } from './authenticator.js';
 import type { SecurityOptions } from './filter.js';
+import { loadKubeconfig } from '../config/kubeconfig.js';
+import { ApiserverClient } from './apiserver.js';
 import { PolicyAuthorizer, alwaysAllow } from './policy.js';
 import { TokenFileAuthenticator } from './token-file.js';
-import type { Authenticator } from './types.js';
+import type { Authenticator, Authorizer } from './types.js';
+import { WebhookTokenAuthenticator, type WebhookLog } from './webhook-authn.js';
+import { WebhookAuthorizer } from './webhook-authz.js';
 import { X509Authenticator } from './x509.js';
 
 export { developmentSecurity, installSecurity, type SecurityOptions } from './filter.js';
@@ -11,20 +15,37 @@ export type { Attributes, Authenticator, Authorizer, UserInfo } from './types.js
 
 /**
  * The main port's authenticators and authorizer from the resolved Config (see
- * src/config/security.ts). Reads the token and policy files once, at start-up; a bad file stops
- * nodelet. `warnings` never contain a token.
+ * src/config/security.ts). Reads the token, policy and kubeconfig files once, at start-up; a bad
+ * file stops nodelet. `warnings` never contain a token. The chain is the kubelet's: x509, the
+ * token file, then the TokenReview webhook (tokens the file does not know).
  */
-export function securityFromConfig(config: Config, warnings: string[] = []): SecurityOptions {
+export function securityFromConfig(config: Config, warnings: string[] = [], log?: WebhookLog): SecurityOptions {
+  const webhooks = config.authenticationTokenWebhook || config.authorizationMode === 'Webhook';
+  // buildConfig refuses the webhooks without --kubeconfig; fail closed should a Config be built some other way.
+  if (webhooks && config.kubeconfig === '') throw new Error('the webhooks need --kubeconfig (the apiserver)');
+  const client = webhooks ? new ApiserverClient(loadKubeconfig(config.kubeconfig)) : undefined;
   const chain: Authenticator[] = [];
   if (config.clientCAFile !== '') chain.push(new X509Authenticator());
   if (config.tokenAuthFile !== '') chain.push(TokenFileAuthenticator.fromFile(config.tokenAuthFile, warnings));
-  // buildConfig refuses Webhook; fail closed should a Config be built some other way.
-  if (config.authorizationMode === 'Webhook') throw new Error('--authorization-mode=Webhook needs cluster mode, which nodelet does not support');
+  if (config.authenticationTokenWebhook && client) {
+    chain.push(new WebhookTokenAuthenticator({ client, cacheTTLMs: config.authenticationTokenWebhookCacheTTLMs, ...(log ? { log } : {}) }));
+  }
+  let authorizer: Authorizer = alwaysAllow;
+  if (config.authorizationMode === 'Policy') authorizer = PolicyAuthorizer.fromFile(config.authorizationPolicyFile);
+  else if (config.authorizationMode === 'Webhook' && client) {
+    authorizer = new WebhookAuthorizer({
+      client,
+      authorizedTTLMs: config.authorizationWebhookCacheAuthorizedTTLMs,
+      unauthorizedTTLMs: config.authorizationWebhookCacheUnauthorizedTTLMs,
+      ...(log ? { log } : {}),
+    });
+  }
   return {
     kind: 'authenticated',
     authenticator: new UnionAuthenticator(chain, config.anonymousAuth),
-    authorizer: config.authorizationMode === 'Policy' ? PolicyAuthorizer.fromFile(config.authorizationPolicyFile) : alwaysAllow,
+    authorizer,
     nodeName: config.nodeName,
     enableDebuggingHandlers: config.enableDebuggingHandlers,
+    ...(client ? { close: () => client.close() } : {}),
   };
 }

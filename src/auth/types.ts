@@ -15,7 +15,8 @@ export interface UserInfo {
 export type AuthnResult = { readonly ok: true; readonly user: UserInfo } | { readonly ok: false; readonly error?: string };
 
 export interface Authenticator {
-  authenticate(req: IncomingMessage): AuthnResult;
+  /** Local authenticators answer at once; the TokenReview webhook answers with a promise. */
+  authenticate(req: IncomingMessage): AuthnResult | Promise<AuthnResult>;
 }
 
 /** The kubelet's verbs (`auth.go` `GetRequestAttributes`): never empty when an authorizer is asked. */
@@ -38,7 +39,11 @@ export interface Attributes {
 export interface Authorizer {
   /** AlwaysAllow: the filter skips building attributes (any method is fine then). */
   readonly alwaysAllow: boolean;
-  authorize(attrs: Attributes): boolean;
+  /**
+   * true = allow. Local authorizers answer at once; the SubjectAccessReview webhook with a promise.
+   * A throw or rejection is an authorization *error*: the filter answers 500, never allows.
+   */
+  authorize(attrs: Attributes): boolean | Promise<boolean>;
 }
 
 export const ANONYMOUS_USER = 'system:anonymous';

@@ -67,7 +67,7 @@ export const DEFAULT_DOCKER_ENDPOINT = 'unix:///var/run/docker.sock';
 const TABLE = [
   {
     name: 'address', kind: 'string', target: 'address', default: '127.0.0.1', fileField: 'address', nonEmpty: true,
-    help: 'The IP address for nodelet to serve on. A non-loopback address requires authentication (--client-ca-file or --token-auth-file) and --authorization-mode=Policy, and is always served over TLS',
+    help: 'The IP address for nodelet to serve on. A non-loopback address requires authentication (--client-ca-file, --token-auth-file or --authentication-token-webhook) and --authorization-mode=Policy or Webhook, and is always served over TLS',
   },
   {
     name: 'port', kind: 'port', target: 'port', default: 10250, fileField: 'port',
@@ -160,12 +160,31 @@ const TABLE = [
     help: 'Enables anonymous requests: requests no other authenticator rejects get user system:anonymous and group system:unauthenticated. Unset on loopback with no authenticator and AlwaysAllow, anonymous requests are allowed (development posture)',
   },
   {
+    name: 'kubeconfig', kind: 'string', target: 'kubeconfig', default: '',
+    help: 'Path to a kubeconfig file (server, CA or insecure-skip-tls-verify, bearer token or client certificate) for reaching the apiserver. nodelet uses it only for --authentication-token-webhook and --authorization-mode=Webhook; it does not sync pods or report status to the apiserver',
+  },
+  {
     name: 'authentication-token-webhook', kind: 'bool', target: 'authenticationTokenWebhook', default: false, fileField: 'authentication.webhook.enabled',
-    help: 'Use the TokenReview API to authenticate bearer tokens. Needs the apiserver (--kubeconfig, cluster mode), which nodelet does not support yet',
+    help: 'Use the TokenReview API (through --kubeconfig) to authenticate bearer tokens not found in --token-auth-file',
+  },
+  {
+    name: 'authentication-token-webhook-cache-ttl', kind: 'duration', target: 'authenticationTokenWebhookCacheTTLMs', default: '2m0s', fileField: 'authentication.webhook.cacheTTL',
+    help: 'The duration to cache responses from the webhook token authenticator (0 = no caching)',
+    allowZero: true,
   },
   {
     name: 'authorization-mode', kind: 'enum', target: 'authorizationMode', values: ['AlwaysAllow', 'Webhook', 'Policy'], default: 'AlwaysAllow', fileField: 'authorization.mode',
-    help: 'Authorization mode: AlwaysAllow (only when serving on loopback), Policy (rules from --authorization-policy-file; the default when that file is given) or Webhook (SubjectAccessReview; needs cluster mode, not supported yet)',
+    help: 'Authorization mode: AlwaysAllow (only when serving on loopback), Policy (rules from --authorization-policy-file; the default when that file is given) or Webhook (SubjectAccessReview through --kubeconfig)',
+  },
+  {
+    name: 'authorization-webhook-cache-authorized-ttl', kind: 'duration', target: 'authorizationWebhookCacheAuthorizedTTLMs', default: '5m0s', fileField: 'authorization.webhook.cacheAuthorizedTTL',
+    help: 'The duration to cache \'authorized\' responses from the webhook authorizer (0 = no caching)',
+    allowZero: true,
+  },
+  {
+    name: 'authorization-webhook-cache-unauthorized-ttl', kind: 'duration', target: 'authorizationWebhookCacheUnauthorizedTTLMs', default: '30s', fileField: 'authorization.webhook.cacheUnauthorizedTTL',
+    help: 'The duration to cache \'unauthorized\' responses from the webhook authorizer (0 = no caching)',
+    allowZero: true,
   },
   {
     name: 'authorization-policy-file', kind: 'string', target: 'authorizationPolicyFile', default: '',

@@ -85,13 +85,21 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     certDir: get('certDir') === '' ? join(get('rootDir'), 'pki') : get('certDir'),
     clientCAFile: get('clientCAFile'),
     tokenAuthFile: get('tokenAuthFile'),
-    authenticationTokenWebhook: false,
+    kubeconfig: get('kubeconfig'),
+    authenticationTokenWebhook: get('authenticationTokenWebhook'),
+    authenticationTokenWebhookCacheTTLMs: get('authenticationTokenWebhookCacheTTLMs'),
     authorizationPolicyFile: get('authorizationPolicyFile'),
+    authorizationWebhookCacheAuthorizedTTLMs: get('authorizationWebhookCacheAuthorizedTTLMs'),
+    authorizationWebhookCacheUnauthorizedTTLMs: get('authorizationWebhookCacheUnauthorizedTTLMs'),
     readOnlyPort,
     enableDebuggingHandlers: get('enableDebuggingHandlers'),
     ...security,
   };
-  return { config: Object.freeze(config), warnings: [...file.warnings] };
+  const warnings = [...file.warnings];
+  if (config.kubeconfig !== '' && !config.authenticationTokenWebhook && config.authorizationMode !== 'Webhook') {
+    warnings.push('--kubeconfig is only used by --authentication-token-webhook and --authorization-mode=Webhook, and neither is on: it is ignored');
+  }
+  return { config: Object.freeze(config), warnings };
 }
 
 /** Like the kubelet's GetHostname: override or host name, trimmed and lower-cased. */

@@ -14,7 +14,9 @@ type Get = <K extends FlagTarget>(k: K) => FlagValues[K];
  *  - Anything else authenticates; anonymous requests get 401 unless `--anonymous-auth=true`.
  *  - A non-loopback address needs an authenticator (or explicit anonymous auth) and a
  *    non-AlwaysAllow authorizer: the CIS benchmarks' kubelet checks, enforced instead of audited.
- * Whether TLS is served follows from these fields (`servesTLS` in src/server/tls.ts).
+ *  - `--authentication-token-webhook` and `--authorization-mode=Webhook` need `--kubeconfig`.
+ * Whether TLS is served follows from these fields (`servesTLS` in src/server/tls.ts; the token
+ * webhook also turns TLS on, see src/nodelet.ts).
  */
 export function resolveSecurity(
   address: string,
@@ -27,13 +29,16 @@ export function resolveSecurity(
   if ((tlsCertFile === '') !== (tlsPrivateKeyFile === '')) {
     throw new ConfigError('--tls-cert-file and --tls-private-key-file must be given together');
   }
-  const notSupported = (what: string) =>
-    new ConfigError(`${what} needs the apiserver (--kubeconfig, cluster mode), which nodelet does not support; use --client-ca-file or --token-auth-file, and --authorization-mode=Policy`);
-  if (get('authenticationTokenWebhook')) throw notSupported(`--authentication-token-webhook (from ${origin('authenticationTokenWebhook')})`);
+  // The webhooks ask the apiserver, so they need --kubeconfig (which serves nothing else yet).
+  const hasKubeconfig = get('kubeconfig') !== '';
+  const needsApiserver = (what: string) =>
+    new ConfigError(`${what} needs the apiserver (--kubeconfig, cluster mode); give --kubeconfig, or use --client-ca-file or --token-auth-file, and --authorization-mode=Policy`);
+  const tokenWebhook = get('authenticationTokenWebhook');
+  if (tokenWebhook && !hasKubeconfig) throw needsApiserver(`--authentication-token-webhook (from ${origin('authenticationTokenWebhook')})`);
 
   const policyFile = get('authorizationPolicyFile');
   let mode = get('authorizationMode');
-  if (mode === 'Webhook') throw notSupported(`--authorization-mode=Webhook (from ${origin('authorizationMode')})`);
+  if (mode === 'Webhook' && !hasKubeconfig) throw needsApiserver(`--authorization-mode=Webhook (from ${origin('authorizationMode')})`);
   if (policyFile !== '' && !given('authorizationMode')) mode = 'Policy';
   if (mode === 'Policy' && policyFile === '') {
     throw new ConfigError('--authorization-mode=Policy needs --authorization-policy-file');
@@ -42,7 +47,7 @@ export function resolveSecurity(
     throw new ConfigError(`--authorization-policy-file is only used with --authorization-mode=Policy, not ${mode} (from ${origin('authorizationMode')})`);
   }
 
-  const authenticators = get('clientCAFile') !== '' || get('tokenAuthFile') !== '';
+  const authenticators = get('clientCAFile') !== '' || get('tokenAuthFile') !== '' || tokenWebhook;
   const loopback = isLoopbackAddress(address);
   let anonymousAuth = get('anonymousAuth');
   if (loopback && !authenticators && mode === 'AlwaysAllow' && !given('anonymousAuth')) anonymousAuth = true;
@@ -54,7 +59,7 @@ export function resolveSecurity(
       );
     }
     if (!authenticators && !anonymousAuth) {
-      throw new ConfigError(`serving on non-loopback address ${quote(address)} needs --client-ca-file or --token-auth-file`);
+      throw new ConfigError(`serving on non-loopback address ${quote(address)} needs --client-ca-file, --token-auth-file or --authentication-token-webhook`);
     }
   }
   return { anonymousAuth, authorizationMode: mode, tlsCertFile, tlsPrivateKeyFile };

@@ -51,12 +51,23 @@ export interface Config {
    * true only in the loopback development posture (no authenticator, AlwaysAllow), see buildConfig.
    */
   readonly anonymousAuth: boolean;
-  /** TokenReview through the apiserver (`--authentication-token-webhook`); needs cluster mode, so always false. */
+  /**
+   * kubeconfig of the apiserver (`--kubeconfig`); empty = none. Used only by the TokenReview and
+   * SubjectAccessReview webhooks: nodelet does not sync pods from (or report to) the apiserver.
+   */
+  readonly kubeconfig: string;
+  /** TokenReview through the apiserver (`--authentication-token-webhook`); needs `kubeconfig`. */
   readonly authenticationTokenWebhook: boolean;
+  /** How long TokenReview answers are cached (`authentication.webhook.cacheTTL`, default 2m; 0 = not cached). */
+  readonly authenticationTokenWebhookCacheTTLMs: number;
   /** `--authorization-mode`, resolved: `Policy` when a policy file is given and no mode is. */
   readonly authorizationMode: 'AlwaysAllow' | 'Webhook' | 'Policy';
   /** Local authorization rules for `Policy` mode (`--authorization-policy-file`, nodelet's own flag). */
   readonly authorizationPolicyFile: string;
+  /** How long an allowing SubjectAccessReview is cached (`authorization.webhook.cacheAuthorizedTTL`, 5m). */
+  readonly authorizationWebhookCacheAuthorizedTTLMs: number;
+  /** How long a denying SubjectAccessReview is cached (`authorization.webhook.cacheUnauthorizedTTL`, 30s). */
+  readonly authorizationWebhookCacheUnauthorizedTTLMs: number;
   /** Unauthenticated read-only port (`--read-only-port`, `readOnlyPort`); 0 = off. */
   readonly readOnlyPort: number;
   /** exec/attach/run/port-forward/container logs/runningpods served (`--enable-debugging-handlers`). */

@@ -57,9 +57,13 @@ t.test('defaults', async (t) => {
     clientCAFile: '',
     tokenAuthFile: '',
     anonymousAuth: true,
+    kubeconfig: '',
     authenticationTokenWebhook: false,
+    authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow',
     authorizationPolicyFile: '',
+    authorizationWebhookCacheAuthorizedTTLMs: 300_000,
+    authorizationWebhookCacheUnauthorizedTTLMs: 30_000,
     readOnlyPort: 0,
     enableDebuggingHandlers: true,
   });
@@ -132,7 +136,7 @@ t.test('non-loopback --address needs authentication and a non-AlwaysAllow author
   for (const address of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.20', 'fe80::1']) {
     fails(t, () => build(['--address', address]), new RegExp(`^refusing --authorization-mode=AlwaysAllow on non-loopback address "${address.replace(/\./g, '\\.')}"`));
     fails(t, () => build(['--address', address, '--authorization-mode=AlwaysAllow', '--token-auth-file=/t']), /refusing --authorization-mode=AlwaysAllow/);
-    fails(t, () => build(['--address', address, '--authorization-policy-file=/p']), `serving on non-loopback address "${address}" needs --client-ca-file or --token-auth-file`);
+    fails(t, () => build(['--address', address, '--authorization-policy-file=/p']), `serving on non-loopback address "${address}" needs --client-ca-file, --token-auth-file or --authentication-token-webhook`);
     const ok = build(['--address', address, '--authorization-policy-file=/p', '--token-auth-file=/t']);
     t.equal(ok.authorizationMode, 'Policy', 'a policy file selects Policy mode');
     t.equal(ok.anonymousAuth, false, 'anonymous stays off');
@@ -163,6 +167,23 @@ t.test('security posture: development default on loopback, authentication otherw
   fails(t, () => build(['--authorization-mode=AlwaysAllow', '--authorization-policy-file=/p']), /only used with --authorization-mode=Policy/);
   fails(t, () => build(['--authorization-mode=Webhook']), /^--authorization-mode=Webhook \(from --authorization-mode\) needs the apiserver \(--kubeconfig, cluster mode\)/);
   fails(t, () => build(['--authentication-token-webhook']), /^--authentication-token-webhook .*needs the apiserver/);
+  const hooked = build(['--kubeconfig=/kc', '--authentication-token-webhook', '--authorization-mode=Webhook']);
+  t.same(
+    [hooked.kubeconfig, hooked.authenticationTokenWebhook, hooked.authorizationMode, hooked.anonymousAuth],
+    ['/kc', true, 'Webhook', false],
+    'with --kubeconfig both webhooks are accepted; the token webhook is an authenticator (anonymous off)',
+  );
+  t.same(
+    [hooked.authenticationTokenWebhookCacheTTLMs, hooked.authorizationWebhookCacheAuthorizedTTLMs, hooked.authorizationWebhookCacheUnauthorizedTTLMs],
+    [120_000, 300_000, 30_000],
+    'kubelet cache TTL defaults: 2m, 5m, 30s',
+  );
+  const ttl = build(['--kubeconfig=/kc', '--authorization-mode=Webhook', '--authorization-webhook-cache-authorized-ttl=1m', '--authorization-webhook-cache-unauthorized-ttl=0', '--authentication-token-webhook-cache-ttl=10s']);
+  t.same([ttl.authorizationWebhookCacheAuthorizedTTLMs, ttl.authorizationWebhookCacheUnauthorizedTTLMs, ttl.authenticationTokenWebhookCacheTTLMs], [60_000, 0, 10_000]);
+  t.equal(build(['--address=10.0.0.1', '--kubeconfig=/kc', '--authentication-token-webhook', '--authorization-mode=Webhook']).authorizationMode, 'Webhook', 'webhooks are enough for a non-loopback address');
+  const warned = buildConfig(['--kubeconfig=/kc'], {}, HOST);
+  if ('help' in warned) throw new Error('unexpected help');
+  t.match(warned.warnings, [/--kubeconfig is only used by .* it is ignored/]);
   fails(t, () => build(['--authorization-mode=Nope']), /supported values: "AlwaysAllow", "Webhook", "Policy"/);
   fails(t, () => build(['--tls-cert-file=/c']), '--tls-cert-file and --tls-private-key-file must be given together');
   t.equal(build(['--tls-cert-file=/c', '--tls-private-key-file=/k']).tlsCertFile, '/c');
@@ -183,6 +204,16 @@ t.test('security fields from the config file', async (t) => {
   );
   writeFileSync(path, FILE_HEAD + 'authorization:\n  mode: Webhook\n');
   fails(t, () => build([`--config=${path}`]), /Webhook \(from authorization\.mode in ".*k\.yaml"\) needs the apiserver/);
+  writeFileSync(
+    path,
+    FILE_HEAD +
+      'authentication:\n  webhook:\n    enabled: true\n    cacheTTL: 1m\nauthorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 2m\n    cacheUnauthorizedTTL: 5s\n',
+  );
+  const w = build([`--config=${path}`, '--kubeconfig=/kc']);
+  t.same(
+    [w.authenticationTokenWebhook, w.authenticationTokenWebhookCacheTTLMs, w.authorizationMode, w.authorizationWebhookCacheAuthorizedTTLMs, w.authorizationWebhookCacheUnauthorizedTTLMs],
+    [true, 60_000, 'Webhook', 120_000, 5_000],
+  );
 });
 
 t.test('--read-only-port: 0 (off) to 65535, not the main port', async (t) => {

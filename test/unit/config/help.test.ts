@@ -30,6 +30,10 @@ t.test('defaults are shown the way pflag shows them', async (t) => {
   t.match(text, /--docker-endpoint string\s+.*DOCKER_HOST.*\(default "unix:\/\/\/var\/run\/docker\.sock"\)/);
   t.match(text, /--pod-infra-container-image string\s+.*\(default "registry\.k8s\.io\/pause:3\.10"\)/);
   t.match(text, /--root-dir string\s+.*\(default "\/var\/lib\/nodelet"\)/);
+  t.match(text, /--authentication-token-webhook-cache-ttl duration\s+.*\(default 2m0s\)/);
+  t.match(text, /--authorization-webhook-cache-authorized-ttl duration\s+.*\(default 5m0s\)/);
+  t.match(text, /--authorization-webhook-cache-unauthorized-ttl duration\s+.*\(default 30s\)/);
+  t.match(text, /--kubeconfig string\s+.*only for --authentication-token-webhook and --authorization-mode=Webhook/);
   t.notMatch(text, /--pod-manifest-path string.*\(default/, 'empty default is not shown');
   t.notMatch(text, /--help.*\(default/, 'false bool default is not shown');
 });
