@@ -5,14 +5,14 @@ const RECONNECT_MS = 1000;
 
 /**
  * Follows Docker's event stream for containers carrying `labelFilter`, calling `onEvent` with each
- * event's actor attributes (the container's labels). The stream reconnects after Docker restarts;
+ * event's container ID and actor attributes (the container's labels). The stream reconnects after Docker restarts;
  * events missed meanwhile are covered by the PLEG's periodic relist. Returns a stop function.
  */
 export function watchContainerEvents(
   docker: Docker,
   labelFilter: string,
   log: Logger,
-  onEvent: (attributes: Record<string, string>) => void,
+  onEvent: (containerId: string, attributes: Record<string, string>) => void,
 ): () => void {
   let stopped = false;
   let current: NodeJS.ReadableStream | undefined;
@@ -33,8 +33,8 @@ export function watchContainerEvents(
           pending = pending.slice(nl + 1);
           if (!line) continue;
           try {
-            const event = JSON.parse(line) as { Actor?: { Attributes?: Record<string, string> } };
-            onEvent(event.Actor?.Attributes ?? {});
+            const event = JSON.parse(line) as { id?: string; Actor?: { ID?: string; Attributes?: Record<string, string> } };
+            onEvent(event.Actor?.ID ?? event.id ?? '', event.Actor?.Attributes ?? {});
           } catch {
             log.debug({ line }, 'Ignoring undecodable Docker event');
           }

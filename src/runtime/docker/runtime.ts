@@ -53,6 +53,8 @@ export class DockerRuntime implements Runtime {
   readonly #docker: Docker;
   readonly #opts: DockerRuntimeOptions;
   readonly #inspectCache = new Map<string, CachedInspect>();
+  /** Containers an event named since their last inspection. */
+  readonly #stale = new Set<string>();
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
@@ -89,6 +91,7 @@ export class DockerRuntime implements Runtime {
       }),
     );
     for (const id of this.#inspectCache.keys()) if (!seen.has(id)) this.#inspectCache.delete(id);
+    for (const id of this.#stale) if (!seen.has(id)) this.#stale.delete(id);
     const byNewest = (a: { attempt: number; createdAt: Date }, b: { attempt: number; createdAt: Date }) =>
       b.attempt - a.attempt || b.createdAt.getTime() - a.createdAt.getTime();
     return [...pods.values()].map((p) => ({ ...p, sandboxes: p.sandboxes.sort(byNewest), containers: p.containers.sort(byNewest) }));
@@ -97,7 +100,8 @@ export class DockerRuntime implements Runtime {
   /** Inspects a container unless its listed state is unchanged since the cached inspection. */
   async #inspect(id: string, listedState: string): Promise<Docker.ContainerInspectInfo | undefined> {
     const cached = this.#inspectCache.get(id);
-    if (cached && cached.state === listedState && listedState !== 'restarting') return cached.info;
+    const stale = this.#stale.delete(id);
+    if (cached && !stale && cached.state === listedState && listedState !== 'restarting') return cached.info;
     try {
       const info = await this.#docker.getContainer(id).inspect();
       this.#inspectCache.set(id, { state: listedState, info });
@@ -267,7 +271,10 @@ export class DockerRuntime implements Runtime {
   }
 
   watch(onChange: (podUID: string) => void): () => void {
-    return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, (attrs) => {
+    return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, (id, attrs) => {
+      // Docker's container list lags its events (a `die` can still list as running for a
+      // moment), so the next listing inspects this container whatever state the list shows.
+      if (id) this.#stale.add(id);
       const uid = attrs[Label.podUID];
       if (uid) onChange(uid);
     });
