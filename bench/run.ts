@@ -18,6 +18,7 @@ import { Engine, NodeletProcess, repoRoot } from './lib/env.js';
 import { CliPath, DirectPath, SpdyPath, WebSocketPath, type ExecPath, type LatencySample } from './lib/paths.js';
 import { CpuMeter, findShimPid } from './lib/proc.js';
 import { median, round, spread } from './lib/stats.js';
+import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portForward, slowReader, type PartResult } from './lib/extra.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -40,7 +41,16 @@ interface Options {
   wsZeroMask: boolean;
   traceGc: boolean;
   keepLogs: boolean;
+  httpSeconds: number;
+  freshnessSamples: number;
+  sessions: number;
+  slowSeconds: number;
+  slowMib: number;
+  pfMib: number;
 }
+
+const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
+const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions'];
 
 const USAGE = `usage: npm run bench -- [options]
   --rounds N          interleaved rounds (default 5; 1 with --quick)
@@ -50,7 +60,13 @@ const USAGE = `usage: npm run bench -- [options]
   --stdout-mib N      stdout transfer size in MiB (default 1024)
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
-  --only LIST         comma-separated subset of stdout,stdin,setup
+  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions
+  --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
+  --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
+  --sessions N        idle exec sessions opened for the RSS figure (default 1000; 100 with --quick)
+  --slow-seconds N    how long the slow reader reads at 1 MB/s (default 30; 5 with --quick)
+  --slow-mib N        size of the slow reader's stream in MiB (default 256)
+  --pf-mib N          size of the port-forwarded download in MiB (default 256; 32 with --quick)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --keep-logs         keep nodelet's log and work directory
@@ -80,6 +96,12 @@ function parseOptions(argv: string[]): Options {
       'nodelet-node-args': { type: 'string' },
       'ws-zero-mask': { type: 'boolean', default: false },
       'trace-gc': { type: 'boolean', default: true },
+      'http-seconds': { type: 'string' },
+      'freshness-samples': { type: 'string' },
+      sessions: { type: 'string' },
+      'slow-seconds': { type: 'string' },
+      'slow-mib': { type: 'string' },
+      'pf-mib': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -96,8 +118,8 @@ function parseOptions(argv: string[]): Options {
     return n;
   };
   const quick = values.quick ?? false;
-  const only = new Set((values.only ?? 'stdout,stdin,setup').split(',').map((s) => s.trim()).filter(Boolean));
-  for (const o of only) if (!['stdout', 'stdin', 'setup'].includes(o)) throw new Error(`--only: unknown part "${o}"`);
+  const only = new Set((values.only ?? [...EXEC_PARTS, ...EXTRA_PARTS].join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+  for (const o of only) if (![...EXEC_PARTS, ...EXTRA_PARTS].includes(o)) throw new Error(`--only: unknown part "${o}"`);
   const paths = (values.paths ?? ORDER.join(',')).split(',').map((s) => s.trim()).filter(Boolean) as PathName[];
   for (const p of paths) if (!ORDER.includes(p)) throw new Error(`--paths: unknown path "${p}"`);
   const stdinChunk = int(values['stdin-chunk'], 32 * 1024, 'stdin-chunk');
@@ -119,6 +141,12 @@ function parseOptions(argv: string[]): Options {
     traceGc: values['trace-gc'] ?? true,
     nodeletNodeArgs: (values['nodelet-node-args'] ?? '').split(/\s+/).filter(Boolean),
     keepLogs: values['keep-logs'] ?? false,
+    httpSeconds: int(values['http-seconds'], quick ? 1 : 3, 'http-seconds'),
+    freshnessSamples: int(values['freshness-samples'], 10 + (quick ? 0 : 2), 'freshness-samples'),
+    sessions: int(values.sessions, quick ? 100 : 1000, 'sessions'),
+    slowSeconds: int(values['slow-seconds'], quick ? 5 : 30, 'slow-seconds'),
+    slowMib: int(values['slow-mib'], 256, 'slow-mib'),
+    pfMib: int(values['pf-mib'], quick ? 32 : 256, 'pf-mib'),
   };
 }
 
@@ -245,7 +273,13 @@ async function main(): Promise<void> {
     const dockerVersion = await engine.version();
 
     const nodeArgs = [...(opts.traceGc ? ['--trace-gc'] : []), ...opts.nodeletNodeArgs, ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : [])];
-    const nodelet = await NodeletProcess.start({ root, dockerHost: engine.host, nodeArgs, cli: opts.nodeletCli });
+    const nodelet = await NodeletProcess.start({
+      root,
+      dockerHost: engine.host,
+      nodeArgs,
+      cli: opts.nodeletCli,
+      extraManifests: extraManifests(opts.only, { freshnessSamples: opts.freshnessSamples, pfBytes: opts.pfMib * MiB }),
+    });
     cleanups.push(async () => {
       await nodelet.stop();
       await nodelet.cleanup(opts.keepLogs);
@@ -323,6 +357,34 @@ async function main(): Promise<void> {
       }
     }
 
+    // The issue #6 / #4 figures beyond the exec relay (each beside its own baseline).
+    const extra: PartResult[] = [];
+    if (opts.only.has('http')) {
+      if (await ensureWrk(log)) {
+        log('HTTP serving: /pods and /podInfo vs a bare Fastify server; /podInfo latency with 10 vs 1000 pods');
+        extra.push(await httpServing(nodelet, nodelet.workDir, { rounds: opts.rounds, seconds: opts.httpSeconds, warmup: !opts.quick, log }));
+      } else {
+        log('wrk is missing and cannot be installed: the HTTP serving part is skipped');
+        extra.push({ metrics: [], lines: ['HTTP serving: SKIPPED (no wrk)', ''] });
+      }
+    }
+    if (opts.only.has('freshness')) {
+      log(`status freshness: ${opts.freshnessSamples} × docker kill`);
+      extra.push(await freshness(nodelet, docker, { samples: opts.freshnessSamples, log }));
+    }
+    if (opts.only.has('portforward')) {
+      log('port-forward throughput (SPDY) vs a direct connection inside the pod netns');
+      extra.push(await portForward(nodelet, docker, { rounds: opts.rounds, bytes: opts.pfMib * MiB, log }));
+    }
+    if (opts.only.has('slowreader')) {
+      log(`slow reader: ${opts.slowMib} MiB at 1 MB/s for ${opts.slowSeconds} s, WebSocket then SPDY`);
+      extra.push(await slowReader(nodelet, { bytes: opts.slowMib * MiB, seconds: opts.slowSeconds, rateBps: 1e6, log }));
+    }
+    if (opts.only.has('sessions')) {
+      log(`idle sessions: opening ${opts.sessions}`);
+      extra.push(await idleSessions(nodelet, { sessions: opts.sessions, log }));
+    }
+
     const meta = {
       date: new Date().toISOString(),
       cpu: `${cpus().length}× ${cpus()[0]?.model ?? '?'}`,
@@ -343,7 +405,7 @@ async function main(): Promise<void> {
     };
     await cleanup();
     meta.duration_s = Math.round((Date.now() - started) / 1000);
-    report(results, meta, opts);
+    report(results, meta, opts, extra);
   } catch (err) {
     await cleanup();
     throw err;
@@ -352,7 +414,7 @@ async function main(): Promise<void> {
 
 // ---- report ----------------------------------------------------------------------------------
 
-function report(res: Results, meta: Record<string, string | number>, opts: Options): void {
+function report(res: Results, meta: Record<string, string | number>, opts: Options, extra: PartResult[]): void {
   const metrics: Metric[] = [];
   const lines: string[] = [];
   const rounds = opts.rounds;
@@ -548,6 +610,11 @@ function report(res: Results, meta: Record<string, string | number>, opts: Optio
       '   of the paired differences to the direct sample taken right next to it; then the median over rounds.)',
       '',
     );
+  }
+
+  for (const part of extra) {
+    metrics.push(...(part.metrics as Metric[]));
+    lines.push(...part.lines);
   }
 
   const targets = metrics.filter((m) => m.target !== undefined);

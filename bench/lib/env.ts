@@ -86,6 +86,8 @@ export interface NodeletOptions {
   nodeArgs?: string[];
   /** nodelet's entry point; default `dist/cli.js` of the repository. */
   cli?: string | undefined;
+  /** More static pods: file name (without .yaml) → manifest. */
+  extraManifests?: Record<string, string>;
 }
 
 /** nodelet as a child process (`node dist/cli.js …`), so its CPU time can be read from /proc. */
@@ -111,6 +113,7 @@ export class NodeletProcess {
     const manifests = join(workDir, 'manifests');
     await mkdir(manifests);
     await writeFile(join(manifests, 'sleeper.yaml'), podManifest());
+    for (const [name, text] of Object.entries(opts.extraManifests ?? {})) await writeFile(join(manifests, `${name}.yaml`), text);
     const port = await freePort();
     const logFile = join(workDir, 'nodelet.log');
     const fd = openSync(logFile, 'a');
@@ -160,6 +163,27 @@ export class NodeletProcess {
     throw new Error(`the bench pod did not start within ${timeoutMs} ms (${last}); see ${this.logFile}`);
   }
 
+  /** Waits until every container of static pod `name` (as listed: `<name>-bench`) runs; returns the pod. */
+  async waitForPodRunning(name: string, timeoutMs = 120_000): Promise<PodLike> {
+    const pod = `${name}-${NodeletProcess.nodeName}`;
+    const deadline = Date.now() + timeoutMs;
+    let last = 'no answer yet';
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null) throw new Error(`nodelet exited with ${this.child.exitCode}; see ${this.logFile}`);
+      try {
+        const list = (await (await fetch(`${this.url}/pods`)).json()) as { items?: PodLike[] };
+        const p = list.items?.find((x) => x.metadata?.name === pod);
+        const cs = p?.status?.containerStatuses ?? [];
+        if (p && cs.length > 0 && cs.every((c) => c.state?.running && c.containerID)) return p;
+        last = p ? `pod phase ${p.status?.phase ?? '?'}, ${cs.filter((c) => c.state?.running).length}/${cs.length} running` : 'pod not listed yet';
+      } catch (err) {
+        last = String(err);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`pod ${pod} did not start within ${timeoutMs} ms (${last}); see ${this.logFile}`);
+  }
+
   /**
    * Full (mark-compact) garbage collections nodelet has run so far, counted from its log when it
    * runs with `--trace-gc` (the bench's default); NaN otherwise.
@@ -189,9 +213,12 @@ export class NodeletProcess {
   }
 }
 
-interface PodLike {
-  metadata?: { name?: string };
-  status?: { phase?: string; containerStatuses?: { containerID?: string; state?: { running?: unknown } }[] };
+export interface PodLike {
+  metadata?: { name?: string; namespace?: string; uid?: string };
+  status?: {
+    phase?: string;
+    containerStatuses?: { name?: string; containerID?: string; restartCount?: number; state?: { running?: unknown; terminated?: unknown; waiting?: unknown } }[];
+  };
 }
 
 function podManifest(): string {

@@ -93,13 +93,13 @@ export class SpdyExecClient {
     });
   }
 
-  /** Opens the next stream with `streamtype: type` and waits for its SYN_REPLY; returns its id. */
-  async openStream(type: string): Promise<number> {
+  /** Opens the next stream with `streamtype: type` (plus e.g. port-forward's `port`/`requestid`) and waits for its SYN_REPLY; returns its id. */
+  async openStream(type: string, extraHeaders: Record<string, string> = {}): Promise<number> {
     const id = this.#nextId;
     this.#nextId += 2;
     this.streams.set(id, type);
     const replied = new Promise<void>((resolve, reject) => this.#replyWaiters.set(id, { resolve, reject }));
-    const headerBlock = await this.#compressor.compress({ streamtype: type });
+    const headerBlock = await this.#compressor.compress({ ...extraHeaders, streamtype: type });
     this.socket.write(encodeSynStream({ streamId: id, associatedId: 0, priority: 0, slot: 0, fin: false, unidirectional: false, headerBlock }));
     await replied;
     return id;
