@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../api/names.js';
 import type { PodStatus } from '../../api/types.js';
 import { PlainTextError } from '../errors.js';
@@ -40,19 +40,30 @@ export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host
   // Registered with the kubelet's trailing slash; `ignoreTrailingSlash` serves `/runningpods` too.
   getRoute(app, '/runningpods/', async () => podList(await host.getRunningPods()));
 
-  const podInfo = (versioned: boolean) => async (request: FastifyRequest) => {
+  // Serialised answers per pod, valid for one revision of the pod set and statuses.
+  let podInfoRevision = '';
+  const podInfoBytes = new Map<string, Buffer>();
+  const podInfo = (versioned: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
     const { namespace, name } = podInfoQuery(request);
-    const pod = host.getPodByName(namespace, name);
-    if (!pod) throw new PlainTextError(404, 'Pod does not exist');
-    const uid = pod.metadata?.uid;
-    const status: PodStatus = (uid !== undefined ? host.getPodStatus(uid) : undefined) ?? pod.status ?? {};
-    if (!versioned) return status;
-    return {
-      kind: 'PodStatusResult',
-      apiVersion: 'v1',
-      metadata: { name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid },
-      status,
-    };
+    const revision = host.podsRevision();
+    if (revision !== podInfoRevision) {
+      podInfoRevision = revision;
+      podInfoBytes.clear();
+    }
+    const key = `${versioned ? 'v' : 's'}/${namespace}/${name}`;
+    let body = podInfoBytes.get(key);
+    if (!body) {
+      const pod = host.getPodByName(namespace, name);
+      if (!pod) throw new PlainTextError(404, 'Pod does not exist');
+      const uid = pod.metadata?.uid;
+      const status: PodStatus = (uid !== undefined ? host.getPodStatus(uid) : undefined) ?? pod.status ?? {};
+      const answer = versioned
+        ? { kind: 'PodStatusResult', apiVersion: 'v1', metadata: { name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid }, status }
+        : status;
+      body = Buffer.from(JSON.stringify(answer));
+      podInfoBytes.set(key, body);
+    }
+    return reply.type('application/json').send(body);
   };
   getRoute(app, '/podInfo', podInfo(false));
   getRoute(app, '/api/v1beta1/podInfo', podInfo(true));
