@@ -201,8 +201,12 @@ t.test('A10: TLS 1.2+, AEAD suites, ALPN http/1.1 only', async (t) => {
 });
 
 t.test('header size cap: a 2 MiB header is refused with 431, nothing reaches a handler', async (t) => {
-  const { text } = await rawTls(['GET /pods HTTP/1.1', 'Host: node1', `X-Big: ${'a'.repeat(2 * MAX_HEADER_BYTES)}`]);
-  t.match(text, /^HTTP\/1\.1 431 /);
+  const calls = host.calls.length;
+  // Node answers 431 and closes while the client may still be sending the rest of the 2 MiB, so
+  // the kernel can reset the connection before the client reads the answer: either is a refusal.
+  const { text } = await rawTls(['GET /pods HTTP/1.1', 'Host: node1', `X-Big: ${'a'.repeat(2 * MAX_HEADER_BYTES)}`]).catch(() => ({ text: '' }));
+  t.ok(text === '' || text.startsWith('HTTP/1.1 431 '), `refused with 431 (or reset while still sending): ${JSON.stringify(text.slice(0, 40))}`);
+  t.equal(host.calls.length, calls, 'no Host call');
   t.equal(app.server.headersTimeout, 30_000, 'headersTimeout set (slowloris)');
   t.equal(app.server.requestTimeout, 60_000, 'requestTimeout set');
 });
