@@ -6,6 +6,7 @@ import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode } from '../helpers/nodelet.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { GoLikeCompressor, TestClient, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
+import { fuzzSeed, prng } from '../helpers/prng.js';
 
 /**
  * Bad input against a real nodelet and Docker (reliability-security.md §4, test plan §5 B1–B19).
@@ -456,19 +457,9 @@ t.test('B12: malformed SPDY on a live exec connection: GOAWAY or close, bounded 
 
 // ---- B13: URL fuzz -------------------------------------------------------------------------
 
-/** A small seeded PRNG (mulberry32), so a failing run can be replayed with B13_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 t.test('B13: random URL suffixes with upgrade headers on every route family: no 5xx, no crash, sessions back to 0', async (t) => {
-  const seed = Number(process.env.B13_SEED ?? Date.now() % 1_000_000);
+  const seed = fuzzSeed('B13_SEED');
   t.comment(`B13 seed ${seed} (replay with B13_SEED=${seed})`);
   const rand = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;

@@ -1,22 +1,14 @@
 import t from 'tap';
 import { MAX_RESIZE_OBJECT_BYTES, ResizeDecoder } from '../../../src/streaming/remotecommand/resize.js';
 import type { TerminalSize } from '../../../src/streaming/types.js';
+import { fuzzSeed, prng } from '../../helpers/prng.js';
 
 /**
  * Seeded fuzz of the resize decoder (B14's parser): valid size lines interleaved with garbage
  * lines, split into random chunks. Set FUZZ_SEED to replay a failure.
  */
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
+const SEED = fuzzSeed();
 
 t.test('resize decoder: garbage never throws, valid lines always come through, sizes stay in 1..65535', async (t) => {
   t.comment(`seed ${SEED} (replay with FUZZ_SEED=${SEED})`);

@@ -2,6 +2,7 @@ import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { build, FakeHost, makePod } from '../server/fixtures/fake-host.js';
+import { fuzzSeed, prng } from '../../helpers/prng.js';
 
 /**
  * Seeded URL fuzz over every route family, in-process (B3, B4, B13 without Docker): random
@@ -9,16 +10,7 @@ import { build, FakeHost, makePod } from '../server/fixtures/fake-host.js';
  * 3xx, and the Host is never asked about a name holding `/`, `\`, NUL or `..`. FUZZ_SEED replays.
  */
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
+const SEED = fuzzSeed();
 
 /** Every name argument the FakeHost recorded (`call ns/name`, `call pod/container …`). */
 function badLookups(calls: readonly string[]): string[] {

@@ -6,6 +6,7 @@ import { encodeData, encodeGoAway, encodePing, encodeRstStream, encodeSettings, 
 import { FrameParser } from '../../../src/streaming/spdy/parser.js';
 import type { SpdyStream } from '../../../src/streaming/spdy/stream.js';
 import { GoLikeCompressor, duplexPair, rawHeaderBlock, sleep } from '../streaming/spdy/fixtures/helpers.js';
+import { fuzzSeed, prng } from '../../helpers/prng.js';
 
 /**
  * Seeded fuzz of the SPDY/3.1 side (B12): mutated kubectl-like byte streams into the frame parser
@@ -14,16 +15,7 @@ import { GoLikeCompressor, duplexPair, rawHeaderBlock, sleep } from '../streamin
  * Set FUZZ_SEED to replay a failure.
  */
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
+const SEED = fuzzSeed();
 
 /** A plausible client byte stream: SYN_STREAMs with real compressed headers, DATA, control frames. */
 async function session(rand: () => number): Promise<Buffer[]> {

@@ -6,6 +6,7 @@ import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { decodeFrame, REMOTE_COMMAND_CHANNELS, type Framing } from '../../../src/streaming/websocket/channels.js';
 import { serveWebSocketRemoteCommand } from '../../../src/streaming/websocket/session.js';
+import { fuzzSeed, prng } from '../../helpers/prng.js';
 
 /**
  * Seeded fuzz of the WebSocket side (B11): the channel decoder, then random frames (any opcode,
@@ -14,16 +15,7 @@ import { serveWebSocketRemoteCommand } from '../../../src/streaming/websocket/se
  * stays flat. Set FUZZ_SEED to replay a failure.
  */
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
+const SEED = fuzzSeed();
 
 t.test('decodeFrame: random messages under every framing never throw; results respect the channel count', async (t) => {
   t.comment(`seed ${SEED} (replay with FUZZ_SEED=${SEED})`);
