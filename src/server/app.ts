@@ -93,6 +93,8 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     connectionTimeout: 4 * 60 * 60 * 1000,
     // The kubelet's `IdleTimeout` for keep-alive connections.
     keepAliveTimeout: 90_000,
+    // Stopping must not wait for long answers such as a log follow of a silent container.
+    forceCloseConnections: true,
     // One error handler, set below; a plugin replacing it in the same scope is a bug.
     allowErrorHandlerOverride: false,
     frameworkErrors: handleFrameworkError,

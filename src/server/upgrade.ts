@@ -30,7 +30,15 @@ export function upgradeOf(request: FastifyRequest): PendingUpgrade | undefined {
  * claims every Upgrade (SPDY included) for `ws` (ecosystem.md §1.3).
  */
 export function routeUpgrades(app: FastifyInstance): void {
+  // Node detaches upgrade sockets from the HTTP server, so `close()` would not end a request still
+  // answering on one (e.g. a log follow sent with upgrade headers): track and close them here.
+  const open = new Set<Duplex>();
+  app.addHook('preClose', async () => {
+    for (const socket of open) socket.destroy();
+  });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
     // Clients vanishing mid-handshake must not become uncaught errors.
     socket.on('error', () => socket.destroy());
     // Request smuggling: Node leaves an upgrade request's body unread, so after a 101 it would be
