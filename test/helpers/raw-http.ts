@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export interface RawResponse {
   status: number;
@@ -45,5 +45,29 @@ export function rawRequest(url: string, lines: string[], ms = 5000, opts: { keep
     });
     socket.on('error', () => undefined);
     socket.write(lines.join('\r\n') + '\r\n\r\n');
+  });
+}
+
+/**
+ * Waits for a `101` on `socket` after an Upgrade request was written, then leaves the socket
+ * paused with any bytes after the response head unshifted, ready for the upgraded protocol.
+ * Rejects with the response head when it is not a 101.
+ */
+export function awaitSwitchingProtocols(socket: Socket): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let buf = Buffer.alloc(0);
+    const onData = (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      socket.off('data', onData);
+      socket.pause();
+      const head = buf.subarray(0, end).toString();
+      if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(head));
+      if (buf.length > end + 4) socket.unshift(buf.subarray(end + 4));
+      resolve();
+    };
+    socket.on('data', onData);
+    socket.on('error', reject);
   });
 }

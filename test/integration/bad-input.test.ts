@@ -4,7 +4,7 @@ import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode } from '../helpers/nodelet.js';
-import { rawRequest } from '../helpers/raw-http.js';
+import { awaitSwitchingProtocols, rawRequest } from '../helpers/raw-http.js';
 import { GoLikeCompressor, TestClient, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
 import { fuzzSeed, prng } from '../helpers/prng.js';
 
@@ -354,22 +354,7 @@ async function spdyExec(t: Test, path: string): Promise<{ client: TestClient; so
   const socket = connect(Number(port), '127.0.0.1');
   t.teardown(() => socket.destroy());
   socket.write([`POST ${path} HTTP/1.1`, 'Host: x', ...spdyHeaders(), '', ''].join('\r\n'));
-  await new Promise<void>((resolve, reject) => {
-    let buf = Buffer.alloc(0);
-    const onData = (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      const end = buf.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      socket.off('data', onData);
-      socket.pause();
-      const head = buf.subarray(0, end).toString();
-      if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(head));
-      if (buf.length > end + 4) socket.unshift(buf.subarray(end + 4));
-      resolve();
-    };
-    socket.on('data', onData);
-    socket.on('error', reject);
-  });
+  await awaitSwitchingProtocols(socket);
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   const client = new TestClient(socket);
   socket.resume();

@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
-import { rawRequest } from '../helpers/raw-http.js';
+import { awaitSwitchingProtocols, rawRequest } from '../helpers/raw-http.js';
 import { TestClient, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
 
 /** busybox httpd on 8080 serving a page; nothing listens on 9999. */
@@ -100,22 +100,7 @@ async function spdySession(t: Test, url: string, path: string): Promise<{ client
   const socket = connect(Number(port), hostname);
   t.teardown(() => socket.destroy());
   socket.write([`POST ${path} HTTP/1.1`, 'Host: x', ...spdy('portforward.k8s.io'), '', ''].join('\r\n'));
-  await new Promise<void>((resolve, reject) => {
-    let buf = Buffer.alloc(0);
-    const onData = (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      const end = buf.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      socket.off('data', onData);
-      socket.pause();
-      const head = buf.subarray(0, end).toString();
-      if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(head));
-      if (buf.length > end + 4) socket.unshift(buf.subarray(end + 4));
-      resolve();
-    };
-    socket.on('data', onData);
-    socket.on('error', reject);
-  });
+  await awaitSwitchingProtocols(socket);
   const client = new TestClient(socket);
   socket.resume();
   t.teardown(() => client.close());
