@@ -45,8 +45,8 @@ export function routeUpgrades(app: FastifyInstance): void {
     // parsed as WebSocket/SPDY frames. Upgrades carry no body; refuse one that declares one.
     if (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0') {
       const body = JSON.stringify(statusFor(badRequest('an upgrade request must not have a body')));
-      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-      socket.once('finish', () => socket.destroy());
+      socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      closeAfterAnswer(socket);
       return;
     }
     (req as UpgradeRequest)[kUpgrade] = { socket, head };
@@ -54,9 +54,31 @@ export function routeUpgrades(app: FastifyInstance): void {
     res.assignSocket(socket as Socket);
     // Node has detached its HTTP parser from this socket: one answer, then the connection closes.
     res.shouldKeepAlive = false;
-    res.on('finish', () => socket.end());
+    res.on('finish', () => closeAfterAnswer(socket));
     app.routing(req, res);
   });
+}
+
+/**
+ * How long a refused upgrade's socket lingers after its answer before it is destroyed: enough for
+ * the client to read the answer before the close (Go's net/http waits 500 ms, `rstAvoidanceDelay`),
+ * short enough that silent clients cannot pile up descriptors (the upgrade path has no timeouts).
+ */
+export const REFUSED_UPGRADE_LINGER_MS = 500;
+
+/**
+ * Ends a socket whose upgrade was answered without a 101: FIN after the answer, whatever the client
+ * still sends is read and discarded (so the close is not a reset that could eat the answer), and the
+ * socket is destroyed once the client closed too or after `REFUSED_UPGRADE_LINGER_MS`, whichever
+ * comes first — never left to a client that stays silent.
+ */
+function closeAfterAnswer(socket: Duplex): void {
+  if (socket.destroyed) return;
+  socket.end();
+  socket.resume();
+  const timer = setTimeout(() => socket.destroy(), REFUSED_UPGRADE_LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /**

@@ -177,6 +177,52 @@ t.test('A4 over the wire; an authorized upgrade still switches protocols over TL
   t.match(allowed.text, /^HTTP\/1\.1 101 /, 'the upgrade event reaches routeUpgrades on the TLS server');
 });
 
+/**
+ * A client that sends one request, reads the answer and then neither sends nor closes: it does not
+ * answer the server's FIN (half-open), so only the server can free the connection.
+ */
+function silentClient(lines: string[], client?: Client): Promise<{ text: string; socket: TLSSocket }> {
+  return new Promise((resolve, reject) => {
+    const socket: TLSSocket = connect({ ...tlsOpts(client), allowHalfOpen: true }, () => socket.write(lines.join('\r\n') + '\r\n\r\n'));
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    // The server's FIN: the whole answer is in. The client keeps its side open.
+    socket.once('end', () => resolve({ text, socket }));
+    socket.on('error', reject);
+  });
+}
+
+const serverConnections = () => new Promise<number>((resolve, reject) => app.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+
+t.test('refused upgrades from silent clients: every socket is closed by nodelet after its answer (401, 403, 404, 400)', async (t) => {
+  const baseline = await serverConnections();
+  const ws = UPGRADES.websocket ?? [];
+  const kinds: [string, string[], Client, RegExp][] = [
+    ['401 no credentials', ['GET /exec/default/web/app?command=id&output=1 HTTP/1.1', 'Host: node1', ...ws], undefined, /^HTTP\/1\.1 401 /],
+    ['403 get nodes/proxy', ['GET /exec/default/web/app?command=id&output=1 HTTP/1.1', 'Host: node1', ...ws, 'Authorization: Bearer proxy-get-token'], undefined, /^HTTP\/1\.1 403 /],
+    ['404 unknown pod', ['GET /portForward/default/nopod HTTP/1.1', 'Host: node1', ...ws], alice, /^HTTP\/1\.1 404 /],
+    ['400 bad options', ['GET /exec/default/web/app HTTP/1.1', 'Host: node1', ...ws], alice, /^HTTP\/1\.1 400 /],
+  ];
+  const held: TLSSocket[] = [];
+  t.teardown(() => held.forEach((s) => s.destroy()));
+  for (let i = 0; i < 100; i++) {
+    const [what, lines, client, status] = kinds[i % kinds.length]!;
+    const { text, socket } = await silentClient(lines, client);
+    held.push(socket);
+    if (!status.test(text)) t.fail(`${what}: ${text.slice(0, 80)}`);
+  }
+  t.equal(held.length, 100, '100 refused upgrades answered, their clients silent and never closing');
+  const peak = await serverConnections();
+  const deadline = Date.now() + 5000;
+  let open = await serverConnections();
+  while (open > baseline && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    open = await serverConnections();
+  }
+  t.ok(open <= baseline, `server-side connections back to ${baseline} (${peak} right after the 100th answer, ${open} now) though no client closed`);
+  t.ok(held.every((s) => !s.destroyed), 'the clients still hold their sockets');
+});
+
 t.test('A10: TLS 1.2+, AEAD suites, ALPN http/1.1 only', async (t) => {
   const handshake = (extra: ConnectionOptions) =>
     new Promise<{ ok: boolean; alpn?: string | false | null; version?: string | null; error?: string }>((resolve) => {
