@@ -349,7 +349,7 @@ node_kubeconfig() {
 }
 
 # Our process only: a recycled pid of another program is left alone.
-ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF "$DIR"; }
+ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF "$DIR/"; }
 
 # stop_components NAME...: SIGTERM, then SIGKILL after a few seconds.
 stop_components() {
