@@ -20,6 +20,9 @@ import { StatusManager } from './status/manager.js';
 import { readNodeStats } from './stats/node.js';
 import { StatsSampler } from './stats/sampler.js';
 import { serverVersion } from './version.js';
+import { KubeClient } from './apiserver/client.js';
+import { loadKubeconfig } from './config/kubeconfig.js';
+import { startClusterMode, type ClusterMode } from './cluster/index.js';
 
 export interface Nodelet {
   readonly app: FastifyInstance;
@@ -34,6 +37,8 @@ export interface Nodelet {
   readonly url: string;
   /** The unauthenticated read-only listener (`--read-only-port`), when enabled. */
   readonly readOnlyUrl: string | undefined;
+  /** Cluster mode's loops (node, lease, pods, statuses, mirror pods, events), with `--kubeconfig`. */
+  readonly cluster: ClusterMode | undefined;
   /** Stops serving and syncing. Pods keep running, as they do when a kubelet stops. */
   close(): Promise<void>;
 }
@@ -47,6 +52,8 @@ export interface StartOptions {
   streaming?: { streamCreationTimeoutMs?: number; closeWaitMs?: number };
   /** Stats sampling period (default 10 s, about the kubelet's cadvisor housekeeping interval). */
   statsPeriodMs?: number;
+  /** Cluster-mode timing overrides for tests (status resync, mirror pod period, watch timeout). */
+  clusterTiming?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
 }
 
 /** Wires the pieces of the architecture together and starts them (see DESIGN.md's data flow). */
@@ -79,6 +86,9 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     log.warn({ err, endpoint: config.dockerEndpoint }, 'Docker engine does not answer yet');
   }
 
+  // Cluster mode: the kubeconfig is read before anything runs, so a bad one stops nodelet at once.
+  const apiClient = config.kubeconfig ? new KubeClient(loadKubeconfig(config.kubeconfig), { userAgent: `nodelet/${serverVersion.gitVersion} (${config.nodeName})` }) : undefined;
+  let cluster: ClusterMode | undefined;
   const recorder = new EventRecorder({ nodeName: config.nodeName });
   const podManager = new PodManager();
   const statusManager = new StatusManager({ log });
@@ -92,11 +102,29 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     log,
     syncFrequencyMs: config.syncFrequencyMs,
     metrics,
+    onPodTerminated: (uid) => cluster?.podTerminated(uid),
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
   });
-  const podConfig = new PodConfig({ manager: podManager, recorder, log, onChange: (diff) => kubelet.handlePodChanges(diff) });
+  const podConfig = new PodConfig({
+    manager: podManager,
+    recorder,
+    log,
+    onChange: (diff) => {
+      kubelet.handlePodChanges(diff);
+      cluster?.podsChanged();
+    },
+    onRejected: (source, pod, message) => {
+      if (source === 'api') cluster?.podRejected(pod, message);
+    },
+  });
   kubelet.start();
+  // Orphaned containers are removed only once every source has delivered its first snapshot.
+  const unseen = new Set([...(config.staticPodPath ? ['file'] : []), ...(apiClient ? ['api'] : [])]);
+  const sourceSeen = (name: string) => {
+    unseen.delete(name);
+    if (unseen.size === 0) kubelet.markSourcesReady();
+  };
 
   const node = { kind: 'Node', apiVersion: 'v1', metadata: { name: config.nodeName, namespace: 'default', uid: config.nodeName } };
   let source: StaticPodDirSource | undefined;
@@ -110,11 +138,10 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     });
     source.start((pods) => {
       podConfig.update('file', pods);
-      kubelet.markSourcesReady();
+      sourceSeen('file');
     });
-  } else {
-    kubelet.markSourcesReady();
   }
+  if (unseen.size === 0) kubelet.markSourcesReady();
 
   // Samples what the PLEG last saw running; its first round runs at once (before any pod starts).
   const stats = new StatsSampler({ runtime, pods: () => kubelet.pleg.getPods(), log, readNode: () => readNodeStats(), ...(opts.statsPeriodMs ? { periodMs: opts.statsPeriodMs } : {}) });
@@ -157,7 +184,40 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await stats.stop();
     await kubelet.stop();
     closeSecurity();
+    apiClient?.close();
     throw err;
+  }
+  if (apiClient) {
+    cluster = startClusterMode({
+      config,
+      client: apiClient,
+      docker,
+      port: Number(new URL(url).port),
+      kubeletVersion: serverVersion.gitVersion,
+      podManager,
+      statusManager,
+      recorder,
+      onPods: (pods) => {
+        podConfig.update('api', pods);
+        sourceSeen('api');
+      },
+      hasRunningContainers: (uid) => {
+        const rp = kubelet.pleg.getPod(uid);
+        return rp !== undefined && (rp.containers.some((c) => c.state === 'running') || rp.sandboxes.some((s) => s.ready));
+      },
+      health: () => {
+        const h = kubelet.pleg.health();
+        const stale = h.relists === 0 || Date.now() - h.lastSuccess > 30_000;
+        return {
+          ...(stale ? { notReadyReason: `container runtime is down: ${h.lastError ?? 'not listed yet'}` } : {}),
+          memoryPressure: false,
+          diskPressure: false,
+          pidPressure: false,
+        };
+      },
+      log,
+      ...(opts.clusterTiming ? { timing: opts.clusterTiming } : {}),
+    });
   }
   const posture = { tls: tls !== undefined, anonymousAuth: config.anonymousAuth, authorizationMode: config.authorizationMode, tokenWebhook: config.authenticationTokenWebhook || undefined };
   log.info({ url, readOnlyUrl, node: config.nodeName, staticPodPath: config.staticPodPath || undefined, ...posture }, 'nodelet is serving');
@@ -172,8 +232,11 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     stats,
     url,
     readOnlyUrl,
+    cluster,
     async close() {
       source?.stop();
+      await cluster?.stop();
+      apiClient?.close();
       await readOnly?.close();
       await app.close();
       await stats.stop();

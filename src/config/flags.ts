@@ -161,7 +161,35 @@ const TABLE = [
   },
   {
     name: 'kubeconfig', kind: 'string', target: 'kubeconfig', default: '',
-    help: 'Path to a kubeconfig file (server, CA or insecure-skip-tls-verify, bearer token or client certificate) for reaching the apiserver. nodelet uses it only for --authentication-token-webhook and --authorization-mode=Webhook; it does not sync pods or report status to the apiserver',
+    help: 'Path to a kubeconfig file (server, CA or insecure-skip-tls-verify, bearer token or client certificate) for reaching the apiserver. Turns on cluster mode: nodelet registers its Node and Lease, runs the pods the apiserver binds to it, reports their statuses, creates mirror pods for static pods and sends events. Empty: standalone',
+  },
+  {
+    name: 'register-node', kind: 'bool', target: 'registerNode', default: true, fileField: 'registerNode',
+    help: 'Register the node with the apiserver (cluster mode). If false, the Node object must already exist',
+  },
+  {
+    name: 'node-labels', kind: 'string', target: 'nodeLabels', default: '',
+    help: 'Labels to add when registering the node in the cluster: key=value pairs separated by \',\'. Labels in the kubernetes.io namespace must be allowed by the NodeRestriction admission plugin',
+  },
+  {
+    name: 'register-with-taints', kind: 'string', target: 'registerWithTaints', default: '',
+    help: 'Register the node with the given taints (comma separated "<key>=<value>:<effect>"). No-op if --register-node is false',
+  },
+  {
+    name: 'node-status-update-frequency', kind: 'duration', target: 'nodeStatusUpdateFrequencyMs', default: '10s', fileField: 'nodeStatusUpdateFrequency',
+    help: 'How often nodelet computes the node status and sends it to the apiserver when it changed',
+  },
+  {
+    name: 'node-status-report-frequency', kind: 'duration', target: 'nodeStatusReportFrequencyMs', default: '5m0s', fileField: 'nodeStatusReportFrequency',
+    help: 'How often nodelet sends an unchanged node status to the apiserver',
+  },
+  {
+    name: 'node-lease-duration-seconds', kind: 'int', target: 'nodeLeaseDurationSeconds', default: 40, fileField: 'nodeLeaseDurationSeconds',
+    help: 'Duration of the node Lease; nodelet renews it every quarter of that',
+  },
+  {
+    name: 'max-pods', kind: 'int', target: 'maxPods', default: 110, fileField: 'maxPods',
+    help: 'Number of pods that can run on this node (reported as the node\'s pods capacity)',
   },
   {
     name: 'authentication-token-webhook', kind: 'bool', target: 'authenticationTokenWebhook', default: false, fileField: 'authentication.webhook.enabled',

@@ -9,6 +9,7 @@ import { usage } from './help.js';
 import { dns1123SubdomainError, firstExternalIPv4, isUnspecifiedAddress, type HostInfo } from './host.js';
 import { parseFlags } from './parse.js';
 import { resolveSecurity } from './security.js';
+import { parseNodeLabels, parseTaints } from './node-flags.js';
 import type { Config } from './types.js';
 
 export { ConfigError } from './errors.js';
@@ -86,7 +87,13 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     clientCAFile: get('clientCAFile'),
     tokenAuthFile: get('tokenAuthFile'),
     kubeconfig: get('kubeconfig'),
-    authenticationTokenWebhook: get('authenticationTokenWebhook'),
+    registerNode: get('registerNode'),
+    nodeLabels: checked(get('nodeLabels'), parseNodeLabels, '--node-labels'),
+    registerWithTaints: checked(get('registerWithTaints'), parseTaints, '--register-with-taints'),
+    nodeStatusUpdateFrequencyMs: get('nodeStatusUpdateFrequencyMs'),
+    nodeStatusReportFrequencyMs: get('nodeStatusReportFrequencyMs'),
+    nodeLeaseDurationSeconds: get('nodeLeaseDurationSeconds'),
+    maxPods: get('maxPods'),
     authenticationTokenWebhookCacheTTLMs: get('authenticationTokenWebhookCacheTTLMs'),
     authorizationPolicyFile: get('authorizationPolicyFile'),
     authorizationWebhookCacheAuthorizedTTLMs: get('authorizationWebhookCacheAuthorizedTTLMs'),
@@ -96,10 +103,20 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     ...security,
   };
   const warnings = [...file.warnings];
-  if (config.kubeconfig !== '' && !config.authenticationTokenWebhook && config.authorizationMode !== 'Webhook') {
-    warnings.push('--kubeconfig is only used by --authentication-token-webhook and --authorization-mode=Webhook, and neither is on: it is ignored');
+  if (config.kubeconfig !== '' && config.clientCAFile === '') {
+    warnings.push('cluster mode without --client-ca-file: the apiserver\'s client certificate cannot be authenticated, so kubectl logs/exec/port-forward through the apiserver will get 401');
   }
   return { config: Object.freeze(config), warnings };
+}
+
+/** Returns `text` after checking it parses with `parse`; a failure is a ConfigError naming `flag`. */
+function checked(text: string, parse: (text: string) => unknown, flag: string): string {
+  try {
+    parse(text);
+  } catch (err) {
+    throw new ConfigError(`invalid argument ${quote(text)} for "${flag}" flag: ${(err as Error).message}`);
+  }
+  return text;
 }
 
 /** Like the kubelet's GetHostname: override or host name, trimmed and lower-cased. */

@@ -23,23 +23,26 @@ export function resolveSecurity(
   get: Get,
   given: (k: FlagTarget) => boolean,
   origin: (k: FlagTarget) => string,
-): Pick<Config, 'anonymousAuth' | 'authorizationMode' | 'tlsCertFile' | 'tlsPrivateKeyFile'> {
+): Pick<Config, 'anonymousAuth' | 'authorizationMode' | 'authenticationTokenWebhook' | 'tlsCertFile' | 'tlsPrivateKeyFile'> {
   const tlsCertFile = get('tlsCertFile');
   const tlsPrivateKeyFile = get('tlsPrivateKeyFile');
   if ((tlsCertFile === '') !== (tlsPrivateKeyFile === '')) {
     throw new ConfigError('--tls-cert-file and --tls-private-key-file must be given together');
   }
-  // The webhooks ask the apiserver, so they need --kubeconfig (which serves nothing else yet).
+  // The webhooks ask the apiserver, so they need --kubeconfig (cluster mode).
   const hasKubeconfig = get('kubeconfig') !== '';
   const needsApiserver = (what: string) =>
     new ConfigError(`${what} needs the apiserver (--kubeconfig, cluster mode); give --kubeconfig, or use --client-ca-file or --token-auth-file, and --authorization-mode=Policy`);
-  const tokenWebhook = get('authenticationTokenWebhook');
+  // Cluster mode defaults to the kubelet's recommended posture: TokenReview for bearer tokens and
+  // SubjectAccessReview for every request (what the apiserver's proxied requests go through).
+  const tokenWebhook = given('authenticationTokenWebhook') ? get('authenticationTokenWebhook') : hasKubeconfig;
   if (tokenWebhook && !hasKubeconfig) throw needsApiserver(`--authentication-token-webhook (from ${origin('authenticationTokenWebhook')})`);
 
   const policyFile = get('authorizationPolicyFile');
   let mode = get('authorizationMode');
   if (mode === 'Webhook' && !hasKubeconfig) throw needsApiserver(`--authorization-mode=Webhook (from ${origin('authorizationMode')})`);
   if (policyFile !== '' && !given('authorizationMode')) mode = 'Policy';
+  else if (hasKubeconfig && !given('authorizationMode')) mode = 'Webhook';
   if (mode === 'Policy' && policyFile === '') {
     throw new ConfigError('--authorization-mode=Policy needs --authorization-policy-file');
   }
@@ -62,5 +65,5 @@ export function resolveSecurity(
       throw new ConfigError(`serving on non-loopback address ${quote(address)} needs --client-ca-file, --token-auth-file or --authentication-token-webhook`);
     }
   }
-  return { anonymousAuth, authorizationMode: mode, tlsCertFile, tlsPrivateKeyFile };
+  return { anonymousAuth, authorizationMode: mode, authenticationTokenWebhook: tokenWebhook, tlsCertFile, tlsPrivateKeyFile };
 }

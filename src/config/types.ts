@@ -52,10 +52,24 @@ export interface Config {
    */
   readonly anonymousAuth: boolean;
   /**
-   * kubeconfig of the apiserver (`--kubeconfig`); empty = none. Used only by the TokenReview and
-   * SubjectAccessReview webhooks: nodelet does not sync pods from (or report to) the apiserver.
+   * kubeconfig of the apiserver (`--kubeconfig`); empty = standalone. Given, nodelet is a node of
+   * that cluster (src/cluster) and the TokenReview/SubjectAccessReview webhooks can use it.
    */
   readonly kubeconfig: string;
+  /** Create the Node object when it does not exist (`--register-node`, default true). */
+  readonly registerNode: boolean;
+  /** `--node-labels` as given (`k=v,k2=v2`), checked at start-up; parsed by cluster/node-object. */
+  readonly nodeLabels: string;
+  /** `--register-with-taints` as given (`key=value:Effect,…`), checked at start-up. */
+  readonly registerWithTaints: string;
+  /** How often the node status is computed and sent when changed (`nodeStatusUpdateFrequency`, 10 s). */
+  readonly nodeStatusUpdateFrequencyMs: number;
+  /** An unchanged node status is sent this often (`nodeStatusReportFrequency`, 5 min). */
+  readonly nodeStatusReportFrequencyMs: number;
+  /** `nodeLeaseDurationSeconds` (40); renewed every quarter. */
+  readonly nodeLeaseDurationSeconds: number;
+  /** The node's pods capacity (`maxPods`, 110). */
+  readonly maxPods: number;
   /** TokenReview through the apiserver (`--authentication-token-webhook`); needs `kubeconfig`. */
   readonly authenticationTokenWebhook: boolean;
   /** How long TokenReview answers are cached (`authentication.webhook.cacheTTL`, default 2m; 0 = not cached). */

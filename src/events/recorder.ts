@@ -22,6 +22,7 @@ export class EventRecorder {
   readonly #capacity: number;
   readonly #component: string;
   readonly #host: string;
+  readonly #listeners: ((event: Event) => void)[] = [];
 
   constructor(opts: { nodeName: string; capacity?: number }) {
     this.#capacity = opts.capacity ?? 1000;
@@ -47,6 +48,7 @@ export class EventRecorder {
       this.#events.delete(key);
       const bumped: Event = { ...existing, count: (existing.count ?? 1) + 1, lastTimestamp: now };
       this.#events.set(key, bumped);
+      this.#emit(bumped);
       return bumped;
     }
     const event: Event = {
@@ -74,7 +76,17 @@ export class EventRecorder {
       const oldest = this.#events.keys().next().value as string;
       this.#events.delete(oldest);
     }
+    this.#emit(event);
     return event;
+  }
+
+  /** Calls `listener` with every event recorded or bumped from now on (cluster mode's sink). */
+  onRecord(listener: (event: Event) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  #emit(event: Event): void {
+    for (const listener of this.#listeners) listener(event);
   }
 
   /** Events in `namespace` (all namespaces when undefined) matching every `field=value` pair. */

@@ -25,6 +25,11 @@ export interface KubeletOptions {
   /** Crash-loop back-off; injectable so tests can shorten it. */
   backoff?: Backoff;
   metrics?: Metrics;
+  /**
+   * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
+   * status is published: cluster mode may now delete the pod object.
+   */
+  onPodTerminated?: (uid: string) => void;
 }
 
 interface Worker {
@@ -166,6 +171,8 @@ export class Kubelet {
       return;
     }
 
+    if (pod.metadata?.deletionTimestamp) return this.#terminate(pod, runtimePod);
+
     const now = Date.now();
     if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
     const actions = computePodActions(pod, runtimePod, this.#backoff, now);
@@ -198,7 +205,36 @@ export class Kubelet {
     });
   }
 
-  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>): void {
+  /**
+   * Graceful deletion (the kubelet's `syncTerminatingPod`): stop every running container with the
+   * deletion's grace period (SIGTERM, SIGKILL when it runs out) and the sandbox, start nothing;
+   * once nothing runs, publish the terminal status. Containers are removed when the pod leaves
+   * its source (after cluster mode deleted the object), so their logs stay readable meanwhile.
+   */
+  async #terminate(pod: Pod, runtimePod: RuntimePod | undefined): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const running = runtimePod?.containers.filter((c) => c.state === 'running') ?? [];
+    const sandboxes = runtimePod?.sandboxes.filter((s) => s.ready) ?? [];
+    this.#publishStatus(pod, runtimePod, new Map(), running.length === 0);
+    if (running.length === 0 && sandboxes.length === 0) {
+      this.#o.onPodTerminated?.(uid);
+      return;
+    }
+    const grace = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    const plog = this.#o.log.child({ pod: podRef(pod), podUID: uid });
+    await Promise.all(
+      running.map(async (c) => {
+        this.#o.recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
+        plog.info({ container: c.name, gracePeriod: grace }, 'Killing container with a grace period');
+        await this.#o.runtime.stopContainer(c.id, grace);
+      }),
+    );
+    await Promise.all(sandboxes.map((s) => this.#o.runtime.stopContainer(s.id, 0)));
+    // The stops come back as PLEG events; the next sync publishes the terminal status.
+    await this.pleg.relist();
+  }
+
+  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false): void {
     // The pod started when its first sandbox did: stable across restarts of nodelet.
     const firstSandbox = runtimePod?.sandboxes.at(-1);
     const recorded: Pod = firstSandbox && !pod.status?.startTime
@@ -211,7 +247,7 @@ export class Kubelet {
         allWaiting.set(c.name, failure.waiting);
       }
     }
-    const status = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date() });
+    const status = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal });
     this.#o.statusManager.setPodStatus(recorded, status);
     const uid = pod.metadata?.uid ?? '';
     const firstSeen = this.#firstSeen.get(uid);

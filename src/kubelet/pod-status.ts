@@ -26,6 +26,11 @@ export interface PodStatusOptions {
   readonly waiting?: ReadonlyMap<string, WaitingReason>;
   /** Transition time of conditions whose status changed. */
   readonly now: Date;
+  /**
+   * The pod is done for good (deleted, and nothing runs any more): its phase becomes terminal —
+   * Succeeded when every container exited 0, else Failed — as `getPhase` does for `podIsTerminal`.
+   */
+  readonly terminal?: boolean;
 }
 
 /**
@@ -42,6 +47,10 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
   const containerStatuses = spec.containers.map((c) => statusOf(c, 'regular'));
 
   let phase = getPhase(spec, initContainerStatuses, containerStatuses);
+  if (opts.terminal && !isTerminalPhase(phase)) {
+    const allSucceeded = containerStatuses.length > 0 && containerStatuses.every((s) => s.state?.terminated?.exitCode === 0);
+    phase = allSucceeded ? 'Succeeded' : 'Failed';
+  }
   // generateAPIPodStatus: a phase the API already holds as terminal is never regressed.
   const recorded = pod.status?.phase;
   if (isTerminalPhase(recorded)) phase = recorded;

@@ -1,6 +1,6 @@
 import { podFullName } from '../api/names.js';
 import type { Pod } from '../api/types.js';
-import { filterInvalidPods, reportInvalidPod, type EventSink } from '../api/validation.js';
+import { aggregate, filterInvalidPods, reportInvalidPod, validatePod, type EventSink } from '../api/validation.js';
 import type { Logger } from '../logging/index.js';
 import { isMirrorPod, localAnnotations } from '../api/annotations.js';
 import type { PodManager } from './manager.js';
@@ -18,6 +18,11 @@ export interface PodConfigOptions {
   recorder: EventSink;
   log: Logger;
   onChange: (diff: PodDiff) => void;
+  /**
+   * A pod of `source` was refused (invalid, or a duplicate name or UID), with the reason. Cluster
+   * mode reports such apiserver pods as `Failed`, as the kubelet does with pods it rejects.
+   */
+  onRejected?: (source: string, pod: Pod, message: string) => void;
 }
 
 /**
@@ -47,6 +52,13 @@ export class PodConfig {
       }
     }
     const valid = this.#uniqueUIDs(filterInvalidPods(pods, source, this.#o.recorder, this.#o.log, otherNames), pods, source, otherUIDs);
+
+    if (this.#o.onRejected) {
+      const accepted = new Set(valid);
+      for (const pod of pods) {
+        if (!accepted.has(pod)) this.#o.onRejected(source, pod, aggregate(validatePod(pod)) || 'Duplicate value: the name or UID is taken by another pod on this node');
+      }
+    }
 
     const previous = this.#sources.get(source) ?? new Map<string, Pod>();
     const next = new Map<string, Pod>();

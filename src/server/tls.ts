@@ -44,7 +44,8 @@ const CIPHERS = [
  * https, and a token on plain HTTP is a token on the wire).
  */
 export function servesTLS(config: Config): boolean {
-  return !isLoopbackAddress(config.address) || config.tlsCertFile !== '' || config.clientCAFile !== '' || config.tokenAuthFile !== '';
+  // Cluster mode too: the apiserver always dials its nodes over HTTPS.
+  return !isLoopbackAddress(config.address) || config.tlsCertFile !== '' || config.clientCAFile !== '' || config.tokenAuthFile !== '' || config.kubeconfig !== '';
 }
 
 /**

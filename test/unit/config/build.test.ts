@@ -58,6 +58,13 @@ t.test('defaults', async (t) => {
     tokenAuthFile: '',
     anonymousAuth: true,
     kubeconfig: '',
+    registerNode: true,
+    nodeLabels: '',
+    registerWithTaints: '',
+    nodeStatusUpdateFrequencyMs: 10_000,
+    nodeStatusReportFrequencyMs: 300_000,
+    nodeLeaseDurationSeconds: 40,
+    maxPods: 110,
     authenticationTokenWebhook: false,
     authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow',
@@ -103,7 +110,7 @@ t.test('precedence: defaults <- config file <- flags given explicitly', async (t
   const path = join(dir, 'kubelet.yaml');
   writeFileSync(
     path,
-    FILE_HEAD + 'port: 10260\nsyncFrequency: 30s\nstaticPodPath: /etc/m\nlogging:\n  format: json\n  verbosity: 5\nmaxPods: 10\n',
+    FILE_HEAD + 'port: 10260\nsyncFrequency: 30s\nstaticPodPath: /etc/m\nlogging:\n  format: json\n  verbosity: 5\npodPidsLimit: 10\n',
   );
   const fromFile = buildConfig([`--config=${path}`], {}, HOST);
   if ('help' in fromFile) throw new Error('unexpected help');
@@ -114,7 +121,7 @@ t.test('precedence: defaults <- config file <- flags given explicitly', async (t
   t.equal(fromFile.config.verbosity, 5);
   t.equal(fromFile.config.fileCheckFrequencyMs, 20_000, 'default kept where the file is silent');
   t.equal(fromFile.warnings.length, 1);
-  t.match(fromFile.warnings[0], /maxPods/);
+  t.match(fromFile.warnings[0], /podPidsLimit/);
 
   const both = build(['--port', '10270', '--config', path, '-v=1', '--logging-format=text', '--pod-manifest-path='], {});
   t.equal(both.port, 10270, 'flag beats file regardless of order');
@@ -181,9 +188,17 @@ t.test('security posture: development default on loopback, authentication otherw
   const ttl = build(['--kubeconfig=/kc', '--authorization-mode=Webhook', '--authorization-webhook-cache-authorized-ttl=1m', '--authorization-webhook-cache-unauthorized-ttl=0', '--authentication-token-webhook-cache-ttl=10s']);
   t.same([ttl.authorizationWebhookCacheAuthorizedTTLMs, ttl.authorizationWebhookCacheUnauthorizedTTLMs, ttl.authenticationTokenWebhookCacheTTLMs], [60_000, 0, 10_000]);
   t.equal(build(['--address=10.0.0.1', '--kubeconfig=/kc', '--authentication-token-webhook', '--authorization-mode=Webhook']).authorizationMode, 'Webhook', 'webhooks are enough for a non-loopback address');
-  const warned = buildConfig(['--kubeconfig=/kc'], {}, HOST);
-  if ('help' in warned) throw new Error('unexpected help');
-  t.match(warned.warnings, [/--kubeconfig is only used by .* it is ignored/]);
+  const cluster = buildConfig(['--kubeconfig=/kc'], {}, HOST);
+  if ('help' in cluster) throw new Error('unexpected help');
+  t.same(
+    [cluster.config.authenticationTokenWebhook, cluster.config.authorizationMode, cluster.config.anonymousAuth],
+    [true, 'Webhook', false],
+    'cluster mode defaults to the kubelet\'s recommended posture: both webhooks, no anonymous requests',
+  );
+  t.match(cluster.warnings, [/cluster mode without --client-ca-file: .* will get 401/]);
+  const explicit = build(['--kubeconfig=/kc', '--client-ca-file=/ca', '--authentication-token-webhook=false', '--authorization-mode=AlwaysAllow']);
+  t.same([explicit.authenticationTokenWebhook, explicit.authorizationMode], [false, 'AlwaysAllow'], 'explicit flags win over the cluster-mode defaults');
+  t.same(buildConfig(['--kubeconfig=/kc', '--client-ca-file=/ca'], {}, HOST), { config: build(['--kubeconfig=/kc', '--client-ca-file=/ca']), warnings: [] }, 'no warning with a client CA');
   fails(t, () => build(['--authorization-mode=Nope']), /supported values: "AlwaysAllow", "Webhook", "Policy"/);
   fails(t, () => build(['--tls-cert-file=/c']), '--tls-cert-file and --tls-private-key-file must be given together');
   t.equal(build(['--tls-cert-file=/c', '--tls-private-key-file=/k']).tlsCertFile, '/c');

@@ -33,7 +33,7 @@ t.test('defaults are shown the way pflag shows them', async (t) => {
   t.match(text, /--authentication-token-webhook-cache-ttl duration\s+.*\(default 2m0s\)/);
   t.match(text, /--authorization-webhook-cache-authorized-ttl duration\s+.*\(default 5m0s\)/);
   t.match(text, /--authorization-webhook-cache-unauthorized-ttl duration\s+.*\(default 30s\)/);
-  t.match(text, /--kubeconfig string\s+.*only for --authentication-token-webhook and --authorization-mode=Webhook/);
+  t.match(text, /--kubeconfig string\s+.*Turns on cluster mode/);
   t.notMatch(text, /--pod-manifest-path string.*\(default/, 'empty default is not shown');
   t.notMatch(text, /--help.*\(default/, 'false bool default is not shown');
 });

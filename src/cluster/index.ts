@@ -1,0 +1,121 @@
+import type Docker from 'dockerode';
+import type { Pod } from 'kubernetes-types/core/v1.js';
+import type { Config } from '../config/types.js';
+import { parseNodeLabels, parseTaints } from '../config/node-flags.js';
+import type { EventRecorder } from '../events/recorder.js';
+import type { Logger } from '../logging/index.js';
+import type { PodManager } from '../pod/manager.js';
+import type { StatusManager } from '../status/manager.js';
+import type { KubeClient } from '../apiserver/client.js';
+import { EventSink } from './event-sink.js';
+import { MirrorPods } from './mirror-pods.js';
+import { NodeController } from './node-controller.js';
+import { readNodeFacts } from './node-facts.js';
+import type { NodeHealth } from './node-object.js';
+import { ApiserverObjects } from './objects.js';
+import { ApiPodSource } from './pod-source.js';
+import { StatusSync } from './status-sync.js';
+
+export { ApiserverObjects } from './objects.js';
+
+export interface ClusterModeOptions {
+  config: Config;
+  client: KubeClient;
+  docker: Docker;
+  /** The port the API listens on (what the apiserver dials). */
+  port: number;
+  kubeletVersion: string;
+  podManager: PodManager;
+  statusManager: StatusManager;
+  recorder: EventRecorder;
+  /** The pods the apiserver binds to this node, after the first list and every change. */
+  onPods: (pods: Pod[]) => void;
+  hasRunningContainers: (uid: string) => boolean;
+  health: () => NodeHealth;
+  log: Logger;
+  /** Timing overrides for tests. */
+  timing?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
+}
+
+/** nodelet as a node of a cluster: every loop that talks to the apiserver, started and stopped together. */
+export interface ClusterMode {
+  readonly node: NodeController;
+  readonly pods: ApiPodSource;
+  readonly statusSync: StatusSync;
+  readonly mirrorPods: MirrorPods;
+  readonly events: EventSink;
+  /** Pods changed (any source): mirror pods may need creating or deleting. */
+  podsChanged(): void;
+  /** A terminating pod stopped: its API object may be deleted now. */
+  podTerminated(uid: string): void;
+  /** The pod config refused an apiserver pod: report it `Failed`. */
+  podRejected(pod: Pod, message: string): void;
+  stop(): Promise<void>;
+}
+
+export function startClusterMode(o: ClusterModeOptions): ClusterMode {
+  const log = o.log.child({ component: 'cluster' });
+  const { config, client } = o;
+  const node = new NodeController({
+    client,
+    nodeName: config.nodeName,
+    facts: () => readNodeFacts({ docker: o.docker, nodeName: config.nodeName, nodeIP: config.nodeIP, port: o.port, rootDir: config.rootDir, kubeletVersion: o.kubeletVersion, maxPods: config.maxPods }),
+    health: o.health,
+    spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
+    register: config.registerNode,
+    updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
+    reportFrequencyMs: config.nodeStatusReportFrequencyMs,
+    leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+    log,
+  });
+  const statusSync = new StatusSync({
+    client,
+    statusManager: o.statusManager,
+    podManager: o.podManager,
+    hasRunningContainers: o.hasRunningContainers,
+    log,
+    ...(o.timing?.resyncMs ? { resyncMs: o.timing.resyncMs } : {}),
+  });
+  const mirrorPods = new MirrorPods({
+    client,
+    podManager: o.podManager,
+    nodeName: config.nodeName,
+    nodeUID: () => node.nodeUID(),
+    onCreated: () => o.statusManager.resync(),
+    log,
+    ...(o.timing?.mirrorPeriodMs ? { periodMs: o.timing.mirrorPeriodMs } : {}),
+  });
+  const pods = new ApiPodSource({
+    client,
+    nodeName: config.nodeName,
+    log,
+    onPods: (list) => {
+      statusSync.forgetRejected(new Set(list.map((p) => p.metadata?.uid ?? '')));
+      o.onPods(list);
+    },
+    ...(o.timing?.minWatchTimeoutSeconds ? { minWatchTimeoutSeconds: o.timing.minWatchTimeoutSeconds } : {}),
+  });
+  const events = new EventSink({ client, log });
+  o.recorder.onRecord((event) => events.push(event));
+
+  node.start();
+  pods.start();
+  statusSync.start();
+  mirrorPods.start();
+  log.info({ server: client.server, node: config.nodeName }, 'Cluster mode: syncing with the API server');
+
+  return {
+    node,
+    pods,
+    statusSync,
+    mirrorPods,
+    events,
+    podsChanged: () => mirrorPods.reconcile(),
+    podTerminated: (uid) => void statusSync.maybeDelete(uid),
+    podRejected: (pod, message) => statusSync.rejectPod(pod, 'FailedValidation', message),
+    async stop() {
+      statusSync.stop();
+      await Promise.all([pods.stop(), mirrorPods.stop(), node.stop(), events.stop()]);
+    },
+  };
+}

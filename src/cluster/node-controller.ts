@@ -1,0 +1,199 @@
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import type { Node, NodeStatus } from 'kubernetes-types/core/v1.js';
+import type { Logger } from '../logging/index.js';
+import { isConflict, isNotFound, type KubeClient } from '../apiserver/client.js';
+import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, type NodeFacts, type NodeHealth, type NodeSpecOptions } from './node-object.js';
+import { RetryDelay, delay, microTime } from './retry.js';
+
+export interface NodeControllerOptions {
+  client: KubeClient;
+  nodeName: string;
+  /** Read again before every status update (images and runtime version may change). */
+  facts: () => Promise<NodeFacts>;
+  health: () => NodeHealth;
+  spec: NodeSpecOptions;
+  /** `--register-node`: create the Node when it does not exist. */
+  register: boolean;
+  /** How often the status is computed (`nodeStatusUpdateFrequency`, 10 s). */
+  updateFrequencyMs: number;
+  /** An unchanged status is still sent this often (`nodeStatusReportFrequency`, 5 min). */
+  reportFrequencyMs: number;
+  /** `nodeLeaseDurationSeconds` (40); the lease is renewed every quarter of it. */
+  leaseDurationSeconds: number;
+  log: Logger;
+}
+
+const nodePath = (name: string) => `/api/v1/nodes/${encodeURIComponent(name)}`;
+const leasePath = (name: string) => `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(name)}`;
+const SMP = 'application/strategic-merge-patch+json' as const;
+
+/**
+ * Registers the Node, keeps its status current and renews its Lease — the kubelet's
+ * `registerWithAPIServer`, `syncNodeStatus` and node lease controller. Each loop retries with
+ * back-off on its own and never blocks anything else; `stop()` ends them.
+ */
+export class NodeController {
+  readonly #o: NodeControllerOptions;
+  readonly #abort = new AbortController();
+  #uid: string | undefined;
+  readonly #uidWaiters: ((uid: string) => void)[] = [];
+  #lastSent: NodeStatus | undefined;
+  #lastSentAt = 0;
+  #loops: Promise<void>[] = [];
+
+  constructor(opts: NodeControllerOptions) {
+    this.#o = opts;
+  }
+
+  /** The Node's UID once registered (mirror pods and the lease are owned by it). */
+  get uid(): string | undefined {
+    return this.#uid;
+  }
+
+  /** Resolves with the Node's UID once it is known. */
+  nodeUID(): Promise<string> {
+    if (this.#uid !== undefined) return Promise.resolve(this.#uid);
+    return new Promise((resolve) => this.#uidWaiters.push(resolve));
+  }
+
+  start(): void {
+    this.#loops = [this.#statusLoop(), this.#leaseLoop()];
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await Promise.allSettled(this.#loops);
+  }
+
+  /** Sends the status now, whatever changed (tests and shutdown use it). */
+  async syncNow(): Promise<void> {
+    await this.#syncStatus(true);
+  }
+
+  async #statusLoop(): Promise<void> {
+    const signal = this.#abort.signal;
+    const retry = new RetryDelay({ initialMs: 200, maxMs: 7_000 });
+    while (!signal.aborted && this.#uid === undefined) {
+      try {
+        await this.#registerOrAdopt();
+        retry.reset();
+      } catch (err) {
+        this.#o.log.warn({ err, node: this.#o.nodeName }, 'Unable to register node with the API server');
+        await delay(retry.next(), signal);
+      }
+    }
+    while (!signal.aborted) {
+      await delay(this.#o.updateFrequencyMs, signal);
+      if (signal.aborted) break;
+      try {
+        await this.#syncStatus(false);
+      } catch (err) {
+        this.#o.log.warn({ err, node: this.#o.nodeName }, 'Error updating node status, will retry');
+      }
+    }
+  }
+
+  async #registerOrAdopt(): Promise<void> {
+    const { client, nodeName } = this.#o;
+    const facts = await this.#o.facts();
+    const now = new Date();
+    let node: Node;
+    try {
+      node = await client.request<Node>('GET', nodePath(nodeName));
+      node = await this.#reconcileLabels(node, facts);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      if (!this.#o.register) throw new Error(`node ${nodeName} does not exist and --register-node=false`);
+      const fresh = initialNode(facts, this.#o.spec, this.#o.health(), now);
+      try {
+        node = await client.request<Node>('POST', '/api/v1/nodes', { body: fresh });
+        this.#o.log.info({ node: nodeName, uid: node.metadata?.uid }, 'Successfully registered node');
+      } catch (createErr) {
+        if (!isConflict(createErr)) throw createErr;
+        node = await client.request<Node>('GET', nodePath(nodeName));
+      }
+    }
+    this.#setUID(node.metadata?.uid ?? '');
+    // A node that existed before may hold an old status: replace it at once.
+    this.#lastSent = node.status;
+    await this.#syncStatus(true);
+  }
+
+  /** The well-known labels follow the host (`updateDefaultLabels`); others are the admin's. */
+  async #reconcileLabels(node: Node, facts: NodeFacts): Promise<Node> {
+    const want = nodeLabels(facts, { labels: {}, taints: [] });
+    const have = node.metadata?.labels ?? {};
+    const patch: Record<string, string> = {};
+    for (const [k, v] of Object.entries(want)) if (have[k] !== v) patch[k] = v;
+    if (Object.keys(patch).length === 0) return node;
+    return this.#o.client.request<Node>('PATCH', nodePath(this.#o.nodeName), { body: { metadata: { labels: patch } }, contentType: SMP });
+  }
+
+  #setUID(uid: string): void {
+    this.#uid = uid;
+    for (const w of this.#uidWaiters.splice(0)) w(uid);
+  }
+
+  async #syncStatus(force: boolean): Promise<void> {
+    if (this.#uid === undefined) return;
+    const status = nodeStatus(await this.#o.facts(), this.#o.health(), this.#lastSent, new Date());
+    const due = Date.now() - this.#lastSentAt >= this.#o.reportFrequencyMs;
+    if (!force && !due && !nodeStatusChanged(this.#lastSent, status)) return;
+    await this.#o.client.request<Node>('PATCH', `${nodePath(this.#o.nodeName)}/status`, { body: { status }, contentType: SMP });
+    this.#lastSent = status;
+    this.#lastSentAt = Date.now();
+  }
+
+  /**
+   * The node lease (component-helpers' lease controller): GET or create, then PUT `renewTime`
+   * every `leaseDuration / 4`; on failure retry from 200 ms up to 7 s, re-reading on a conflict.
+   */
+  async #leaseLoop(): Promise<void> {
+    const signal = this.#abort.signal;
+    const { nodeName, leaseDurationSeconds } = this.#o;
+    const renewEveryMs = (leaseDurationSeconds * 1000) / 4;
+    const retry = new RetryDelay({ initialMs: 200, maxMs: 7_000 });
+    let lease: Lease | undefined;
+    while (!signal.aborted) {
+      try {
+        lease = await this.#renew(lease);
+        retry.reset();
+        // client-go jitters the interval by up to 4 %.
+        await delay(renewEveryMs * (1 - Math.random() * 0.04), signal);
+      } catch (err) {
+        if (isConflict(err) || isNotFound(err)) lease = undefined;
+        this.#o.log.warn({ err, node: nodeName }, 'Failed to update lease');
+        await delay(retry.next(), signal);
+      }
+    }
+  }
+
+  async #renew(current: Lease | undefined): Promise<Lease> {
+    const { client, nodeName, leaseDurationSeconds } = this.#o;
+    const now = microTime(new Date());
+    const owner = this.#uid ? [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: this.#uid }] : undefined;
+    let lease = current;
+    if (!lease) {
+      try {
+        lease = await client.request<Lease>('GET', leasePath(nodeName));
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        return client.request<Lease>('POST', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', {
+          body: {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name: nodeName, namespace: 'kube-node-lease', ...(owner ? { ownerReferences: owner } : {}) },
+            spec: { holderIdentity: nodeName, leaseDurationSeconds, renewTime: now },
+          },
+        });
+      }
+    }
+    const hasOwner = (lease.metadata?.ownerReferences ?? []).some((r) => r.kind === 'Node' && r.uid === this.#uid);
+    const next: Lease = {
+      ...lease,
+      metadata: { ...lease.metadata, ...(owner && !hasOwner ? { ownerReferences: owner } : {}) },
+      spec: { ...lease.spec, holderIdentity: nodeName, leaseDurationSeconds, renewTime: now },
+    };
+    return client.request<Lease>('PUT', leasePath(nodeName), { body: next });
+  }
+}

@@ -1,0 +1,76 @@
+import { readFile, statfs } from 'node:fs/promises';
+import { cpus, hostname, release, totalmem } from 'node:os';
+import type Docker from 'dockerode';
+import type { NodeFacts } from './node-object.js';
+
+/** GOARCH spelling of Node's `process.arch`. */
+export function goArch(arch: string = process.arch): string {
+  return ({ x64: 'amd64', ia32: '386', arm: 'arm', arm64: 'arm64', ppc64: 'ppc64le', s390x: 's390x' } as Record<string, string>)[arch] ?? arch;
+}
+
+async function firstLine(path: string): Promise<string> {
+  try {
+    return (await readFile(path, 'utf8')).split('\n')[0]?.trim() ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** `PRETTY_NAME` of /etc/os-release, as the kubelet's `osImage`. */
+export function parseOsRelease(text: string): string {
+  const m = /^PRETTY_NAME=(?:"([^"]*)"|(.*))$/m.exec(text);
+  return (m?.[1] ?? m?.[2] ?? '').trim() || 'Linux';
+}
+
+/** `docker://<version>`, or `podman://<version>` when the engine's components say Podman. */
+export function runtimeVersionOf(version: Docker.DockerVersion): string {
+  const components = (version as { Components?: { Name?: string; Version?: string }[] }).Components ?? [];
+  const podman = components.find((c) => /podman/i.test(c.Name ?? ''));
+  return podman ? `podman://${podman.Version ?? version.Version}` : `docker://${version.Version}`;
+}
+
+/**
+ * Reads the node's facts from the host (/etc, /proc, /sys, the disk holding `rootDir`) and the
+ * container engine (version, images). Missing host files give empty strings, as on the kubelet.
+ */
+export async function readNodeFacts(opts: {
+  docker: Docker;
+  nodeName: string;
+  nodeIP: string;
+  port: number;
+  rootDir: string;
+  kubeletVersion: string;
+  maxPods: number;
+}): Promise<NodeFacts> {
+  const [version, images, machineID, productUUID, bootID, osRelease, disk] = await Promise.all([
+    opts.docker.version(),
+    opts.docker.listImages(),
+    firstLine('/etc/machine-id'),
+    firstLine('/sys/class/dmi/id/product_uuid'),
+    firstLine('/proc/sys/kernel/random/boot_id'),
+    readFile('/etc/os-release', 'utf8').catch(() => ''),
+    statfs(opts.rootDir).catch(() => statfs('/')),
+  ]);
+  return {
+    nodeName: opts.nodeName,
+    hostname: hostname().toLowerCase(),
+    nodeIP: opts.nodeIP,
+    port: opts.port,
+    kubeletVersion: opts.kubeletVersion,
+    containerRuntimeVersion: runtimeVersionOf(version),
+    kernelVersion: release(),
+    osImage: parseOsRelease(osRelease),
+    operatingSystem: 'linux',
+    architecture: goArch(),
+    machineID,
+    systemUUID: productUUID || machineID,
+    bootID,
+    cpuCores: cpus().length,
+    memoryBytes: totalmem(),
+    ephemeralStorageBytes: disk.blocks * disk.bsize,
+    maxPods: opts.maxPods,
+    images: images
+      .map((i) => ({ names: [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])].filter((n) => n !== '<none>:<none>' && n !== '<none>@<none>'), sizeBytes: i.Size }))
+      .filter((i) => i.names.length > 0),
+  };
+}
