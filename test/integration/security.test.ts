@@ -183,7 +183,9 @@ t.test('A4 over the wire; an authorized upgrade still switches protocols over TL
  */
 function silentClient(lines: string[], client?: Client): Promise<{ text: string; socket: TLSSocket }> {
   return new Promise((resolve, reject) => {
-    const socket: TLSSocket = connect({ ...tlsOpts(client), allowHalfOpen: true }, () => socket.write(lines.join('\r\n') + '\r\n\r\n'));
+    // `allowHalfOpen` reaches the TLSSocket (tls.connect passes it on), though @types/node omits it.
+    const options: ConnectionOptions & { allowHalfOpen: boolean } = { ...tlsOpts(client), allowHalfOpen: true };
+    const socket: TLSSocket = connect(options, () => socket.write(lines.join('\r\n') + '\r\n\r\n'));
     let text = '';
     socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
     // The server's FIN: the whole answer is in. The client keeps its side open.
