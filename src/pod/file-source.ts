@@ -1,5 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { constants, open, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import type { Logger } from '../logging/index.js';
@@ -126,13 +126,27 @@ export class StaticPodDirSource {
     for (const file of files) {
       const result = await this.#readFile(file);
       if (result === undefined) continue;
-      if (result.errors.length > 0) problems.set(file, result.errors.join('; '));
-      for (const parsed of result.pods) {
-        const uid = staticPodUIDOf(parsed, this.#o.nodeName, file);
-        const firstSeen = this.#firstSeen.get(uid) ?? seen.get(uid) ?? now;
-        seen.set(uid, firstSeen);
-        pods.push(applyStaticPodDefaults(parsed, { nodeName: this.#o.nodeName, source: file, now: firstSeen }));
+      const errors = [...result.errors];
+      // Each file fails alone: whatever one file's pods do to the code below (the parser bounds
+      // them, but a bug must not stall every other manifest), they are dropped with an error.
+      try {
+        const filePods: Pod[] = [];
+        const fileSeen: [string, Date][] = [];
+        for (const parsed of result.pods) {
+          const uid = staticPodUIDOf(parsed, this.#o.nodeName, file);
+          const firstSeen = this.#firstSeen.get(uid) ?? seen.get(uid) ?? now;
+          fileSeen.push([uid, firstSeen]);
+          filePods.push(applyStaticPodDefaults(parsed, { nodeName: this.#o.nodeName, source: file, now: firstSeen }));
+        }
+        // Serialised once here (the snapshot key below), so a failure is still this file's.
+        canonicalJSON(filePods);
+        pods.push(...filePods);
+        for (const [uid, firstSeen] of fileSeen) seen.set(uid, firstSeen);
+      } catch (err) {
+        this.#o.log.warn({ err, file }, 'Static pod file could not be processed, ignoring its pods');
+        errors.push(`${file}: the manifest could not be processed (${err instanceof Error ? err.name : 'error'})`);
       }
+      if (errors.length > 0) problems.set(file, errors.join('; '));
     }
     if (this.#stopped) return;
     this.#firstSeen = seen;
@@ -177,11 +191,12 @@ export class StaticPodDirSource {
   /** A file's pods and problems; `undefined` when it vanished or is not a regular file. */
   async #readFile(file: string): Promise<{ pods: Pod[]; errors: string[] } | undefined> {
     try {
-      const st = await stat(file);
       // The kubelet does not recurse into directories; sockets, fifos and the like are skipped too.
-      if (!st.isFile()) return undefined;
-      if (st.size > maxManifestBytes) return { pods: [], errors: [`${file}: manifest is larger than ${maxManifestBytes} bytes`] };
-      return parseManifest(await readFile(file, 'utf8'), file);
+      if (!(await stat(file)).isFile()) return undefined;
+      const read = await readManifestFile(file, maxManifestBytes);
+      if (read === 'not a file') return undefined;
+      if (read === 'too large') return { pods: [], errors: [`${file}: manifest is larger than ${maxManifestBytes} bytes`] };
+      return parseManifest(read, file);
     } catch (err) {
       // Deleted between listing and reading: simply gone.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
@@ -200,5 +215,32 @@ export class StaticPodDirSource {
       }
     }
     this.#reported = problems;
+  }
+}
+
+/**
+ * A regular file's text, read through one descriptor: opened non-blocking (a FIFO swapped in
+ * after the listing cannot hang the scan), checked to be a regular file, and bounded by what is
+ * read, not by the size stat reports (the file may grow meanwhile; /proc's files report 0).
+ */
+async function readManifestFile(file: string, max: number): Promise<string | 'not a file' | 'too large'> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) return 'not a file';
+    if (st.size > max) return 'too large';
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.min(64 * 1024, max + 1 - total));
+      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(buf.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > max) return 'too large';
+    }
+    return Buffer.concat(chunks, total).toString('utf8');
+  } finally {
+    await handle.close();
   }
 }

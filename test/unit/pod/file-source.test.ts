@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -185,4 +185,45 @@ t.test('stop ends scanning and emitting', async (t) => {
   await h.source.stop();
   await put(h.dir, 'x.yaml', podYAML('x'));
   t.ok(await h.quiet(200), 'no snapshot after stop');
+});
+
+t.test('a poisonous manifest (nested 20,000 levels) fails alone: the other files keep being served', async (t) => {
+  const h = await harness(t);
+  await h.next();
+  const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+  await put(h.dir, 'a-good.yaml', podYAML('good'));
+  await put(h.dir, 'deep.json', `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"deep"},"spec":{"x":${deep}}}`);
+  await put(h.dir, 'deep.yaml', `apiVersion: v1\nkind: Pod\nmetadata: {name: deepy}\nspec:\n  x: ${deep}\n`);
+  let pods = await h.next();
+  while (!names(pods).includes('good-node1')) pods = await h.next();
+  t.same(names(pods), ['good-node1']);
+  // While the poisonous files stay, changes to the others still go through.
+  await put(h.dir, 'b-new.yaml', podYAML('new'));
+  t.same(names(await h.next()), ['good-node1', 'new-node1'], 'a new manifest starts');
+  await unlink(join(h.dir, 'a-good.yaml'));
+  t.same(names(await h.next()), ['new-node1'], 'a removed manifest stops');
+  const byFile = new Map(h.errors);
+  t.match(byFile.get(join(h.dir, 'deep.json')), /deep\.json: invalid JSON: nested deeper than 100 levels at line 1, column \d+$/);
+  t.match(byFile.get(join(h.dir, 'deep.yaml')), /deep\.yaml: invalid YAML: nested deeper than 100 levels$/);
+  t.equal(h.errors.length, 2, `each reported once: ${JSON.stringify(h.errors.map(([f, m]) => [f, m.slice(-60)]))}`);
+  t.notOk(h.warnings.some((w) => /scan failed/.test(w)), 'the scan itself never failed');
+});
+
+t.test('a symlink to a secret file: its parse error names a position, never its bytes', async (t) => {
+  const h = await harness(t);
+  await h.next();
+  const secretDir = await mkdtemp(join(tmpdir(), 'nodelet-secret-'));
+  t.teardown(() => rm(secretDir, { recursive: true, force: true }));
+  const shadow = join(secretDir, 'shadow');
+  await writeFile(shadow, 'root:$6$s3cr3tHash:20200:0:99999:7:::\ndaemon:*:20200:0:99999:7:::\n');
+  await symlink(shadow, join(h.dir, 'shadow.json'));
+  await symlink(shadow, join(h.dir, 'shadow.yaml'));
+  await put(h.dir, 'web.yaml', podYAML('web'));
+  let pods = await h.next();
+  while (pods.length === 0) pods = await h.next();
+  await h.quiet(150);
+  t.equal(h.errors.length, 2, `both links reported: ${JSON.stringify(h.errors)}`);
+  for (const [, message] of h.errors) t.notMatch(message, /root|s3cr3t|20200|daemon/, `no byte of the target: ${message}`);
+  // As YAML the file is a map (`…:::` ends in a key), so only its JSON reading is a syntax error.
+  t.equal(new Map(h.errors).get(join(h.dir, 'shadow.json')), `${join(h.dir, 'shadow.json')}: invalid JSON: unexpected character at line 1, column 1`, 'but where');
 });
