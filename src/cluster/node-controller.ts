@@ -162,7 +162,8 @@ export class NodeController {
         await delay(renewEveryMs * (1 - Math.random() * 0.04), signal);
       } catch (err) {
         if (isConflict(err) || isNotFound(err)) lease = undefined;
-        this.#o.log.warn({ err, node: nodeName }, 'Failed to update lease');
+        // One warning per outage; the retries after it at debug.
+        this.#o.log[retry.failing ? 'debug' : 'warn']({ err, node: nodeName }, 'Failed to update lease');
         await delay(retry.next(), signal);
       }
     }

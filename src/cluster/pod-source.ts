@@ -65,7 +65,8 @@ export class ApiPodSource {
           mustList = true;
           continue;
         }
-        this.#o.log.warn({ err }, 'Pod list/watch failed; retrying');
+        // One warning per outage; the retries after it at debug.
+        this.#o.log[retry.failing ? 'debug' : 'warn']({ err }, 'Pod list/watch failed; retrying');
         await delay(retry.next(), signal);
       }
     }

@@ -3,7 +3,7 @@ import { isStaticPod } from '../api/annotations.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
 import { KUBELET_POD_CONDITIONS } from '../status/conditions.js';
-import type { StatusManager, StatusUpdate } from '../status/manager.js';
+import { DeliveryDeferred, type StatusManager, type StatusUpdate } from '../status/manager.js';
 import { isTerminalPhase } from '../status/transitions.js';
 import { ApiError, isConflict, isNotFound, type KubeClient } from '../apiserver/client.js';
 import { RetryDelay } from './retry.js';
@@ -129,11 +129,11 @@ export class StatusSync {
     if (isStaticPod(pod)) {
       const mirror = this.#o.podManager.getMirrorPodByPod(pod);
       // The mirror pod controller creates it and resyncs; until then there is nowhere to write.
-      if (!mirror) throw new Error('mirror pod not created yet');
+      if (!mirror) throw new DeliveryDeferred('mirror pod not created yet');
       target = mirror;
     }
     const meta = target.metadata ?? {};
-    if (Date.now() < this.#blockedUntil) throw new Error('apiserver unavailable; waiting for the back-off to end');
+    if (Date.now() < this.#blockedUntil) throw new DeliveryDeferred('apiserver unavailable; waiting for the back-off to end');
     try {
       await this.#o.client.request('PATCH', `${podPath(meta.namespace ?? 'default', meta.name ?? '')}/status`, {
         body: statusPatch(meta.uid ?? '', target.status, update.status),
@@ -142,7 +142,12 @@ export class StatusSync {
     } catch (err) {
       // The pod is gone, or the name now belongs to another pod: nothing of ours to update.
       if (isNotFound(err) || isConflict(err)) return;
-      if (!(err instanceof ApiError) || err.code >= 500 || err.code === 429) this.#backOff(err);
+      if (!(err instanceof ApiError) || err.code >= 500 || err.code === 429) {
+        const first = !this.#retry.failing;
+        this.#backOff(err);
+        // One warning per outage, not one per pod and retry.
+        if (!first) throw new DeliveryDeferred(err instanceof Error ? err.message : String(err));
+      }
       throw err;
     }
     this.#retry.reset();

@@ -14,6 +14,14 @@ export interface StatusUpdate {
 
 export type StatusConsumer = (update: StatusUpdate) => void | Promise<void>;
 
+/**
+ * Thrown by a consumer that cannot take a status yet for an expected reason (the apiserver is in
+ * back-off, a mirror pod does not exist yet): retried like any failure, but logged at debug only.
+ */
+export class DeliveryDeferred extends Error {
+  override name = 'DeliveryDeferred';
+}
+
 /** The slice of the logger this module needs (pino's `Logger` fits). */
 export interface StatusLogger {
   warn(obj: object, msg: string): void;
@@ -195,7 +203,9 @@ export class StatusManager {
             // A pod deleted during the call must not leave an entry behind.
             if (this.#statuses.has(uid)) sub.delivered.set(uid, entry);
           } catch (err) {
-            this.#log?.warn({ err, pod: `${entry.podNamespace}/${entry.podName}`, uid, version: entry.version }, 'Status consumer failed; retrying on the next update');
+            const fields = { err, pod: `${entry.podNamespace}/${entry.podName}`, uid, version: entry.version };
+            if (err instanceof DeliveryDeferred) this.#log?.debug?.(fields, 'Status delivery deferred; retrying on the next update');
+            else this.#log?.warn(fields, 'Status consumer failed; retrying on the next update');
           }
         }
       }

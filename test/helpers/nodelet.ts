@@ -37,7 +37,7 @@ interface Teardown {
  * parallel test files never adopt each other's containers), a temp manifest directory, and a
  * random loopback port. Everything is removed at teardown.
  */
-export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}, start: Pick<StartOptions, 'streaming'> = {}): Promise<TestNode> {
+export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}, start: Pick<StartOptions, 'streaming' | 'clusterTiming'> = {}): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
   const config: Config = Object.freeze({

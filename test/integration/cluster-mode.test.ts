@@ -1,0 +1,217 @@
+import t from 'tap';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import type { Node, Pod } from 'kubernetes-types/core/v1.js';
+import { ApiError, KubeClient } from '../../src/apiserver/client.js';
+import { loadKubeconfig } from '../../src/config/kubeconfig.js';
+import { ConfigHashAnnotationKey, ConfigMirrorAnnotationKey } from '../../src/api/annotations.js';
+import { startControlPlane } from '../helpers/control-plane.js';
+import { startClusterNode } from '../helpers/cluster-node.js';
+
+/**
+ * nodelet as a node of a real control plane (etcd, kube-apiserver, controller-manager and
+ * scheduler v1.34, built from their Go modules): registration, lease, scheduled pods, status
+ * sync, mirror pods, graceful deletion, NodeRestriction, restart and adoption.
+ */
+t.setTimeout(300_000);
+
+const cp = await startControlPlane(t);
+const admin = new KubeClient(loadKubeconfig(cp.adminKubeconfig));
+t.teardown(() => admin.close());
+const node = await startClusterNode(t, cp, {}, {});
+const nodeName = node.nodeName;
+
+const api = <T>(path: string) => admin.request<T>('GET', path);
+const podPath = (name: string, ns = 'default') => `/api/v1/namespaces/${ns}/pods/${name}`;
+async function apply(pod: Pod): Promise<Pod> {
+  return admin.request<Pod>('POST', `/api/v1/namespaces/${pod.metadata?.namespace ?? 'default'}/pods`, { body: pod });
+}
+const getPod = (name: string) => api<Pod>(podPath(name)).catch((err: unknown) => (err instanceof ApiError && err.code === 404 ? undefined : Promise.reject(err)));
+
+const busybox = 'nodelet.local/busybox:1.35';
+function podOf(name: string, command: string, extra: Partial<NonNullable<Pod['spec']>> = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: busybox, command: ['sh', '-c', command] }], ...extra },
+  };
+}
+
+t.test('the Node registers Ready with the facts a kubelet reports, and its Lease renews', async (t) => {
+  const n = await node.waitFor('node Ready', async () => {
+    const got = await api<Node>(`/api/v1/nodes/${nodeName}`).catch(() => undefined);
+    return got?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? got : undefined;
+  });
+  const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
+  t.equal(ready?.reason, 'KubeletReady');
+  t.same(
+    ['MemoryPressure', 'DiskPressure', 'PIDPressure'].map((type) => n.status?.conditions?.find((c) => c.type === type)?.status),
+    ['False', 'False', 'False'],
+  );
+  t.equal(n.metadata?.labels?.['kubernetes.io/hostname'], nodeName);
+  t.equal(n.metadata?.labels?.['kubernetes.io/os'], 'linux');
+  t.match(n.status?.nodeInfo?.containerRuntimeVersion, /^docker:\/\/\d+\.\d+/);
+  t.match(n.status?.nodeInfo?.kubeletVersion, /^v1\.\d+\.\d+/);
+  t.same(n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address, '127.0.0.1');
+  t.equal(n.status?.daemonEndpoints?.kubeletEndpoint?.Port, Number(new URL(node.url).port), 'the apiserver dials the port nodelet serves');
+  for (const r of ['cpu', 'memory', 'pods', 'ephemeral-storage']) t.ok(n.status?.allocatable?.[r], `allocatable ${r}`);
+  t.ok((n.status?.images ?? []).some((i) => i.names?.includes(busybox)), 'images listed');
+
+  const first = await node.waitFor('lease', () => api<Lease>(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`));
+  t.equal(first.spec?.holderIdentity, nodeName);
+  t.equal(first.spec?.leaseDurationSeconds, 40);
+  t.match(first.spec?.renewTime, /\.\d{6}Z$/, 'renewTime is a MicroTime');
+  const owner = await node.waitFor('lease owned by the Node', async () => {
+    const l = await api<Lease>(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`);
+    return l.metadata?.ownerReferences?.find((o) => o.kind === 'Node');
+  });
+  t.equal(owner.uid, n.metadata?.uid);
+});
+
+t.test('a pod the scheduler places runs, and the apiserver shows the statuses nodelet serves', async (t) => {
+  await apply(podOf('sched', 'echo started; sleep 3600'));
+  const running = await node.waitFor('pod Running on the apiserver', async () => {
+    const p = await getPod('sched');
+    return p?.status?.phase === 'Running' && p.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+  }, 60_000);
+  t.equal(running.spec?.nodeName, nodeName, 'the real scheduler bound it to nodelet');
+  const local = await node.getLocal<{ items: Pod[] }>('/pods');
+  const mine = local.body.items.find((p) => p.metadata?.uid === running.metadata?.uid);
+  t.ok(mine, 'nodelet serves the pod locally');
+  const pick = (p: Pod | undefined) => (p?.status?.containerStatuses ?? []).map((s) => ({ name: s.name, id: s.containerID, state: s.state, ready: s.ready, restarts: s.restartCount, image: s.image }));
+  t.same(pick(running), pick(mine), 'container statuses agree');
+  t.equal(running.status?.startTime, mine?.status?.startTime);
+  t.equal(running.status?.hostIP, '127.0.0.1');
+});
+
+t.test('a static pod gets a mirror pod owned by the Node; a deleted mirror pod comes back', async (t) => {
+  await node.writeManifest('static.yaml', `apiVersion: v1\nkind: Pod\nmetadata: { name: stat }\nspec:\n  containers:\n  - name: main\n    image: ${busybox}\n    command: [sh, -c, "sleep 3600"]\n`);
+  const name = `stat-${nodeName}`;
+  const mirror = await node.waitFor('mirror pod Running', async () => {
+    const p = await getPod(name);
+    return p?.status?.phase === 'Running' ? p : undefined;
+  }, 60_000);
+  const n = await api<Node>(`/api/v1/nodes/${nodeName}`);
+  const local = (await node.getLocal<{ items: Pod[] }>('/pods')).body.items.find((p) => p.metadata?.name === name);
+  t.ok(local, 'the static pod runs');
+  t.equal(mirror.metadata?.annotations?.[ConfigMirrorAnnotationKey], local?.metadata?.annotations?.[ConfigHashAnnotationKey], 'annotated with the config hash');
+  t.same(mirror.metadata?.ownerReferences, [{ apiVersion: 'v1', kind: 'Node', name: nodeName, uid: n.metadata?.uid, controller: true }]);
+  t.not(mirror.metadata?.uid, local?.metadata?.uid, 'the mirror pod has its own UID');
+
+  // Routes that take a pod UID accept the mirror pod's (TranslatePodUID).
+  const run = await node.requestLocal('POST', `/run/default/${name}/${mirror.metadata?.uid}/main?cmd=echo%20via-mirror-uid`);
+  t.equal(run.status, 200);
+  t.match(run.body, /via-mirror-uid/);
+
+  await admin.request('DELETE', podPath(name), { body: { gracePeriodSeconds: 0 } });
+  const again = await node.waitFor('mirror pod recreated', async () => {
+    const p = await getPod(name);
+    return p && p.metadata?.uid !== mirror.metadata?.uid && !p.metadata?.deletionTimestamp ? p : undefined;
+  }, 30_000);
+  t.equal(again.metadata?.annotations?.[ConfigMirrorAnnotationKey], mirror.metadata?.annotations?.[ConfigMirrorAnnotationKey]);
+  const stillLocal = (await node.getLocal<{ items: Pod[] }>('/pods')).body.items.find((p) => p.metadata?.name === name);
+  t.equal(stillLocal?.status?.containerStatuses?.[0]?.containerID, local?.status?.containerStatuses?.[0]?.containerID, 'deleting the mirror pod does not touch the static pod');
+
+  await node.removeManifest('static.yaml');
+  await node.waitFor('mirror pod removed with its manifest', async () => ((await getPod(name)) === undefined ? true : undefined), 30_000);
+});
+
+t.test('kubectl delete: SIGTERM reaches the container, the grace period is respected, then the object goes', async (t) => {
+  await apply(podOf('polite', "trap 'echo got-TERM; exit 0' TERM; while true; do sleep 0.2; done", { terminationGracePeriodSeconds: 30 }));
+  await apply(podOf('stubborn', "trap '' TERM; while true; do sleep 0.2; done", { terminationGracePeriodSeconds: 4 }));
+  for (const name of ['polite', 'stubborn']) {
+    await node.waitFor(`${name} Running`, async () => ((await getPod(name))?.status?.phase === 'Running' ? true : undefined), 60_000);
+  }
+  // Watch every change the apiserver records: the terminal status must land before the delete.
+  const list = await api<{ metadata?: { resourceVersion?: string } }>('/api/v1/namespaces/default/pods');
+  const terminated = new Map<string, { exitCode?: number; at: number }>();
+  const deleted = new Map<string, number>();
+  const abort = new AbortController();
+  t.teardown(() => abort.abort());
+  let started = 0;
+  const watching = admin
+    .watch<Pod>(`/api/v1/namespaces/default/pods?watch=1&resourceVersion=${list.metadata?.resourceVersion}`, (ev) => {
+      const name = ev.object.metadata?.name ?? '';
+      const term = ev.object.status?.containerStatuses?.[0]?.state?.terminated;
+      if (term && !terminated.has(name)) terminated.set(name, { exitCode: term.exitCode, at: Date.now() - started });
+      if (ev.type === 'DELETED') deleted.set(name, Date.now() - started);
+    }, { signal: abort.signal, idleTimeoutMs: 120_000 })
+    .catch(() => undefined);
+  started = Date.now();
+  await Promise.all(['polite', 'stubborn'].map((name) => admin.request('DELETE', podPath(name))));
+  await node.waitFor('both objects gone', () => (deleted.has('polite') && deleted.has('stubborn') ? true : undefined), 60_000);
+  abort.abort();
+  await watching;
+  t.equal(terminated.get('polite')?.exitCode, 0, 'the container handled SIGTERM (exit 0 from its trap)');
+  t.ok((deleted.get('polite') ?? Infinity) < 3_000, `a container that exits on SIGTERM stops at once (${deleted.get('polite')} ms)`);
+  t.ok((terminated.get('polite')?.at ?? Infinity) <= (deleted.get('polite') ?? 0), 'terminal status before deletion');
+  const stubborn = terminated.get('stubborn');
+  t.equal(stubborn?.exitCode, 137, 'a container ignoring SIGTERM is killed');
+  t.ok((stubborn?.at ?? 0) >= 4_000 && (stubborn?.at ?? Infinity) < 12_000, `killed after its 4 s grace period (at ${stubborn?.at} ms)`);
+  t.ok((deleted.get('stubborn') ?? 0) >= (stubborn?.at ?? Infinity), 'deleted after its terminal status');
+  await node.waitFor('gone locally too', async () => {
+    const names = (await node.getLocal<{ items: Pod[] }>('/pods')).body.items.map((p) => p.metadata?.name);
+    return names.includes('polite') || names.includes('stubborn') ? undefined : true;
+  });
+});
+
+t.test('NodeRestriction: the node cannot read a secret no pod on it uses', async (t) => {
+  await admin.request('POST', '/api/v1/namespaces/default/secrets', { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'unrelated' }, stringData: { k: 'v' } } });
+  const asNode = new KubeClient(loadKubeconfig(await cp.nodeKubeconfig(nodeName)));
+  t.teardown(() => asNode.close());
+  const err = await asNode.request('GET', '/api/v1/namespaces/default/secrets/unrelated').then(() => undefined, (e: unknown) => e);
+  t.ok(err instanceof ApiError && err.code === 403, `403 Forbidden (got ${String(err)})`);
+});
+
+t.test('the apiserver away: nodelet keeps serving; when it returns it holds exactly the newest statuses', async (t) => {
+  await apply(podOf('flappy', 'sleep 2; exit 1', { restartPolicy: 'Always' }));
+  const before = await node.waitFor('flappy running on the apiserver', async () => ((await getPod('flappy'))?.status?.phase === 'Running' ? await getPod('flappy') : undefined), 60_000);
+  const uid = before?.metadata?.uid ?? '';
+  await cp.stopApiserver();
+  const outageMs = Number(process.env.NODELET_OUTAGE_MS ?? 20_000);
+  const outageEnd = Date.now() + outageMs;
+  let restartsDuring = 0;
+  while (Date.now() < outageEnd) {
+    const local = await node.getLocal<{ items: Pod[] }>('/pods');
+    t.equal(local.status, 200);
+    restartsDuring = local.body.items.find((p) => p.metadata?.uid === uid)?.status?.containerStatuses?.[0]?.restartCount ?? 0;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  t.ok(restartsDuring >= 2, `the container kept restarting while the apiserver was away (${restartsDuring})`);
+  await cp.startApiserver();
+  // Stop the churn so "newest" is well defined, then compare.
+  await node.waitFor('apiserver shows the newest status', async () => {
+    const remote = await getPod('flappy');
+    const local = (await node.getLocal<{ items: Pod[] }>('/pods')).body.items.find((p) => p.metadata?.uid === uid);
+    const r = remote?.status?.containerStatuses?.[0];
+    const l = local?.status?.containerStatuses?.[0];
+    return r && l && r.restartCount === l.restartCount && r.containerID === l.containerID && r.restartCount >= restartsDuring ? true : undefined;
+  }, 30_000);
+  t.pass('statuses converged');
+  await admin.request('DELETE', podPath('flappy'), { body: { gracePeriodSeconds: 0 } });
+});
+
+t.test('nodelet stopped: the node goes NotReady; back: Ready again, pods adopted with restart counts and start times', async (t) => {
+  await apply(podOf('keeper', 'sleep 3600'));
+  const before = await node.waitFor('keeper Running', async () => {
+    const p = await getPod('keeper');
+    return p?.status?.phase === 'Running' ? p : undefined;
+  }, 60_000);
+  await node.stop();
+  await node.waitFor('node NotReady', async () => {
+    const n = await api<Node>(`/api/v1/nodes/${nodeName}`);
+    return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'Unknown' ? true : undefined;
+  }, 60_000);
+  await node.restart();
+  await node.waitFor('node Ready again', async () => {
+    const n = await api<Node>(`/api/v1/nodes/${nodeName}`);
+    return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+  }, 60_000);
+  const after = await node.waitFor('keeper reported again', async () => {
+    const p = await getPod('keeper');
+    return p?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+  }, 30_000);
+  t.equal(after.status?.startTime, before.status?.startTime, 'start time kept');
+  t.equal(after.status?.containerStatuses?.[0]?.containerID, before.status?.containerStatuses?.[0]?.containerID, 'the same container, adopted');
+  t.equal(after.status?.containerStatuses?.[0]?.restartCount, before.status?.containerStatuses?.[0]?.restartCount, 'restart count kept');
+});
