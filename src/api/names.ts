@@ -58,6 +58,48 @@ export function isDNS1123Subdomain(value: string): string[] {
   return errs;
 }
 
+const qnameCharFmt = '[A-Za-z0-9]';
+const qnameExtCharFmt = '[-A-Za-z0-9_.]';
+const qualifiedNameFmt = `(${qnameCharFmt}${qnameExtCharFmt}*)?${qnameCharFmt}`;
+const qualifiedNameErrMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const qualifiedNameMaxLength = 63;
+const qualifiedNameRe = new RegExp(`^${qualifiedNameFmt}$`);
+
+/** `IsQualifiedName` (label and annotation keys): `[prefix/]name`, prefix a DNS subdomain, name ≤ 63. */
+export function isQualifiedName(value: string): string[] {
+  const errs: string[] = [];
+  const parts = value.split('/');
+  let name: string;
+  if (parts.length === 1) {
+    name = parts[0] ?? '';
+  } else if (parts.length === 2) {
+    const prefix = parts[0] ?? '';
+    name = parts[1] ?? '';
+    if (prefix.length === 0) errs.push('prefix part must be non-empty');
+    else for (const msg of isDNS1123Subdomain(prefix)) errs.push(`prefix part ${msg}`);
+  } else {
+    return [`a qualified name ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+  }
+  if (name.length === 0) errs.push('name part must be non-empty');
+  else if (name.length > qualifiedNameMaxLength) errs.push(`name part ${maxLenError(qualifiedNameMaxLength)}`);
+  if (!qualifiedNameRe.test(name)) errs.push(`name part ${regexError(qualifiedNameErrMsg, qualifiedNameFmt, 'MyName', 'my.name', '123-abc')}`);
+  return errs;
+}
+
+const labelValueFmt = `(${qualifiedNameFmt})?`;
+const labelValueErrMsg =
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+export const LabelValueMaxLength = 63;
+const labelValueRe = new RegExp(`^${labelValueFmt}$`);
+
+/** `IsValidLabelValue`: empty, or a qualified name's name part (≤ 63 characters). */
+export function isValidLabelValue(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > LabelValueMaxLength) errs.push(maxLenError(LabelValueMaxLength));
+  if (!labelValueRe.test(value)) errs.push(regexError(labelValueErrMsg, labelValueFmt, 'MyValue', 'my_value', '12345'));
+  return errs;
+}
+
 const uidRe = /^[0-9a-zA-Z-]{1,64}$/;
 
 /**

@@ -1,7 +1,7 @@
 import type { EventRecorder } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
 import { isMirrorPod } from './annotations.js';
-import { isDNS1123Label, isDNS1123Subdomain, podFullName } from './names.js';
+import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue, podFullName } from './names.js';
 import type { Pod } from './types.js';
 
 /**
@@ -36,6 +36,10 @@ class FieldErrors {
   }
   duplicate(path: string, value: unknown): void {
     this.list.push(`${path}: Duplicate value: ${formatValue(value)}`);
+  }
+  /** `field.TooLong`: the value is never printed. */
+  tooLong(path: string, maxBytes: number): void {
+    this.list.push(`${path}: Too long: must have at most ${maxBytes} bytes`);
   }
   notFound(path: string, value: unknown): void {
     this.list.push(`${path}: Not found: ${formatValue(value)}`);
@@ -91,8 +95,39 @@ function validateObjectMeta(meta: unknown, errs: FieldErrors): void {
     if (map === undefined || map === null) continue;
     if (!isRecord(map) || Object.values(map).some((v) => typeof v !== 'string')) {
       errs.invalid(`metadata.${field}`, map, 'must be a map of string keys to string values');
+      continue;
     }
+    if (field === 'labels') validateLabels(map as Record<string, string>, 'metadata.labels', errs);
+    else validateAnnotations(map as Record<string, string>, 'metadata.annotations', errs);
   }
+}
+
+/**
+ * apimachinery's `TotalAnnotationSizeLimitB`: keys plus values of all annotations, in bytes. Larger
+ * pods never exist in a cluster, and their annotations become sandbox labels Docker cannot hold.
+ */
+export const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES = 256 * 1024;
+
+/** Longest key or value quoted in an error; an absurd one (up to the manifest cap) is cut. */
+const MAX_QUOTED_CHARS = 256;
+const bounded = (v: string): string => (v.length > MAX_QUOTED_CHARS ? `${v.slice(0, MAX_QUOTED_CHARS)}...` : v);
+
+/** `ValidateLabels`: keys are qualified names, values valid label values (both ≤ 63 characters). */
+function validateLabels(labels: Record<string, string>, path: string, errs: FieldErrors): void {
+  for (const [k, v] of Object.entries(labels)) {
+    for (const msg of isQualifiedName(k)) errs.invalid(path, bounded(k), msg);
+    for (const msg of isValidLabelValue(v)) errs.invalid(path, bounded(v), msg);
+  }
+}
+
+/** `ValidateAnnotations`: keys are qualified names (any case), and the total size is bounded. */
+function validateAnnotations(annotations: Record<string, string>, path: string, errs: FieldErrors): void {
+  let total = 0;
+  for (const [k, v] of Object.entries(annotations)) {
+    for (const msg of isQualifiedName(k.toLowerCase())) errs.invalid(path, bounded(k), msg);
+    total += Buffer.byteLength(k) + Buffer.byteLength(v);
+  }
+  if (total > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES) errs.tooLong(path, TOTAL_ANNOTATION_SIZE_LIMIT_BYTES);
 }
 
 const restartPolicies = ['Always', 'OnFailure', 'Never'];

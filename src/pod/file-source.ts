@@ -23,8 +23,13 @@ export interface StaticPodDirSourceOptions {
 }
 
 const manifestExts = new Set(['.yaml', '.yml', '.json']);
-/** The kubelet's http source caps a manifest at 10 MiB; a file is held to the same bound. */
-const maxManifestBytes = 10 * 1024 * 1024;
+/**
+ * Largest manifest file read: the apiserver's request body limit (`--max-resource-write-bytes`,
+ * 3 MiB), so no pod bigger than this exists in a cluster either. (The kubelet's http source reads
+ * up to 10 MiB; a 9 MiB pod passed that, then failed every sandbox create against Docker.)
+ */
+export const MAX_MANIFEST_BYTES = 3 * 1024 * 1024;
+const maxManifestBytes = MAX_MANIFEST_BYTES;
 
 /**
  * The kubelet's file source (pkg/kubelet/config/file.go): reads every manifest in the static pod

@@ -184,6 +184,43 @@ t.test('a broken manifest beside a good one leaves the good one running', async 
   t.ok(names.every((n) => n === `good-${node.nodeName}`), 'only the good pod has containers');
 });
 
+t.test('huge manifests are refused once with an event, never retried against Docker', async (t) => {
+  const node = await startTestNode(t);
+  const kib = 'v'.repeat(1024);
+  const annotations = (n: number) => `  annotations:\n${Array.from({ length: n }, (_, i) => `    a${i}: ${kib}\n`).join('')}`;
+  const withAnnotations = (name: string, n: number) => manifest(name).replace(`  labels: { app: ${name} }\n`, `  labels: { app: ${name} }\n${annotations(n)}`);
+  // The issue's 9 MiB manifest (9,000 annotations of 1 KB), and one under the file cap whose 300 KiB of annotations is not.
+  await node.writeManifest('huge.yaml', withAnnotations('huge', 9000));
+  await node.writeManifest('annotated.yaml', withAnnotations('annotated', 300));
+  await node.writeManifest('good.yaml', manifest('good'));
+  await runningPod(node, 'good');
+  type Ev = { reason?: string; message?: string; count?: number };
+  const events = async () => (await node.get<{ items: Ev[] }>('/api/v1/events')).body.items;
+  const refusals = async () => {
+    const all = await events();
+    const huge = all.filter((e) => e.reason === 'FailedValidation' && /huge\.yaml.*manifest is larger than 3145728 bytes/.test(e.message ?? ''));
+    const annotated = all.filter((e) => e.reason === 'FailedValidation' && /annotated-.*metadata\.annotations: Too long: must have at most 262144 bytes/.test(e.message ?? ''));
+    return huge.length === 1 && annotated.length === 1 ? { huge: huge[0]!, annotated: annotated[0]!, all } : undefined;
+  };
+  await node.waitFor('both refusals recorded', refusals);
+  const rss = process.memoryUsage().rss;
+  // Several rescans (every second here): still refused once, and Docker never asked.
+  const until = Date.now() + 4000;
+  while (Date.now() < until) {
+    const r = await refusals();
+    if (!r) return t.fail('the refusals changed');
+    if (r.huge.count !== 1 || r.annotated.count !== 1) return t.fail(`refused again: ${r.huge.count}, ${r.annotated.count}`);
+    const sandboxFailures = r.all.filter((e) => /Sandbox|FailedCreate/.test(e.reason ?? ''));
+    if (sandboxFailures.length > 0) return t.fail(`a sandbox was attempted: ${JSON.stringify(sandboxFailures[0]).slice(0, 300)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const names = (await containersOfNode(docker, node.nodeName)).map((c) => c.Labels['io.kubernetes.pod.name']);
+  t.ok(names.length > 0 && names.every((n) => n === `good-${node.nodeName}`), 'only the good pod has containers');
+  t.equal(await node.pod('huge'), undefined, 'the refused pods are not served');
+  t.equal(await node.pod('annotated'), undefined);
+  t.pass(`refused once each; RSS ${Math.round(rss / 2 ** 20)} MiB then ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB over the rescans`);
+});
+
 t.test('a missing image with pull policy Never waits with ErrImageNeverPull', async (t) => {
   const node = await startTestNode(t);
   await node.writeManifest('noimage.yaml', manifest('noimage').replace(`image: ${BUSYBOX}\n      imagePullPolicy: IfNotPresent`, 'image: nodelet.local/absent:1\n      imagePullPolicy: Never'));

@@ -181,3 +181,32 @@ t.test('filterInvalidPods: several errors aggregate, garbage identity is placeho
   );
   t.match(lines[0]?.msg, /^Pod\[1\] \(<empty-name>\.<empty-namespace>\) from http failed validation, ignoring: \[/);
 });
+
+t.test('labels and annotations: the apiserver limits (256 KiB of annotations, 63-character label names and values)', async (t) => {
+  const meta = (m: Record<string, unknown>): Pod => ({ ...good(), metadata: { name: 'web', namespace: 'default', uid: 'u', ...m } });
+  const kib = 'v'.repeat(1024);
+  // 9,000 annotations of 1 KB: the manifest of issue 15 (9 MiB).
+  const huge = Object.fromEntries(Array.from({ length: 9000 }, (_, i) => [`a${i}`, kib]));
+  t.same(validatePod(meta({ annotations: huge })), ['metadata.annotations: Too long: must have at most 262144 bytes']);
+  const atLimit = { a: 'b'.repeat(256 * 1024 - 1) };
+  t.same(validatePod(meta({ annotations: atLimit })), [], 'keys plus values up to 262144 bytes are fine');
+  t.same(validatePod(meta({ annotations: { a: 'b'.repeat(256 * 1024) } })), ['metadata.annotations: Too long: must have at most 262144 bytes']);
+  t.same(validatePod(meta({ annotations: { a: 'é'.repeat(128 * 1024) } })), ['metadata.annotations: Too long: must have at most 262144 bytes'], 'counted in UTF-8 bytes');
+  t.same(validatePod(meta({ annotations: { 'Example.COM/Some_Key': 'any value at all: spaces, !' } })), [], 'annotation keys are checked lower-cased; values are free');
+  const qname =
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  t.same(validatePod(meta({ annotations: { 'bad key': 'x' } })), [`metadata.annotations: Invalid value: "bad key": ${qname}`]);
+
+  t.same(validatePod(meta({ labels: { app: 'web', 'app.kubernetes.io/name': 'My_App-1', empty: '' } })), []);
+  t.same(validatePod(meta({ labels: { ['k'.repeat(64)]: 'v' } })), [`metadata.labels: Invalid value: "${'k'.repeat(64)}": name part must be no more than 63 characters`]);
+  const valueMsg =
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  t.same(validatePod(meta({ labels: { app: 'v'.repeat(64) } })), [`metadata.labels: Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters`]);
+  t.same(validatePod(meta({ labels: { app: 'has space' } })), [`metadata.labels: Invalid value: "has space": ${valueMsg}`]);
+  t.same(validatePod(meta({ labels: { '/x': 'v', 'a/b/c': 'v' } })), [
+    'metadata.labels: Invalid value: "/x": prefix part must be non-empty',
+    `metadata.labels: Invalid value: "a/b/c": a qualified name ${qname.replace('name part ', '')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+  ]);
+  const long = validatePod(meta({ labels: { app: 'x'.repeat(1 << 20) } }));
+  t.ok(long.every((e) => e.length < 1024), 'a 1 MiB value is cut in the message');
+});
