@@ -2,7 +2,7 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Node, NodeStatus } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../logging/index.js';
 import { isConflict, isNotFound, type KubeClient } from '../apiserver/client.js';
-import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, type NodeFacts, type NodeHealth, type NodeSpecOptions } from './node-object.js';
+import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, type NodeFacts, type NodeHealth, type NodeSpecOptions } from '../node/object.js';
 import { RetryDelay, delay, microTime } from './retry.js';
 
 export interface NodeControllerOptions {

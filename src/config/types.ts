@@ -58,7 +58,7 @@ export interface Config {
   readonly kubeconfig: string;
   /** Create the Node object when it does not exist (`--register-node`, default true). */
   readonly registerNode: boolean;
-  /** `--node-labels` as given (`k=v,k2=v2`), checked at start-up; parsed by cluster/node-object. */
+  /** `--node-labels` as given (`k=v,k2=v2`), checked at start-up; parsed by config/node-flags. */
   readonly nodeLabels: string;
   /** `--register-with-taints` as given (`key=value:Effect,…`), checked at start-up. */
   readonly registerWithTaints: string;

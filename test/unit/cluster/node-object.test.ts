@@ -1,5 +1,5 @@
 import t from 'tap';
-import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, type NodeFacts } from '../../../src/cluster/node-object.js';
+import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, type NodeFacts } from '../../../src/node/object.js';
 import { parseNodeLabels, parseTaints } from '../../../src/config/node-flags.js';
 
 const facts: NodeFacts = {

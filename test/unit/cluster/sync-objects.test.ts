@@ -3,7 +3,7 @@ import type { Pod } from 'kubernetes-types/core/v1.js';
 import { mirrorPodOf } from '../../../src/cluster/mirror-pods.js';
 import { statusPatch } from '../../../src/cluster/status-sync.js';
 import { microTime, RetryDelay } from '../../../src/cluster/retry.js';
-import { goArch, parseOsRelease, runtimeVersionOf } from '../../../src/cluster/node-facts.js';
+import { goArch, parseOsRelease, runtimeVersionOf } from '../../../src/node/facts.js';
 import type Docker from 'dockerode';
 
 t.test('status patch: UID precondition, only kubelet conditions, cleared fields set to null', async (t) => {

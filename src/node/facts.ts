@@ -1,7 +1,7 @@
 import { readFile, statfs } from 'node:fs/promises';
 import { cpus, hostname, release, totalmem } from 'node:os';
 import type Docker from 'dockerode';
-import type { NodeFacts } from './node-object.js';
+import type { NodeFacts } from './object.js';
 
 /** GOARCH spelling of Node's `process.arch`. */
 export function goArch(arch: string = process.arch): string {
