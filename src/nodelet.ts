@@ -20,6 +20,10 @@ import { StatusManager } from './status/manager.js';
 import { readNodeStats } from './stats/node.js';
 import { StatsSampler } from './stats/sampler.js';
 import { serverVersion } from './version.js';
+import { podRuntimeInfo } from './kubelet/container-config.js';
+import { VolumeManager } from './volumes/manager.js';
+import type { PodObjectSource } from './volumes/source.js';
+import type { PodRuntimeInfo } from './volumes/downward-api.js';
 import { KubeClient } from './apiserver/client.js';
 import { loadKubeconfig } from './config/kubeconfig.js';
 import { startClusterMode, type ClusterMode } from './cluster/index.js';
@@ -92,6 +96,17 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   const recorder = new EventRecorder({ nodeName: config.nodeName });
   const podManager = new PodManager();
   const statusManager = new StatusManager({ log });
+  // Secrets, configMaps and service-account tokens that volumes and env refer to.
+  // CLUSTER MODE: replace `undefined` with the apiserver-backed PodObjectSource when apiClient is set.
+  const objects: PodObjectSource | undefined = undefined;
+  const volumes: VolumeManager = new VolumeManager({
+    rootDir: config.rootDir,
+    objects,
+    log,
+    getPod: (uid) => podManager.getPodByUID(uid),
+    listPods: () => podManager.getPods(),
+    podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, kubelet.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
+  });
   const kubelet = new Kubelet({
     nodeName: config.nodeName,
     nodeIP: config.nodeIP,
@@ -102,6 +117,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     log,
     syncFrequencyMs: config.syncFrequencyMs,
     metrics,
+    volumes,
+    ...(objects ? { objects } : {}),
     onPodTerminated: (uid) => cluster?.podTerminated(uid),
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
@@ -119,6 +136,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     },
   });
   kubelet.start();
+  volumes.start();
   // Orphaned containers are removed only once every source has delivered its first snapshot.
   const unseen = new Set([...(config.staticPodPath ? ['file'] : []), ...(apiClient ? ['api'] : [])]);
   const sourceSeen = (name: string) => {
@@ -183,6 +201,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await readOnly?.close();
     await stats.stop();
     await kubelet.stop();
+    await volumes.stop();
     closeSecurity();
     apiClient?.close();
     throw err;
@@ -241,6 +260,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       await app.close();
       await stats.stop();
       await kubelet.stop();
+      await volumes.stop();
       closeSecurity();
     },
   };

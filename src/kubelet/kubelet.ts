@@ -10,6 +10,11 @@ import { Backoff } from './backoff.js';
 import { PLEG } from './pleg.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
 import { generatePodStatus } from './pod-status.js';
+import { buildContainerConfig } from './container-config.js';
+import type { ContainerConfig } from '../runtime/types.js';
+import { readsPodIP } from '../volumes/downward-api.js';
+import type { VolumeManager } from '../volumes/manager.js';
+import type { PodObjectSource } from '../volumes/source.js';
 
 export interface KubeletOptions {
   nodeName: string;
@@ -25,6 +30,10 @@ export interface KubeletOptions {
   /** Crash-loop back-off; injectable so tests can shorten it. */
   backoff?: Backoff;
   metrics?: Metrics;
+  /** Sets up pod volumes before containers start and removes them with the pod; absent: pods with volumes are refused. */
+  volumes?: VolumeManager;
+  /** The apiserver's secrets and configMaps for `env` and `envFrom` (cluster mode); absent standalone. */
+  objects?: PodObjectSource;
   /**
    * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
    * status is published: cluster mode may now delete the pod object.
@@ -279,6 +288,11 @@ export class Kubelet {
         this.#o.metrics?.startedPods.inc();
         if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
         sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), ips: [] };
+        if (readsPodIP(pod) && !pod.spec?.hostNetwork) {
+          // The downward API needs the new sandbox's IP before the containers are configured.
+          await this.pleg.relist();
+          sandbox = this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
+        }
       } catch (err) {
         this.#o.metrics?.startedPodErrors.inc();
         const message = `Failed to create pod sandbox: ${(err as Error).message}`;
@@ -300,9 +314,10 @@ export class Kubelet {
     const subject = containerSubject(pod, container.name);
     const clog = plog.child({ container: container.name });
     const policy = container.imagePullPolicy === 'Always' || container.imagePullPolicy === 'Never' ? container.imagePullPolicy : 'IfNotPresent';
+    let image: Awaited<ReturnType<typeof runtime.ensureImage>>;
     try {
       if (policy !== 'IfNotPresent') recorder.record(subject, 'Normal', 'Pulling', `Pulling image "${container.image}"`);
-      await runtime.ensureImage(container.image ?? '', policy);
+      image = await runtime.ensureImage(container.image ?? '', policy);
       recorder.record(subject, 'Normal', 'Pulled', policy === 'Always' ? `Successfully pulled image "${container.image}"` : `Container image "${container.image}" already present on machine`);
     } catch (err) {
       const reason = (err as { reason?: string }).reason ?? 'ErrImagePull';
@@ -312,8 +327,27 @@ export class Kubelet {
       this.#recordStartFailure(pod, container, { reason, message: (err as Error).message });
       return;
     }
+    let config: ContainerConfig;
     try {
-      await runtime.startContainer(pod, container, sandbox, attempt);
+      config = await buildContainerConfig(pod, container, image, sandbox.ips, {
+        volumes: this.#o.volumes,
+        objects: this.#o.objects,
+        nodeIP: this.#o.nodeIP,
+        warn: (reason, message) => recorder.record(pod, 'Warning', reason, message),
+      });
+    } catch (err) {
+      // CreateContainerConfigError: a volume, env source or setting is missing or refused.
+      // Messages name objects and keys, never their data.
+      const message = (err as Error).message;
+      this.#o.metrics?.startedContainerErrors.inc({ container_type: 'container', code: 'CreateContainerConfigError' });
+      clog.warn({ error: message }, 'Failed to prepare container');
+      if ((err as { event?: string }).event === 'FailedMount') recorder.record(pod, 'Warning', 'FailedMount', message);
+      recorder.record(subject, 'Warning', 'Failed', `Error: ${message}`);
+      this.#recordStartFailure(pod, container, { reason: 'CreateContainerConfigError', message });
+      return;
+    }
+    try {
+      await runtime.startContainer(pod, container, sandbox, attempt, config);
       this.#startFailures.delete(backoffKey(pod, container.name));
       this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
       clog.info({ attempt }, 'Started container');
@@ -349,6 +383,8 @@ export class Kubelet {
     await Promise.all(runtimePod.sandboxes.filter((s) => s.ready).map((s) => runtime.stopContainer(s.id, 0)));
     for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
     for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
+    // No container holds the pod's volumes any more: unmount and delete <rootDir>/pods/<uid>.
+    await this.#o.volumes?.tearDown(runtimePod.uid).catch((err: unknown) => log.warn({ err, podUID: runtimePod.uid }, 'Failed to tear down pod volumes'));
     await this.pleg.relist();
   }
 }

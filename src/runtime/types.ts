@@ -77,15 +77,48 @@ export interface ContainerStatsSample {
 
 export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
+/** A present image: its ID (`sha256:…`) and the user its config runs as (`""` for the default, root). */
+export interface ImageInfo {
+  readonly id: string;
+  readonly user: string;
+}
+
+/** One bind mount of a host path (a pod volume, or a file or directory inside one) into a container. */
+export interface Mount {
+  readonly hostPath: string;
+  readonly containerPath: string;
+  readonly readOnly: boolean;
+  /**
+   * For read-only mounts: whether mounts below `hostPath` are read-only too (`Enabled`), stay
+   * as they are (`Disabled`, the Kubernetes default) or become read-only where the kernel can.
+   */
+  readonly recursiveReadOnly?: 'Disabled' | 'IfPossible' | 'Enabled';
+}
+
+/**
+ * Everything the kubelet side resolved for one container start: the final environment
+ * (`NAME=value`, downward API, configMaps and secrets already read), bind mounts, and `command`
+ * and `args` after `$(VAR)` expansion (absent: the image's entrypoint and cmd).
+ */
+export interface ContainerConfig {
+  readonly env: readonly string[];
+  readonly mounts: readonly Mount[];
+  readonly command?: readonly string[];
+  readonly args?: readonly string[];
+}
+
 export interface Runtime {
   /** Every pod this node owns, rebuilt from labels (never from nodelet's memory). */
   listPods(): Promise<RuntimePod[]>;
   /** Makes `image` present according to `policy`; throws `ErrImagePull`/`ErrImageNeverPull` errors. */
-  ensureImage(image: string, policy: ImagePullPolicy): Promise<string>;
+  ensureImage(image: string, policy: ImagePullPolicy): Promise<ImageInfo>;
   /** Creates and starts a sandbox; returns its ID. */
   runSandbox(pod: Pod, attempt: number): Promise<string>;
-  /** Creates and starts one container inside the sandbox; returns its ID. */
-  startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number): Promise<string>;
+  /**
+   * Creates and starts one container inside the sandbox with the resolved `config` (the spec's
+   * `env`, `command`, `args` and volume mounts are not read again); returns its ID.
+   */
+  startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string>;
   /** SIGTERM, then SIGKILL after `graceSeconds`; a missing or stopped container is fine. */
   stopContainer(id: string, graceSeconds: number): Promise<void>;
   /** Removes a stopped container; a missing one is fine. */

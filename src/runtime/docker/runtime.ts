@@ -1,8 +1,8 @@
 import type Docker from 'dockerode';
-import type { Container, EnvVar, Pod } from 'kubernetes-types/core/v1.js';
+import type { Container, Pod } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
-import type { ContainerStatsSample, ImagePullPolicy, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, ImageInfo, ImagePullPolicy, Mount, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
@@ -112,23 +112,24 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async ensureImage(image: string, policy: ImagePullPolicy): Promise<string> {
+  async ensureImage(image: string, policy: ImagePullPolicy): Promise<ImageInfo> {
     if (!image.trim()) throw new ImageError('InvalidImageName', 'image name is empty');
-    const present = await this.#imageID(image);
+    const present = await this.#image(image);
     if (policy === 'Never') {
       if (present) return present;
       throw new ImageError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
     }
     if (present && policy === 'IfNotPresent') return present;
     await this.#pull(image);
-    const pulled = await this.#imageID(image);
+    const pulled = await this.#image(image);
     if (!pulled) throw new ImageError('ErrImagePull', `image "${image}" not present after pull`);
     return pulled;
   }
 
-  async #imageID(image: string): Promise<string | undefined> {
+  async #image(image: string): Promise<ImageInfo | undefined> {
     try {
-      return (await this.#docker.getImage(image).inspect()).Id;
+      const info = await this.#docker.getImage(image).inspect();
+      return { id: info.Id, user: info.Config?.User ?? '' };
     } catch (err) {
       if (statusCodeOf(err) === 404) return undefined;
       throw err;
@@ -182,7 +183,7 @@ export class DockerRuntime implements Runtime {
     return created.id;
   }
 
-  async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number): Promise<string> {
+  async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
     const meta = pod.metadata ?? {};
     const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
     const sandboxMode = `container:${sandbox.id}`;
@@ -192,9 +193,9 @@ export class DockerRuntime implements Runtime {
       Image: container.image,
       // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
       // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
-      ...(container.command ? { Entrypoint: container.command } : {}),
-      ...(container.args ? { Cmd: container.args } : {}),
-      Env: envOf(pod, container),
+      ...(config.command ? { Entrypoint: [...config.command] } : {}),
+      ...(config.args ? { Cmd: [...config.args] } : {}),
+      Env: [...config.env],
       ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
       Tty: container.tty === true,
       OpenStdin: container.stdin === true,
@@ -212,6 +213,7 @@ export class DockerRuntime implements Runtime {
         IpcMode: sandboxMode,
         ...(pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
         RestartPolicy: { Name: 'no' },
+        ...(config.mounts.length ? { Mounts: config.mounts.map(dockerMount) } : {}),
         ...(limits.memory ? { Memory: parseQuantity(String(limits.memory)) } : {}),
         ...(limits.cpu ? { NanoCpus: Math.round(parseQuantity(String(limits.cpu)) * 1e9) } : {}),
       },
@@ -281,28 +283,20 @@ export class DockerRuntime implements Runtime {
   }
 }
 
-/** Container environment: spec `env` values and the downward-API fields a static pod can know. */
-function envOf(pod: Pod, container: Container): string[] {
-  const out: string[] = [];
-  for (const env of container.env ?? []) {
-    const value = env.value ?? fieldRefValue(pod, env);
-    if (value !== undefined) out.push(`${env.name}=${value}`);
-  }
-  return out;
-}
-
-function fieldRefValue(pod: Pod, env: EnvVar): string | undefined {
-  const path = env.valueFrom?.fieldRef?.fieldPath;
-  if (!path) return undefined;
-  const m = pod.metadata ?? {};
-  const known: Record<string, string | undefined> = {
-    'metadata.name': m.name,
-    'metadata.namespace': m.namespace,
-    'metadata.uid': m.uid,
-    'spec.nodeName': pod.spec?.nodeName,
-    'spec.serviceAccountName': pod.spec?.serviceAccountName,
+/**
+ * A bind mount in Docker's `HostConfig.Mounts` form, private propagation (Kubernetes' `None`).
+ * Read-only mounts say how submounts behave (Docker API 1.44+; older engines ignore the option
+ * and keep submounts writable, which is Kubernetes' `Disabled`).
+ */
+export function dockerMount(m: Mount): Docker.MountSettings {
+  const recursive = !m.readOnly ? {} : m.recursiveReadOnly === 'Enabled' ? { ReadOnlyForceRecursive: true } : m.recursiveReadOnly === 'IfPossible' ? {} : { ReadOnlyNonRecursive: true };
+  return {
+    Type: 'bind',
+    Source: m.hostPath,
+    Target: m.containerPath,
+    ReadOnly: m.readOnly,
+    BindOptions: { Propagation: 'rprivate', ...recursive } as Docker.MountSettings['BindOptions'],
   };
-  return known[path];
 }
 
 const suffixes: Record<string, number> = {

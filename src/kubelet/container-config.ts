@@ -1,0 +1,37 @@
+import type { Container, Pod } from '../api/types.js';
+import type { ContainerConfig, ImageInfo } from '../runtime/types.js';
+import { nodeAllocatable, type PodRuntimeInfo } from '../volumes/downward-api.js';
+import { envList, expandCommandAndArgs, resolveEnv } from '../volumes/env.js';
+import { ContainerConfigError } from '../volumes/errors.js';
+import type { VolumeManager } from '../volumes/manager.js';
+import type { PodObjectSource } from '../volumes/source.js';
+
+export interface ContainerConfigDeps {
+  readonly volumes: VolumeManager | undefined;
+  readonly objects: PodObjectSource | undefined;
+  readonly nodeIP: string;
+  /** Records a Warning event on the pod (`InvalidEnvironmentVariableNames`). */
+  readonly warn: (reason: string, message: string) => void;
+}
+
+/** The downward API's view of a pod running in `sandboxIPs` on this node. */
+export function podRuntimeInfo(pod: Pod, nodeIP: string, sandboxIPs: readonly string[]): PodRuntimeInfo {
+  const hostIPs = nodeIP ? [nodeIP] : [];
+  return { hostIPs, podIPs: pod.spec?.hostNetwork ? hostIPs : sandboxIPs, allocatable: nodeAllocatable() };
+}
+
+/**
+ * What the kubelet resolves before it creates a container (`generateContainerConfig`): the pod's
+ * volumes set up, the environment with every `valueFrom` and `envFrom` read, mounts, and
+ * `$(VAR)`-expanded command and args. Throws `ContainerConfigError` (waiting reason
+ * `CreateContainerConfigError`) when something is missing or refused.
+ */
+export async function buildContainerConfig(pod: Pod, container: Container, _image: ImageInfo, sandboxIPs: readonly string[], deps: ContainerConfigDeps): Promise<ContainerConfig> {
+  const info = podRuntimeInfo(pod, deps.nodeIP, sandboxIPs);
+  const volumes = pod.spec?.volumes ?? [];
+  if (volumes.length && !deps.volumes) throw new ContainerConfigError(`volume ${JSON.stringify(volumes[0]?.name)}: no volume manager is configured`, { mount: true });
+  if (deps.volumes) await deps.volumes.setUpPod(pod, info);
+  const env = await resolveEnv(pod, container, { info, objects: deps.objects, onInvalidKeys: (message) => deps.warn('InvalidEnvironmentVariableNames', message) });
+  const mounts = deps.volumes ? await deps.volumes.mountsFor(pod, container, env) : [];
+  return { env: envList(env), mounts, ...expandCommandAndArgs(container, env) };
+}

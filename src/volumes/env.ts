@@ -1,0 +1,150 @@
+import type { ConfigMap, Container, Pod, Secret } from 'kubernetes-types/core/v1.js';
+import { podFieldValue, resourceFieldValue, type PodRuntimeInfo } from './downward-api.js';
+import { ContainerConfigError, needsClusterMode } from './errors.js';
+import { expand, mappingFor } from './expansion.js';
+import type { PodObjectSource } from './source.js';
+
+export interface EnvContext {
+  readonly info: PodRuntimeInfo;
+  /** The apiserver's objects; absent in standalone mode. */
+  readonly objects: PodObjectSource | undefined;
+  /** An `InvalidEnvironmentVariableNames` warning to record on the pod. */
+  readonly onInvalidKeys?: (message: string) => void;
+}
+
+// RelaxedEnvironmentVariableValidation, as src/api/validation.ts checks names: printable ASCII but '='.
+const envName = /^[\x20-\x3c\x3e-\x7e]+$/;
+
+/**
+ * The container's environment, as the kubelet's `makeEnvironmentVariables` builds it: `envFrom`
+ * sources first (prefixed keys; invalid names skipped with one event per source), then `env`
+ * in order, each value `$(VAR)`-expanded against the variables defined before it, `valueFrom`
+ * read from the downward API, resources, configMaps and secrets. A later definition replaces an
+ * earlier one. Throws `ContainerConfigError` with the kubelet's message when a non-optional
+ * source or key is missing. Values are never logged.
+ */
+export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext): Promise<Map<string, string>> {
+  const ns = pod.metadata?.namespace ?? 'default';
+  const env = new Map<string, string>();
+  const configMaps = new Map<string, ConfigMap | undefined>();
+  const secrets = new Map<string, Secret | undefined>();
+  const getConfigMap = async (name: string): Promise<ConfigMap | undefined> => {
+    if (!ctx.objects) throw new ContainerConfigError(needsClusterMode(`configmap "${name}"`));
+    if (!configMaps.has(name)) configMaps.set(name, await fetchObject(() => ctx.objects!.getConfigMap(ns, name), 'configmap', ns, name));
+    return configMaps.get(name);
+  };
+  const getSecret = async (name: string): Promise<Secret | undefined> => {
+    if (!ctx.objects) throw new ContainerConfigError(needsClusterMode(`secret "${name}"`));
+    if (!secrets.has(name)) secrets.set(name, await fetchObject(() => ctx.objects!.getSecret(ns, name), 'secret', ns, name));
+    return secrets.get(name);
+  };
+
+  for (const from of container.envFrom ?? []) {
+    const prefix = from.prefix ?? '';
+    let data: Record<string, string>;
+    let what: string;
+    if (from.configMapRef) {
+      const { name = '', optional = false } = from.configMapRef;
+      what = `configMap ${ns}/${name}`;
+      const cm = await getConfigMap(name);
+      if (!cm) {
+        if (optional) continue;
+        throw new ContainerConfigError(`configmap "${name}" not found`);
+      }
+      data = cm.data ?? {};
+    } else if (from.secretRef) {
+      const { name = '', optional = false } = from.secretRef;
+      what = `secret ${ns}/${name}`;
+      const secret = await getSecret(name);
+      if (!secret) {
+        if (optional) continue;
+        throw new ContainerConfigError(`secret "${name}" not found`);
+      }
+      data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, decode(v)]));
+    } else {
+      continue;
+    }
+    const invalid: string[] = [];
+    for (const [key, value] of Object.entries(data)) {
+      const name = prefix + key;
+      if (!envName.test(name)) invalid.push(name);
+      else env.set(name, value);
+    }
+    if (invalid.length) {
+      ctx.onInvalidKeys?.(`Keys [${invalid.sort().join(', ')}] from the EnvFrom ${what} were skipped since they are considered invalid environment variable names.`);
+    }
+  }
+
+  for (const e of container.env ?? []) {
+    let value = e.value ?? '';
+    const from = e.valueFrom;
+    if (value !== '') {
+      value = expand(value, mappingFor(env));
+    } else if (from?.fieldRef) {
+      value = configError(() => podFieldValue(pod, from.fieldRef!, ctx.info));
+    } else if (from?.resourceFieldRef) {
+      value = configError(() => resourceFieldValue(pod, container, from.resourceFieldRef!, ctx.info));
+    } else if (from?.configMapKeyRef) {
+      const { name = '', key, optional = false } = from.configMapKeyRef;
+      const cm = await getConfigMap(name);
+      if (!cm) {
+        if (optional) continue;
+        throw new ContainerConfigError(`configmap "${name}" not found`);
+      }
+      const v = cm.data?.[key];
+      if (v === undefined) {
+        if (optional) continue;
+        throw new ContainerConfigError(`couldn't find key ${key} in ConfigMap ${ns}/${name}`);
+      }
+      value = v;
+    } else if (from?.secretKeyRef) {
+      const { name = '', key, optional = false } = from.secretKeyRef;
+      const secret = await getSecret(name);
+      if (!secret) {
+        if (optional) continue;
+        throw new ContainerConfigError(`secret "${name}" not found`);
+      }
+      const v = secret.data?.[key];
+      if (v === undefined) {
+        if (optional) continue;
+        throw new ContainerConfigError(`couldn't find key ${key} in Secret ${ns}/${name}`);
+      }
+      value = decode(v);
+    }
+    env.set(e.name, value);
+  }
+  return env;
+}
+
+/** `NAME=value` strings for the runtime. */
+export function envList(env: ReadonlyMap<string, string>): string[] {
+  return [...env].map(([k, v]) => `${k}=${v}`);
+}
+
+/** `command` and `args` with `$(VAR)` expanded against the final environment (`ExpandContainerCommandAndArgs`). */
+export function expandCommandAndArgs(container: Container, env: ReadonlyMap<string, string>): { command?: string[]; args?: string[] } {
+  const mapping = mappingFor(env);
+  return {
+    ...(container.command ? { command: container.command.map((s) => expand(s, mapping)) } : {}),
+    ...(container.args ? { args: container.args.map((s) => expand(s, mapping)) } : {}),
+  };
+}
+
+const decode = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
+
+function configError<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw new ContainerConfigError((err as Error).message);
+  }
+}
+
+/** One object read: `undefined` for 404, the kubelet's `couldn't get …` for any other failure. */
+async function fetchObject<T>(read: () => Promise<T | undefined>, kind: string, ns: string, name: string): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    throw new ContainerConfigError(`couldn't get ${kind} ${ns}/${name}: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,436 @@
+import { chmod, lstat, mkdir, realpath, rm, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative, sep } from 'node:path';
+import type { ConfigMap, Container, Pod, Secret, Volume } from 'kubernetes-types/core/v1.js';
+import { quantityOf } from '../api/qos.js';
+import type { Logger } from '../logging/index.js';
+import type { Mount } from '../runtime/types.js';
+import { writeAtomically, type FileProjection } from './atomic-writer.js';
+import type { PodRuntimeInfo } from './downward-api.js';
+import { ContainerConfigError, needsClusterMode } from './errors.js';
+import { expand } from './expansion.js';
+import { checkHostPath } from './host-path.js';
+import { isMountPoint, mountTmpfs, setVolumeOwnership, unmountUnder } from './host.js';
+import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } from './payloads.js';
+import { alwaysReadOnly, memoryBacked, mountRefusal, pluginDir, refreshable, tokenNeedsRefresh, volumeKindOf, volumeRefusal, type VolumeKind } from './plugins.js';
+import type { PodObjectSource } from './source.js';
+
+export interface VolumeManagerOptions {
+  /** `--root-dir`: pod volumes live under `<rootDir>/pods/<uid>/volumes`. */
+  rootDir: string;
+  /** The apiserver's secrets, configMaps and tokens; absent in standalone mode. */
+  objects?: PodObjectSource | undefined;
+  log: Logger;
+  /** The newest pod object for a UID, so refreshes follow label changes; undefined once it is gone. */
+  getPod?: (uid: string) => Pod | undefined;
+  /** Every pod this node should run: after a restart their volumes are adopted and refreshed again. */
+  listPods?: () => readonly Pod[];
+  /** Addresses and allocatable resources for a pod adopted after a restart. */
+  podInfo?: (pod: Pod) => PodRuntimeInfo;
+  /** How often secret, configMap, downwardAPI and projected volumes are re-synced (the kubelet: about a minute). */
+  refreshPeriodMs?: number;
+  /** Clock (token refresh); tests pass their own. */
+  now?: () => number;
+}
+
+interface SetUpVolume {
+  readonly kind: VolumeKind;
+  /** The host path containers bind-mount. */
+  readonly path: string;
+}
+
+interface TokenState {
+  readonly token: string;
+  readonly expirationTimestamp: Date;
+  readonly expirationSeconds: number;
+}
+
+interface PodVolumes {
+  pod: Pod;
+  info: PodRuntimeInfo;
+  readonly ready: Map<string, SetUpVolume>;
+  readonly tokens: Map<string, TokenState>;
+  lastSync: number;
+  /** Operations on one pod's volumes run one at a time. */
+  queue: Promise<unknown>;
+}
+
+const safeUID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/**
+ * The kubelet's volume manager for the volume types nodelet supports: sets a pod's volumes up
+ * under `<rootDir>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>` before its containers start,
+ * keeps secret, configMap, downwardAPI and projected volumes (and service-account tokens)
+ * fresh while the pod exists, and removes everything when the pod is gone.
+ */
+export class VolumeManager {
+  readonly #o: VolumeManagerOptions;
+  readonly #pods = new Map<string, PodVolumes>();
+  readonly #refreshMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #refreshing: Promise<void> | undefined;
+
+  constructor(opts: VolumeManagerOptions) {
+    this.#o = opts;
+    this.#refreshMs = opts.refreshPeriodMs ?? 60_000;
+  }
+
+  /** `<rootDir>/pods/<uid>`. */
+  podDir(uid: string): string {
+    if (!safeUID.test(uid)) throw new ContainerConfigError(`pod UID ${JSON.stringify(uid)} cannot name a directory`);
+    return join(this.#o.rootDir, 'pods', uid);
+  }
+
+  volumeDir(uid: string, kind: VolumeKind, name: string): string {
+    return join(this.podDir(uid), 'volumes', pluginDir[kind], name);
+  }
+
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (!this.#refreshing) this.#refreshing = this.refresh().finally(() => (this.#refreshing = undefined));
+    }, this.#refreshMs);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#refreshing;
+  }
+
+  /**
+   * Sets up every volume of `pod` that is not yet (idempotent: a tmpfs already mounted is kept),
+   * re-syncing refreshable ones older than the refresh period. A refused or failing volume
+   * throws a `ContainerConfigError` (event `FailedMount`) after the others were set up.
+   */
+  setUpPod(pod: Pod, info: PodRuntimeInfo): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const state = this.#state(pod, info);
+    return this.#serial(state, async () => {
+      const volumes = pod.spec?.volumes ?? [];
+      for (const v of volumes) {
+        const refusal = volumeRefusal(v);
+        if (refusal) throw new ContainerConfigError(refusal, { mount: true });
+      }
+      const errors: string[] = [];
+      const stale = Date.now() - state.lastSync >= this.#refreshMs;
+      for (const v of volumes) {
+        const ready = state.ready.get(v.name);
+        if (ready && !(stale && refreshable.has(ready.kind))) continue;
+        try {
+          state.ready.set(v.name, await this.#setUp(uid, state, v));
+        } catch (err) {
+          if (err instanceof ContainerConfigError) throw err;
+          // A volume already in place keeps serving its last contents, as a refresh failure does.
+          if (ready) this.#o.log.warn({ podUID: uid, volume: v.name, error: (err as Error).message }, 'Could not refresh volume; keeping its previous contents');
+          else errors.push(`MountVolume.SetUp failed for volume ${JSON.stringify(v.name)} : ${(err as Error).message}`);
+        }
+      }
+      if (stale && !errors.length) state.lastSync = Date.now();
+      if (errors.length) throw new ContainerConfigError(errors.join('; '), { mount: true });
+    });
+  }
+
+  /**
+   * The bind mounts of `container` (`makeMounts`): volume path, `subPath` or `subPathExpr`
+   * (expanded from `env`, created when missing, never escaping the volume through a symlink),
+   * read-only as asked or as the volume type demands. Call after `setUpPod`.
+   */
+  async mountsFor(pod: Pod, container: Container, env: ReadonlyMap<string, string>): Promise<Mount[]> {
+    const state = this.#pods.get(pod.metadata?.uid ?? '');
+    const mounts: Mount[] = [];
+    for (const m of container.volumeMounts ?? []) {
+      const refusal = mountRefusal(m);
+      if (refusal) throw new ContainerConfigError(refusal);
+      const vol = state?.ready.get(m.name);
+      if (!vol) throw new ContainerConfigError(`volumeMount ${JSON.stringify(m.name)}: volume is not set up`, { mount: true });
+      let subPath = m.subPath ?? '';
+      if (m.subPathExpr) {
+        const missing = new Set<string>();
+        subPath = expand(m.subPathExpr, (name) => {
+          const value = env.get(name);
+          if (!value) missing.add(name);
+          return value ?? '';
+        });
+        if (missing.size) throw new ContainerConfigError(`volumeMount ${JSON.stringify(m.name)}: subPathExpr ${m.subPathExpr}: missing value for ${[...missing].sort().join(', ')}`);
+      }
+      let hostPath = vol.path;
+      if (subPath) hostPath = await this.#subPath(vol, subPath, m.name);
+      const readOnly = m.readOnly === true || alwaysReadOnly.has(vol.kind);
+      const rro = m.recursiveReadOnly;
+      mounts.push({
+        hostPath,
+        containerPath: m.mountPath,
+        readOnly,
+        ...(readOnly ? { recursiveReadOnly: rro === 'Enabled' ? 'Enabled' : rro === 'IfPossible' ? 'IfPossible' : 'Disabled' } : {}),
+      });
+    }
+    return mounts;
+  }
+
+  /** Unmounts the pod's tmpfs volumes and deletes `<rootDir>/pods/<uid>` (its containers are gone). */
+  async tearDown(uid: string): Promise<void> {
+    if (!safeUID.test(uid)) return;
+    const state = this.#pods.get(uid);
+    this.#pods.delete(uid);
+    const work = async () => {
+      const dir = this.podDir(uid);
+      if (!(await exists(dir))) return;
+      await unmountUnder(dir);
+      await rm(dir, { recursive: true, force: true });
+      this.#o.log.info({ podUID: uid }, 'Tore down pod volumes');
+    };
+    await (state ? this.#serial(state, work) : work());
+  }
+
+  /**
+   * One refresh round: adopts volumes of known pods set up before a restart, re-syncs every
+   * refreshable volume (failures keep the previous contents and are logged), renews tokens.
+   */
+  async refresh(): Promise<void> {
+    for (const pod of this.#o.listPods?.() ?? []) {
+      const uid = pod.metadata?.uid ?? '';
+      if (this.#pods.has(uid) || !safeUID.test(uid) || !(await exists(join(this.podDir(uid), 'volumes')))) continue;
+      const state = this.#state(pod, this.#o.podInfo?.(pod) ?? { hostIPs: [], podIPs: [], allocatable: { cpuMilli: 0n, memoryBytes: 0n, ephemeralStorageBytes: 0n } });
+      for (const v of pod.spec?.volumes ?? []) {
+        const k = volumeKindOf(v);
+        if ('kind' in k && refreshable.has(k.kind) && (await exists(this.volumeDir(uid, k.kind, v.name)))) state.ready.set(v.name, { kind: k.kind, path: this.volumeDir(uid, k.kind, v.name) });
+      }
+      this.#o.log.info({ podUID: uid }, 'Adopted pod volumes');
+    }
+    await Promise.all(
+      [...this.#pods].map(([uid, state]) =>
+        this.#serial(state, async () => {
+          if (this.#pods.get(uid) !== state) return; // torn down meanwhile
+          const pod = this.#o.getPod ? this.#o.getPod(uid) : state.pod;
+          if (!pod) return;
+          state.pod = pod;
+          for (const v of pod.spec?.volumes ?? []) {
+            const ready = state.ready.get(v.name);
+            if (!ready || !refreshable.has(ready.kind)) continue;
+            try {
+              await this.#sync(uid, state, v, ready.kind, ready.path);
+            } catch (err) {
+              this.#o.log.warn({ podUID: uid, volume: v.name, error: (err as Error).message }, 'Could not refresh volume; keeping its previous contents');
+            }
+          }
+          state.lastSync = Date.now();
+        }),
+      ),
+    );
+  }
+
+  #state(pod: Pod, info: PodRuntimeInfo): PodVolumes {
+    const uid = pod.metadata?.uid ?? '';
+    let state = this.#pods.get(uid);
+    if (!state) {
+      state = { pod, info, ready: new Map(), tokens: new Map(), lastSync: Date.now(), queue: Promise.resolve() };
+      this.#pods.set(uid, state);
+    }
+    state.pod = pod;
+    state.info = info;
+    return state;
+  }
+
+  #serial<T>(state: PodVolumes, fn: () => Promise<T>): Promise<T> {
+    const run = state.queue.then(fn, fn);
+    state.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #setUp(uid: string, state: PodVolumes, v: Volume): Promise<SetUpVolume> {
+    const k = volumeKindOf(v);
+    if (!('kind' in k)) throw new Error(`${k.unsupported} volumes are not supported by nodelet`);
+    const { kind } = k;
+    const sc = state.pod.spec?.securityContext;
+    if (kind === 'hostPath') {
+      await checkHostPath(v.hostPath?.path ?? '', v.hostPath?.type);
+      return { kind, path: v.hostPath?.path ?? '' };
+    }
+    const dir = this.volumeDir(uid, kind, v.name);
+    // Read the API objects first: a volume that cannot be filled leaves nothing mounted behind.
+    const payload = refreshable.has(kind) ? await this.#payload(state, v, kind) : undefined;
+    const created = (await mkdir(dir, { recursive: true })) !== undefined;
+    const memory = memoryBacked.has(kind) || (kind === 'emptyDir' && v.emptyDir?.medium === 'Memory');
+    if (memory && !(await isMountPoint(dir))) {
+      const sizeLimit = kind === 'emptyDir' && v.emptyDir?.sizeLimit !== undefined ? quantityOf(v.emptyDir.sizeLimit) / 1_000_000_000n : undefined;
+      await mountTmpfs(dir, memoryVolumeSize(state.pod, state.info.allocatable.memoryBytes, sizeLimit), kind === 'emptyDir' ? 0o777 : 0o1777);
+    } else if (created && kind === 'emptyDir') {
+      // emptyDir is world-writable, as the kubelet makes it (the umask narrowed mkdir's mode).
+      await chmod(dir, 0o777);
+    }
+    // sizeLimit on a disk-backed emptyDir is recorded in the spec but not enforced (the kubelet
+    // enforces it by evicting the pod; nodelet has no eviction manager).
+    if (payload) {
+      if (created && sc?.fsGroup !== undefined) await setVolumeOwnership(dir, sc.fsGroup, { readOnly: true, recursive: false });
+      await this.#write(uid, state, v, dir, payload);
+    } else if (sc?.fsGroup !== undefined) {
+      await setVolumeOwnership(dir, sc.fsGroup, { readOnly: false, policy: sc.fsGroupChangePolicy });
+    }
+    return { kind, path: dir };
+  }
+
+  /** Re-reads and writes a secret, configMap, downwardAPI or projected volume. */
+  async #sync(uid: string, state: PodVolumes, v: Volume, kind: VolumeKind, dir: string): Promise<void> {
+    await this.#write(uid, state, v, dir, await this.#payload(state, v, kind));
+  }
+
+  /** The current files of a secret, configMap, downwardAPI or projected volume. */
+  async #payload(state: PodVolumes, v: Volume, kind: VolumeKind): Promise<Map<string, FileProjection>> {
+    const pod = state.pod;
+    const ns = pod.metadata?.namespace ?? 'default';
+    if (kind === 'secret') {
+      const src = v.secret ?? {};
+      const name = src.secretName ?? '';
+      const secret = await this.#get('secret', ns, name);
+      if (!secret && !src.optional) throw new Error(`secret ${JSON.stringify(name)} not found`);
+      return secret ? secretPayload(secret, src.items, src.defaultMode ?? DEFAULT_MODE, src.optional === true) : new Map();
+    }
+    if (kind === 'configMap') {
+      const src = v.configMap ?? {};
+      const name = src.name ?? '';
+      const cm = await this.#get('configmap', ns, name);
+      if (!cm && !src.optional) throw new Error(`configmap ${JSON.stringify(name)} not found`);
+      return cm ? configMapPayload(cm, src.items, src.defaultMode ?? DEFAULT_MODE, src.optional === true) : new Map();
+    }
+    if (kind === 'downwardAPI') return downwardAPIPayload(pod, v.downwardAPI?.items, v.downwardAPI?.defaultMode ?? DEFAULT_MODE, state.info);
+    return this.#projected(state, v);
+  }
+
+  async #write(uid: string, state: PodVolumes, v: Volume, dir: string, payload: Map<string, FileProjection>): Promise<void> {
+    const fsGroup = state.pod.spec?.securityContext?.fsGroup;
+    const written = await writeAtomically(dir, payload, {
+      ...(fsGroup !== undefined ? { setPerms: (ts: string) => setVolumeOwnership(ts, fsGroup, { readOnly: true }) } : {}),
+    });
+    if (written) this.#o.log.debug({ podUID: uid, volume: v.name, files: payload.size }, 'Wrote volume contents');
+  }
+
+  async #projected(state: PodVolumes, v: Volume): Promise<Map<string, FileProjection>> {
+    const pod = state.pod;
+    const ns = pod.metadata?.namespace ?? 'default';
+    const defaultMode = v.projected?.defaultMode ?? DEFAULT_MODE;
+    const sc = pod.spec?.securityContext;
+    const fsUser = podFsUser(pod);
+    const payload = new Map<string, FileProjection>();
+    const errors: string[] = [];
+    for (const source of v.projected?.sources ?? []) {
+      try {
+        let part: Map<string, FileProjection> = new Map();
+        if (source.secret) {
+          const { name = '', items, optional = false } = source.secret;
+          const secret = await this.#get('secret', ns, name);
+          if (!secret && !optional) throw new Error(`secret ${JSON.stringify(name)} not found`);
+          if (secret) part = secretPayload(secret, items, defaultMode, optional);
+        } else if (source.configMap) {
+          const { name = '', items, optional = false } = source.configMap;
+          const cm = await this.#get('configmap', ns, name);
+          if (!cm && !optional) throw new Error(`configmap ${JSON.stringify(name)} not found`);
+          if (cm) part = configMapPayload(cm, items, defaultMode, optional);
+        } else if (source.downwardAPI) {
+          part = downwardAPIPayload(pod, source.downwardAPI.items, defaultMode, state.info);
+        } else if (source.serviceAccountToken) {
+          const tp = source.serviceAccountToken;
+          const token = await this.#token(state, `${v.name}/${tp.path}`, tp.audience, tp.expirationSeconds ?? 3600);
+          // The kubelet narrows the token to its owner when fsUser or fsGroup decide who reads it.
+          const mode = fsUser !== undefined || sc?.fsGroup !== undefined ? 0o600 : defaultMode;
+          part.set(tp.path, { data: token, mode, ...(fsUser !== undefined ? { fsUser } : {}) });
+        }
+        for (const [path, file] of part) payload.set(path, file);
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }
+    if (errors.length) throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
+    return payload;
+  }
+
+  async #get(kind: 'secret', ns: string, name: string): Promise<Secret | undefined>;
+  async #get(kind: 'configmap', ns: string, name: string): Promise<ConfigMap | undefined>;
+  async #get(kind: 'secret' | 'configmap', ns: string, name: string): Promise<unknown> {
+    const objects = this.#o.objects;
+    if (!objects) throw new Error(needsClusterMode(`${kind} ${JSON.stringify(name)}`));
+    return kind === 'secret' ? objects.getSecret(ns, name) : objects.getConfigMap(ns, name);
+  }
+
+  /** A bound service-account token for the pod, requested again when `tokenNeedsRefresh` says so. */
+  async #token(state: PodVolumes, key: string, audience: string | undefined, expirationSeconds: number): Promise<string> {
+    const objects = this.#o.objects;
+    if (!objects) throw new Error(needsClusterMode('serviceAccountToken'));
+    const now = this.#o.now?.() ?? Date.now();
+    const cached = state.tokens.get(key);
+    if (cached && !tokenNeedsRefresh(cached, now, Math.random() * 10_000)) return cached.token;
+    const pod = state.pod;
+    const sa = pod.spec?.serviceAccountName || pod.spec?.serviceAccount || 'default';
+    try {
+      const tr = await objects.requestServiceAccountToken(pod, sa, { ...(audience ? { audience } : {}), expirationSeconds });
+      state.tokens.set(key, { token: tr.token, expirationTimestamp: tr.expirationTimestamp, expirationSeconds });
+      return tr.token;
+    } catch (err) {
+      // A token that is still valid serves until the apiserver answers again.
+      if (cached && cached.expirationTimestamp.getTime() > now) {
+        this.#o.log.warn({ podUID: pod.metadata?.uid, error: (err as Error).message }, 'Could not renew service account token; keeping the current one');
+        return cached.token;
+      }
+      throw new Error(`failed to fetch token: ${(err as Error).message}`);
+    }
+  }
+
+  async #subPath(vol: SetUpVolume, subPath: string, name: string): Promise<string> {
+    if (isAbsolute(subPath)) throw new ContainerConfigError(`error SubPath \`${subPath}\` must not be an absolute path`);
+    if (subPath.split('/').includes('..')) throw new ContainerConfigError(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
+    const root = await realpath(vol.path);
+    const target = join(vol.path, subPath);
+    if (!(await exists(target)) && !alwaysReadOnly.has(vol.kind)) {
+      const mode = (await stat(root)).mode & 0o7777;
+      await mkdir(target, { recursive: true, mode });
+    }
+    let resolved: string;
+    try {
+      resolved = await realpath(target);
+    } catch {
+      throw new ContainerConfigError(`volumeMount ${JSON.stringify(name)}: subPath ${subPath} does not exist in the volume`);
+    }
+    // A container may have planted a symlink to escape the volume (CVE-2017-1002101).
+    const rel = relative(root, resolved);
+    if (rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('..')) {
+      throw new ContainerConfigError(`subpath ${JSON.stringify(resolved)} not within volume path ${JSON.stringify(root)}`);
+    }
+    return resolved;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(() => true, () => false);
+}
+
+/** The effective `runAsUser` when every container shares it (the kubelet's `FsUserFrom`), which owns tokens. */
+export function podFsUser(pod: Pod): number | undefined {
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  const users = new Set(containers.map((c) => c.securityContext?.runAsUser ?? pod.spec?.securityContext?.runAsUser));
+  const [only] = users;
+  return users.size === 1 && only !== undefined ? only : undefined;
+}
+
+/**
+ * Size of a memory-backed volume (`calculateEmptyDirMemorySize`): the node's allocatable
+ * memory, lowered to the pod's memory limit when every container has one, lowered to the
+ * volume's `sizeLimit` when that is smaller still.
+ */
+export function memoryVolumeSize(pod: Pod, allocatableBytes: bigint, sizeLimitBytes: bigint | undefined): bigint {
+  let size = allocatableBytes;
+  const limit = podMemoryLimit(pod);
+  if (limit !== undefined && limit > 0n && (size <= 0n || limit <= size)) size = limit;
+  if (sizeLimitBytes !== undefined && sizeLimitBytes > 0n && (size <= 0n || sizeLimitBytes <= size)) size = sizeLimitBytes;
+  return size;
+}
+
+function podMemoryLimit(pod: Pod): bigint | undefined {
+  const bytes = (c: Container) => (c.resources?.limits?.memory !== undefined ? quantityOf(c.resources.limits.memory) / 1_000_000_000n : undefined);
+  const regular = pod.spec?.containers ?? [];
+  const init = pod.spec?.initContainers ?? [];
+  const all = [...regular, ...init].map(bytes);
+  if (all.some((b) => b === undefined)) return undefined;
+  const sum = regular.map(bytes).reduce<bigint>((a, b) => a + (b ?? 0n), 0n);
+  const maxInit = init.map(bytes).reduce<bigint>((a, b) => ((b ?? 0n) > a ? (b ?? 0n) : a), 0n);
+  return sum > maxInit ? sum : maxInit;
+}
