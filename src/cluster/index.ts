@@ -37,7 +37,10 @@ export interface ClusterModeOptions {
   timing?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
 }
 
-/** nodelet as a node of a cluster: every loop that talks to the apiserver, started and stopped together. */
+/**
+ * nodelet as a node of a cluster: every loop that talks to the apiserver, started and stopped
+ * together. `stop()` also closes `client`.
+ */
 export interface ClusterMode {
   readonly node: NodeController;
   readonly pods: ApiPodSource;
@@ -115,7 +118,10 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     podRejected: (pod, message) => statusSync.rejectPod(pod, 'FailedValidation', message),
     async stop() {
       statusSync.stop();
-      await Promise.all([pods.stop(), mirrorPods.stop(), node.stop(), events.stop()]);
+      const stopped = Promise.all([pods.stop(), mirrorPods.stop(), node.stop(), events.stop()]);
+      // In-flight requests fail at once instead of running into their timeouts.
+      client.close();
+      await stopped;
     },
   };
 }

@@ -33,9 +33,15 @@ export class MirrorPods {
   #again = false;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** Resolves on stop(), so a pass waiting for a Node that never registers can end. */
+  readonly #stop: Promise<undefined>;
+  #signalStop: () => void = () => undefined;
 
   constructor(opts: MirrorPodsOptions) {
     this.#o = opts;
+    this.#stop = new Promise((resolve) => {
+      this.#signalStop = () => resolve(undefined);
+    });
   }
 
   start(): void {
@@ -52,6 +58,7 @@ export class MirrorPods {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#signalStop();
     clearTimeout(this.#timer);
     await this.#running;
   }
@@ -79,7 +86,8 @@ export class MirrorPods {
 
   async #pass(): Promise<void> {
     const { podManager } = this.#o;
-    const nodeUID = await this.#o.nodeUID();
+    const nodeUID = await Promise.race([this.#o.nodeUID(), this.#stop]);
+    if (nodeUID === undefined) return;
     let created = false;
     for (const pod of podManager.getPods()) {
       if (!isStaticPod(pod) || this.#stopped) continue;
