@@ -26,7 +26,7 @@ import type { PodObjectSource } from './volumes/source.js';
 import type { PodRuntimeInfo } from './volumes/downward-api.js';
 import { KubeClient } from './apiserver/client.js';
 import { loadKubeconfig } from './config/kubeconfig.js';
-import { startClusterMode, type ClusterMode } from './cluster/index.js';
+import { ApiserverObjects, startClusterMode, type ClusterMode } from './cluster/index.js';
 
 export interface Nodelet {
   readonly app: FastifyInstance;
@@ -96,9 +96,9 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   const recorder = new EventRecorder({ nodeName: config.nodeName });
   const podManager = new PodManager();
   const statusManager = new StatusManager({ log });
-  // Secrets, configMaps and service-account tokens that volumes and env refer to.
-  // CLUSTER MODE: replace `undefined` with the apiserver-backed PodObjectSource when apiClient is set.
-  const objects: PodObjectSource | undefined = undefined;
+  // Secrets, configMaps and service-account tokens that volumes and env refer to: read from the
+  // apiserver in cluster mode; standalone there are none (pods needing them are refused).
+  const objects: PodObjectSource | undefined = apiClient ? new ApiserverObjects(apiClient) : undefined;
   const volumes: VolumeManager = new VolumeManager({
     rootDir: config.rootDir,
     objects,
