@@ -7,8 +7,8 @@ export interface ContainerStart {
   container: Container;
   /** Attempt and restart count of the new instance. */
   attempt: number;
-  /** Why it starts: first start, restart after exit, or spec change. */
-  reason: 'new' | 'restart' | 'changed' | 'sandbox';
+  /** Why it starts: first start, restart after exit, spec change, new sandbox, or failed probe. */
+  reason: 'new' | 'restart' | 'changed' | 'sandbox' | 'unhealthy';
 }
 
 export interface ContainerKill {
@@ -40,6 +40,9 @@ export interface PodActions {
 
 export const backoffKey = (pod: Pod, name: string) => `${pod.metadata?.uid}/${name}`;
 
+/** Which probe says a running container instance must be restarted (from the prober). */
+export type ProbeVerdict = (containerName: string, containerId: string) => 'liveness' | 'startup' | undefined;
+
 /**
  * The kubelet's `computePodActions` for Docker (the seed's SyncPod, with the modern rules):
  * a pod needs a ready sandbox; each spec container runs once, and after it exits it is
@@ -49,10 +52,11 @@ export const backoffKey = (pod: Pod, name: string) => `${pod.metadata?.uid}/${na
  *
  * Pure: it records the restart in `backoff` only for starts it decides on, and reads `now`.
  */
-export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, backoff: Backoff, now: number): PodActions {
+export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, backoff: Backoff, now: number, unhealthy: ProbeVerdict = () => undefined): PodActions {
   const actions: PodActions = { createSandbox: undefined, kill: [], start: [], remove: [], waiting: new Map(), resyncAfterMs: undefined };
   const policy = pod.spec?.restartPolicy ?? 'Always';
   const specs = pod.spec?.containers ?? [];
+  const inits = pod.spec?.initContainers ?? [];
   const sandboxes = runtime?.sandboxes ?? [];
   const instances = new Map<string, RuntimeContainer[]>();
   for (const c of runtime?.containers ?? []) {
@@ -70,11 +74,13 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
 
   const current = sandboxes[0];
   const needSandbox = !current?.ready;
+  const regularStarted = specs.some((c) => (instances.get(c.name)?.length ?? 0) > 0);
   if (needSandbox) {
     // A pod whose containers are all done for good gets no new sandbox (kubelet: "all containers
     // have exited and the restart policy says not to restart them").
     const anyToRun = specs.some((c) => shouldRun(c) && instances.get(c.name)?.[0]?.state !== 'running');
-    if (anyToRun || specs.some((c) => instances.get(c.name)?.[0]?.state === 'running')) {
+    const initFailedForGood = !regularStarted && policy === 'Never' && inits.some((c) => !isRestartableInit(c) && exitedNonZero(instances.get(c.name)?.[0]));
+    if ((anyToRun && !initFailedForGood) || specs.some((c) => instances.get(c.name)?.[0]?.state === 'running')) {
       actions.createSandbox = current ? current.attempt + 1 : 0;
     }
   }
@@ -86,9 +92,22 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     }
   }
 
+  // Init containers run one at a time, in order, to completion (sidecars: until started) before
+  // any regular container; a new sandbox runs them again. Once a regular container has started
+  // in the current sandbox, initialisation is over.
+  const initState = inits.length === 0 || (regularStarted && actions.createSandbox === undefined)
+    ? 'done'
+    : initContainerActions(pod, inits, instances, actions, backoff, now, policy, unhealthy);
+
   for (const c of specs) {
     const list = instances.get(c.name) ?? [];
     const newest = list[0];
+    if (initState !== 'done') {
+      // Regular containers wait for initialisation; anything left of them from an old sandbox goes.
+      if (newest?.state === 'running') actions.kill.push({ id: newest.id, name: c.name, message: 'Pod sandbox changed, it will be killed and re-created.' });
+      actions.waiting.set(c.name, { reason: 'PodInitializing', message: '' });
+      continue;
+    }
     // Older duplicates: keep only the newest dead one besides the current instance.
     for (const [i, old] of list.entries()) {
       if (i === 0) continue;
@@ -113,12 +132,19 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
       continue;
     }
     switch (newest.state) {
-      case 'running':
+      case 'running': {
+        const probe = unhealthy(c.name, newest.id);
         if (newest.hash && newest.hash !== hashContainer(c)) {
           actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
           replaceCurrent('changed');
+        } else if (probe) {
+          // The seed's "restart when the container is unhealthy": kill it; whether it comes back
+          // is the restart policy's call, as after any exit.
+          actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} failed ${probe} probe, will be restarted` });
+          if (policy !== 'Never') replaceCurrent('unhealthy');
         }
         break;
+      }
       case 'created':
       case 'unknown':
         // Created but never started (a failed start): remove it and try again.
@@ -147,7 +173,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   }
 
   // Containers whose name is not in the spec any more.
-  const names = new Set(specs.map((c) => c.name));
+  const names = new Set([...specs, ...inits].map((c) => c.name));
   for (const [name, list] of instances) {
     if (names.has(name)) continue;
     for (const c of list) {
@@ -156,6 +182,73 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     }
   }
   return actions;
+}
+
+const isRestartableInit = (c: Container) => c.restartPolicy === 'Always';
+const exitedNonZero = (c: RuntimeContainer | undefined) => c?.state === 'exited' && c.exitCode !== 0;
+
+/**
+ * The kubelet's `computeInitContainerActions`: walks the init containers in order and schedules
+ * the first one that is not done — starts it, restarts it after a failure (restart policy and
+ * crash-loop back-off permitting), or waits while it runs. Sidecars (`restartPolicy: Always`)
+ * count as done once running and are kept running. Returns `done` when regular containers may
+ * start, `failed` when an init container failed for good (`restartPolicy: Never`).
+ */
+function initContainerActions(
+  pod: Pod,
+  inits: readonly Container[],
+  instances: ReadonlyMap<string, RuntimeContainer[]>,
+  actions: PodActions,
+  backoff: Backoff,
+  now: number,
+  policy: string,
+  unhealthy: ProbeVerdict,
+): 'done' | 'pending' | 'failed' {
+  const fresh = actions.createSandbox !== undefined;
+  for (const c of inits) {
+    const list = instances.get(c.name) ?? [];
+    const newest = fresh ? undefined : list[0];
+    if (fresh && list[0]?.state === 'running') actions.kill.push({ id: list[0].id, name: c.name, message: 'Pod sandbox changed, it will be killed and re-created.' });
+    const attempt = list[0] ? list[0].attempt + 1 : 0;
+    const start = (reason: ContainerStart['reason']) => {
+      actions.start.push({ container: c, attempt, reason });
+      const previous = list[1];
+      if (previous && previous.state !== 'running') actions.remove.push(previous.id);
+    };
+    const sidecar = isRestartableInit(c);
+    if (!newest || newest.state === 'created' || newest.state === 'unknown') {
+      if (newest) actions.remove.push(newest.id);
+      start(newest ? 'restart' : fresh && list.length ? 'sandbox' : 'new');
+      return 'pending';
+    }
+    if (newest.state === 'running') {
+      const probe = sidecar ? unhealthy(c.name, newest.id) : undefined;
+      if (probe) {
+        actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} failed ${probe} probe, will be restarted` });
+        start('unhealthy');
+        return 'pending';
+      }
+      if (sidecar) continue;
+      return 'pending';
+    }
+    // Exited.
+    if (!sidecar && newest.exitCode === 0) continue;
+    if (!sidecar && policy === 'Never') return 'failed';
+    const key = backoffKey(pod, c.name);
+    const finished = newest.finishedAt?.getTime() ?? now;
+    if (backoff.isInBackOffSince(key, finished, now)) {
+      actions.waiting.set(c.name, {
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${formatDelay(backoff.delayOf(key))} restarting failed container=${c.name} pod=${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`,
+      });
+      actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, backoff.remaining(key, finished, now));
+      return 'pending';
+    }
+    backoff.next(key, finished, now);
+    start('restart');
+    return 'pending';
+  }
+  return 'done';
 }
 
 function formatDelay(ms: number): string {

@@ -107,3 +107,76 @@ t.test('a container created but never started is removed and retried', async (t)
   t.same(a.remove, ['a-0']);
   t.same(a.start.map((s) => s.attempt), [1]);
 });
+
+const withInits = (inits: Container[], containers: Container[], restartPolicy = 'Always'): Pod => ({
+  metadata: { name: 'p', namespace: 'ns', uid: 'u1' },
+  spec: { restartPolicy, initContainers: inits, containers },
+});
+const done = (c: Container, attempt = 0): RuntimeContainer => inst(c, attempt, 'exited', { exitCode: 0, reason: 'Completed' });
+
+t.test('init containers run one at a time, in order, before any regular container', async (t) => {
+  const [i1, i2, app] = [spec('init-1'), spec('init-2'), spec('app')];
+  const p = withInits([i1, i2], [app]);
+  const fresh = computePodActions(p, undefined, new Backoff(), NOW);
+  t.equal(fresh.createSandbox, 0);
+  t.same(fresh.start.map((s) => s.container.name), ['init-1'], 'only the first init container starts');
+  t.same(fresh.waiting.get('app'), { reason: 'PodInitializing', message: '' });
+
+  const running = computePodActions(p, rpod([sandbox()], [inst(i1, 0, 'running')]), new Backoff(), NOW);
+  t.same(running.start, [], 'nothing starts while an init container runs');
+  const next = computePodActions(p, rpod([sandbox()], [done(i1)]), new Backoff(), NOW);
+  t.same(next.start.map((s) => s.container.name), ['init-2']);
+  const apps = computePodActions(p, rpod([sandbox()], [done(i1), done(i2)]), new Backoff(), NOW);
+  t.same(apps.start.map((s) => s.container.name), ['app'], 'after all init containers, the app');
+  t.same(apps.remove, [], 'completed init containers are kept (their statuses)');
+  const later = computePodActions(p, rpod([sandbox()], [inst(app, 0, 'running')]), new Backoff(), NOW);
+  t.same([later.start, later.kill], [[], []], 'once an app container started, initialisation is over (init instances may be gone)');
+});
+
+t.test('a failing init container follows the restart policy, with back-off', async (t) => {
+  const [i1, app] = [spec('init-1'), spec('app')];
+  const failed = rpod([sandbox()], [inst(i1, 0, 'exited', { exitCode: 2, finishedAt: new Date(NOW - 60_000) })]);
+  const b = new Backoff({ initialMs: 10_000, maxMs: 300_000 });
+  const retry = computePodActions(withInits([i1], [app], 'OnFailure'), failed, b, NOW);
+  t.same(retry.start.map((s) => [s.container.name, s.attempt, s.reason]), [['init-1', 1, 'restart']]);
+  const soon = computePodActions(withInits([i1], [app], 'OnFailure'), rpod([sandbox()], [inst(i1, 1, 'exited', { exitCode: 2, finishedAt: new Date(NOW - 1000) })]), b, NOW);
+  t.same(soon.start, []);
+  t.equal(soon.waiting.get('init-1')?.reason, 'CrashLoopBackOff');
+  t.ok((soon.resyncAfterMs ?? 0) > 0);
+  const never = computePodActions(withInits([i1], [app], 'Never'), failed, new Backoff(), NOW);
+  t.same([never.start, never.createSandbox], [[], undefined], 'restartPolicy Never: the pod has failed; nothing runs again');
+  const neverNoSandbox = computePodActions(withInits([i1], [app], 'Never'), rpod([sandbox(0, false)], failed.containers), new Backoff(), NOW);
+  t.equal(neverNoSandbox.createSandbox, undefined, 'and no new sandbox for it');
+});
+
+t.test('sidecars (restartPolicy Always init containers) start in order and keep running beside the app', async (t) => {
+  const side = spec('proxy', { restartPolicy: 'Always' });
+  const [i2, app] = [spec('init-2'), spec('app')];
+  const p = withInits([side, i2], [app]);
+  t.same(computePodActions(p, undefined, new Backoff(), NOW).start.map((s) => s.container.name), ['proxy']);
+  t.same(computePodActions(p, rpod([sandbox()], [inst(side, 0, 'running')]), new Backoff(), NOW).start.map((s) => s.container.name), ['init-2'], 'a running sidecar counts as started');
+  const all = computePodActions(p, rpod([sandbox()], [inst(side, 0, 'running'), done(i2)]), new Backoff(), NOW);
+  t.same(all.start.map((s) => s.container.name), ['app']);
+  t.same(all.kill, [], 'the sidecar is neither killed nor removed (its name is in the spec)');
+});
+
+t.test('a new sandbox runs the init containers again', async (t) => {
+  const [i1, app] = [spec('init-1'), spec('app')];
+  const a = computePodActions(withInits([i1], [app]), rpod([sandbox(0, false)], [done(i1), inst(app, 0, 'running')]), new Backoff(), NOW);
+  t.equal(a.createSandbox, 1);
+  t.same(a.start.map((s) => [s.container.name, s.attempt]), [['init-1', 1]]);
+  t.ok(a.kill.some((k) => k.name === 'app'), 'the app of the old sandbox is stopped');
+});
+
+t.test('a failed liveness or startup probe restarts the container; under Never it is only killed', async (t) => {
+  const c = spec('app');
+  const live = rpod([sandbox()], [inst(c, 0, 'running')]);
+  const verdict = (name: string, id: string) => (name === 'app' && id === 'app-0' ? ('liveness' as const) : undefined);
+  const a = computePodActions(pod([c]), live, new Backoff(), NOW, verdict);
+  t.same(a.kill.map((k) => k.message), ['Container app failed liveness probe, will be restarted']);
+  t.same(a.start.map((s) => [s.attempt, s.reason]), [[1, 'unhealthy']]);
+  const never = computePodActions(pod([c], 'Never'), live, new Backoff(), NOW, verdict);
+  t.equal(never.kill.length, 1);
+  t.same(never.start, []);
+  t.same(computePodActions(pod([c]), live, new Backoff(), NOW, () => undefined).kill, [], 'healthy: nothing');
+});
