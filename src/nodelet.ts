@@ -181,7 +181,12 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     version: serverVersion,
     sessions,
     metrics,
-    streaming: { idleTimeoutMs: config.streamingConnectionIdleTimeoutMs, ...opts.streaming },
+    streaming: {
+      idleTimeoutMs: config.streamingConnectionIdleTimeoutMs,
+      maxPortForwardConnectionsPerSession: config.maxPortForwardConnectionsPerSession,
+      maxPortForwardConnections: config.maxPortForwardConnections,
+      ...opts.streaming,
+    },
     security,
     ...(tls ? { tls } : {}),
   });

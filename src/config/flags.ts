@@ -131,6 +131,14 @@ const TABLE = [
     help: 'Maximum number of concurrent exec/attach/port-forward sessions (nodelet-specific); more are refused with 429 and Retry-After, like the kubelet\'s in-flight cap',
   },
   {
+    name: 'max-port-forward-connections-per-session', kind: 'int', target: 'maxPortForwardConnectionsPerSession', default: 128,
+    help: 'Maximum number of forwarded connections one port-forward session may have open at once (nodelet-specific); more are refused on their error stream',
+  },
+  {
+    name: 'max-port-forward-connections', kind: 'int', target: 'maxPortForwardConnections', default: 256,
+    help: 'Maximum number of forwarded port-forward connections on the node (nodelet-specific); each is one socat process and three file descriptors in nodelet, so keep it well below the open-file limit. More are refused on their error stream',
+  },
+  {
     name: 'exec-disconnect-grace-period', kind: 'duration', target: 'execDisconnectGracePeriodMs', default: '10s',
     help: 'How long a process started by exec may keep running after its client disconnected before nodelet kills it (nodelet-specific; the kubelet never kills it). 0 kills at once',
     allowZero: true,

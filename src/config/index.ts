@@ -82,6 +82,8 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     podNetwork: get('podNetwork'),
     streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
     maxStreamingSessions: get('maxStreamingSessions'),
+    maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),
+    maxPortForwardConnections: get('maxPortForwardConnections'),
     execDisconnectGracePeriodMs: get('execDisconnectGracePeriodMs'),
     certDir: get('certDir') === '' ? join(get('rootDir'), 'pki') : get('certDir'),
     clientCAFile: get('clientCAFile'),

@@ -34,6 +34,10 @@ export interface Config {
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */
   readonly maxStreamingSessions: number;
+  /** Forwarded connections one port-forward session may have open (`--max-port-forward-connections-per-session`, nodelet's own). */
+  readonly maxPortForwardConnectionsPerSession: number;
+  /** Forwarded connections (socat processes) on the whole node (`--max-port-forward-connections`, nodelet's own). */
+  readonly maxPortForwardConnections: number;
   /** A disconnected client's exec'd process is killed after this long (`--exec-disconnect-grace-period`). */
   readonly execDisconnectGracePeriodMs: number;
   /** Serving certificate (`--tls-cert-file`, `tlsCertFile`); empty = none given. */

@@ -19,11 +19,15 @@ import { portForwardPlugin } from './plugins/port-forward.js';
 import { statsPlugin } from './plugins/stats.js';
 import { listenerOptions, type TlsMaterial } from './tls.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
+import { DEFAULT_MAX_PORT_FORWARD_CONNECTIONS, DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION, ForwardLimiter } from '../streaming/portforward/limits.js';
 
 export interface ServerOptions {
   host: Host;
   /** exec/attach/port-forward limits; defaults are the kubelet's. */
-  streaming?: Partial<Omit<StreamingOptions, 'sessions'>>;
+  streaming?: Partial<Omit<StreamingOptions, 'sessions' | 'portForwardConnections'>> & {
+    /** Node-wide forwarded port-forward connections (default 256). */
+    maxPortForwardConnections?: number;
+  };
   /** Open streaming sessions and their cap (default: 1000, the kubelet's in-flight limit). */
   sessions?: StreamingSessions;
   /** nodelet's metrics registry (default: a fresh one). */
@@ -131,6 +135,8 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     idleTimeoutMs: s.idleTimeoutMs ?? 4 * 60 * 60 * 1000,
     streamCreationTimeoutMs: s.streamCreationTimeoutMs ?? 30_000,
     closeWaitMs: s.closeWaitMs ?? 60_000,
+    maxPortForwardConnectionsPerSession: s.maxPortForwardConnectionsPerSession ?? DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION,
+    portForwardConnections: new ForwardLimiter(s.maxPortForwardConnections ?? DEFAULT_MAX_PORT_FORWARD_CONNECTIONS),
   };
   routeUpgrades(app);
   // Upgraded sockets are no longer the HTTP server's: close them so `app.close()` completes.

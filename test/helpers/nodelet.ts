@@ -56,6 +56,8 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     podNetwork: 'none',
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
+    maxPortForwardConnectionsPerSession: 128,
+    maxPortForwardConnections: 256,
     execDisconnectGracePeriodMs: 1000,
     // The loopback development posture (anonymous + AlwaysAllow, plain HTTP), as buildConfig resolves it.
     tlsCertFile: '',

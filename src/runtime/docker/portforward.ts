@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
@@ -41,7 +41,31 @@ export async function forwardPort(docker: Docker, sandboxId: string, port: numbe
   if (result.kind === 'broken') log.debug({ sandboxId, port, reason: result.reason }, 'port-forward: connection ended with an error');
 }
 
-async function sandboxPid(docker: Docker, sandboxId: string): Promise<number> {
+/**
+ * How long a sandbox's PID, once looked up, serves further connections. A burst of forwarded
+ * connections (a browser opening a page) then costs one inspect, and one Docker socket, instead of
+ * one each; a sandbox that restarted meanwhile makes nsenter fail, which that connection reports.
+ */
+const PID_CACHE_MS = 1000;
+const pids = new Map<string, { at: number; pid: Promise<number> }>();
+
+/** The sandbox's PID: one inspect in flight per sandbox, its answer reused for `PID_CACHE_MS`. */
+function sandboxPid(docker: Docker, sandboxId: string): Promise<number> {
+  const now = Date.now();
+  const cached = pids.get(sandboxId);
+  if (cached && now - cached.at < PID_CACHE_MS) return cached.pid;
+  for (const [id, entry] of pids) if (now - entry.at >= PID_CACHE_MS) pids.delete(id);
+  const pid = inspectPid(docker, sandboxId);
+  const entry = { at: now, pid };
+  pids.set(sandboxId, entry);
+  // A failed lookup is not reused: the next connection asks again.
+  pid.catch(() => {
+    if (pids.get(sandboxId) === entry) pids.delete(sandboxId);
+  });
+  return pid;
+}
+
+async function inspectPid(docker: Docker, sandboxId: string): Promise<number> {
   let info: Docker.ContainerInspectInfo;
   try {
     info = await docker.getContainer(sandboxId).inspect();
@@ -71,13 +95,31 @@ function relay(pid: number, port: number, stream: Duplex, signal: AbortSignal): 
     // `shut-down`: on the pod's EOF socat shuts down its stdout (a socketpair under libuv), so
     // the EOF reaches us; by default it leaves stdio open until both sides are done.
     const args = ['-t', String(pid), '-n', 'socat', '-d', '-d', '-t', SOCAT_LINGER_SECONDS, '-,shut-down', `TCP4:127.0.0.1:${port}`];
-    const child = spawn('nsenter', args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let child: ChildProcess;
+    try {
+      child = spawn('nsenter', args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (err) {
+      // Node throws only for errors it does not expect at run time; still this connection's alone.
+      return resolve({ kind: 'failed', reason: err instanceof Error ? err.message : String(err) });
+    }
+    let spawnError: Error | undefined;
+    // First, and for good: a child's 'error' without a listener would take the process down
+    // (a failed spawn, a failed kill).
+    child.on('error', (err) => {
+      spawnError ??= err;
+    });
     const { stdin, stdout, stderr } = child;
+    if (!stdin || !stdout || !stderr) {
+      // No descriptors for the pipes (EMFILE, ENFILE, EAGAIN): Node gives the child no stdio and
+      // reports the error on the next tick. Nothing ran; the client is told on its error stream.
+      stream.resume();
+      child.once('error', (err) => resolve({ kind: 'failed', reason: err.message }));
+      return;
+    }
     let stderrText = '';
     let connected = false;
     let killed = false;
     let lingerTimer: NodeJS.Timeout | undefined;
-    let spawnError: Error | undefined;
 
     const kill = () => {
       if (killed || child.exitCode !== null || child.signalCode !== null) return;
@@ -94,6 +136,7 @@ function relay(pid: number, port: number, stream: Duplex, signal: AbortSignal): 
     // Broken pipes are expected when either side goes first; the exit status tells what happened.
     stdin.on('error', () => undefined);
     stdout.on('error', () => undefined);
+    stderr.on('error', () => undefined);
     stream.on('error', () => undefined);
 
     stream.pipe(stdin);
@@ -115,9 +158,6 @@ function relay(pid: number, port: number, stream: Duplex, signal: AbortSignal): 
     signal.addEventListener('abort', onAbort, { once: true });
     if (stream.destroyed || signal.aborted) kill();
 
-    child.once('error', (err) => {
-      spawnError = err;
-    });
     child.once('close', (code, sig) => {
       clearTimeout(lingerTimer);
       signal.removeEventListener('abort', onAbort);

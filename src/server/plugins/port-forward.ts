@@ -87,7 +87,8 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
     // Fastify's logger is the pino instance nodelet passed in (buildServer's `loggerInstance`).
     const log = request.log.child({ pod: `${ref.namespace}/${ref.pod}`, stream: 'portforward' }) as Logger;
     const forward: ForwardFn = (port, stream, signal) => host.portForward(ref, port, stream, signal);
-    const spdyOptions = { forward, creationTimeoutMs: streaming.streamCreationTimeoutMs, log };
+    const limits = { maxConnections: streaming.maxPortForwardConnectionsPerSession, limiter: streaming.portForwardConnections };
+    const spdyOptions = { forward, creationTimeoutMs: streaming.streamCreationTimeoutMs, log, ...limits };
 
     if (protocolHeader === 'websocket') {
       const offered = offeredProtocols(request.headers['sec-websocket-protocol']);
@@ -124,6 +125,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
           idleTimeoutMs: streaming.idleTimeoutMs,
           closeWaitMs: streaming.closeWaitMs,
           log,
+          ...limits,
         });
         supervise(session, ref, slot);
       });

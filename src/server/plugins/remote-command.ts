@@ -9,6 +9,7 @@ import { serveSpdyRemoteCommand } from '../../streaming/remotecommand/spdy.js';
 import { SpdyConnection } from '../../streaming/spdy/index.js';
 import type { CommandResult, StreamIO } from '../../streaming/types.js';
 import { serveWebSocketRemoteCommand } from '../../streaming/websocket/session.js';
+import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
 import type { Host } from '../host.js';
 import { upgradeOf, type StreamingSessions } from '../upgrade.js';
 
@@ -20,6 +21,10 @@ export interface StreamingOptions {
   streamCreationTimeoutMs: number;
   /** After the status is written, how long the client may take to close (then nodelet closes). */
   closeWaitMs: number;
+  /** Forwarded connections one port-forward session may have open (`--max-port-forward-connections-per-session`). */
+  maxPortForwardConnectionsPerSession: number;
+  /** Forwarded connections on the node, shared by every session (`--max-port-forward-connections`). */
+  portForwardConnections: ForwardLimiter;
 }
 
 type Kind = 'exec' | 'attach';

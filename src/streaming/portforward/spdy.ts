@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '../../logging/index.js';
 import type { SpdyConnection, SpdyStream } from '../spdy/index.js';
 import { validateStreamHeaders } from './headers.js';
+import { tooManyOnNode, tooManyPerSession, type ForwardLimiter } from './limits.js';
 import { StreamPairing, type PendingPair } from './pairing.js';
 
 /** Relays `stream` to `port` in the pod; rejects (with the text for the error stream) when it cannot. */
@@ -22,6 +23,10 @@ export interface SpdyPortForwardOptions {
   readonly log: Pick<Logger, 'debug' | 'info'>;
   /** After `close()`, how long the client has to finish its streams before the socket is dropped. */
   readonly closeGraceMs?: number;
+  /** Forwarded connections (complete pairs) this session may have open at once; default unbounded. */
+  readonly maxConnections?: number;
+  /** The node-wide bound, shared with every other session. */
+  readonly limiter?: ForwardLimiter;
 }
 
 const noop = (): void => undefined;
@@ -34,10 +39,18 @@ const noop = (): void => undefined;
  * its error on that pair's error stream only — the other pairs carry on. Both streams of a pair
  * are FINed when its forward ends: kubectl waits for the data stream's EOF, then for the error
  * stream's, and exits 1 if the latter carried text.
+ *
+ * A pair beyond `maxConnections` open in this session, or beyond the node-wide `limiter`, is
+ * refused the same way, before the runtime is asked (nothing is spawned): the reason on its error
+ * stream. Each forward gets its own abort signal (no listener piles up on a shared one).
  */
 export function serveSpdyPortForward(conn: SpdyConnection, opts: SpdyPortForwardOptions): PortForwardSession {
   const { log } = opts;
-  const abort = new AbortController();
+  /** One per forward in flight: its abort signal, and so the count of open connections. */
+  const running = new Set<AbortController>();
+  const abortAll = () => {
+    for (const controller of running) controller.abort();
+  };
   const forwards = new Set<Promise<void>>();
   const ports = new WeakMap<SpdyStream, number>();
   let closing = false;
@@ -78,7 +91,7 @@ export function serveSpdyPortForward(conn: SpdyConnection, opts: SpdyPortForward
   const done = new Promise<void>((resolve) => {
     conn.once('close', () => {
       closing = true;
-      abort.abort();
+      abortAll();
       // The connection destroyed every stream; only the timers are left.
       pairing.close();
       void Promise.allSettled([...forwards]).then(() => resolve());
@@ -87,7 +100,13 @@ export function serveSpdyPortForward(conn: SpdyConnection, opts: SpdyPortForward
 
   function start(errorStream: SpdyStream, dataStream: SpdyStream): void {
     const port = ports.get(dataStream) ?? 0;
-    const run = opts.forward(port, dataStream, abort.signal).then(
+    if (opts.maxConnections !== undefined && running.size >= opts.maxConnections) return refuse(errorStream, dataStream, port, tooManyPerSession(opts.maxConnections));
+    const release = opts.limiter ? opts.limiter.tryAcquire() : noop;
+    if (!release) return refuse(errorStream, dataStream, port, tooManyOnNode(opts.limiter?.max ?? 0));
+    const controller = new AbortController();
+    running.add(controller);
+    // A forward that throws instead of rejecting is still only this pair's failure.
+    const run = new Promise<void>((resolve) => resolve(opts.forward(port, dataStream, controller.signal))).then(
       () => undefined,
       (err: unknown) => (err instanceof Error ? err.message : String(err)),
     );
@@ -102,7 +121,24 @@ export function serveSpdyPortForward(conn: SpdyConnection, opts: SpdyPortForward
       endQuietly(errorStream);
     });
     forwards.add(settled);
-    void settled.finally(() => forwards.delete(settled));
+    void settled.finally(() => {
+      forwards.delete(settled);
+      running.delete(controller);
+      release();
+    });
+  }
+
+  /**
+   * A complete pair over a limit ends as a failed forward does: the reason on its error stream,
+   * both streams FINed, whatever the client still sends discarded. Not a reset of the data stream:
+   * kubectl then reports "stream reset" and never reads the reason.
+   */
+  function refuse(errorStream: SpdyStream, dataStream: SpdyStream, port: number, message: string): void {
+    // Debug only: a client can cause this as often as it likes.
+    log.debug({ port, streamId: dataStream.id }, `port-forward: refused, ${message}`);
+    if (!errorStream.destroyed && !errorStream.writableEnded) errorStream.end(message);
+    endQuietly(dataStream);
+    dataStream.resume();
   }
 
   /** A pair that will never be complete: its message goes on its error stream, if it has one. */
@@ -117,7 +153,7 @@ export function serveSpdyPortForward(conn: SpdyConnection, opts: SpdyPortForward
       if (closing || conn.closed) return;
       closing = true;
       log.info({ reason }, 'port-forward: closing the session');
-      abort.abort();
+      abortAll();
       for (const pair of pairing.close()) abandon(pair, reason);
       // GOAWAY: the session ends once the client has closed the finished pairs…
       conn.goAway();

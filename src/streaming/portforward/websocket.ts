@@ -5,6 +5,7 @@ import type { Logger } from '../../logging/index.js';
 import { decodeFrame, encodeFrame, type Framing } from '../websocket/channels.js';
 import { MAX_FRAME_PAYLOAD, OUTBOUND_HIGH_WATER_MARK } from '../websocket/session.js';
 import { dataChannel, errorChannel, portPrefix } from './channels.js';
+import { tooManyOnNode, tooManyPerSession, type ForwardLimiter } from './limits.js';
 import type { ForwardFn, PortForwardSession } from './spdy.js';
 
 export interface WebSocketPortForwardOptions {
@@ -18,6 +19,10 @@ export interface WebSocketPortForwardOptions {
   /** After our close frame, how long to wait for the client's before dropping the socket. */
   readonly closeWaitMs: number;
   readonly log: Pick<Logger, 'debug' | 'info'>;
+  /** Ports (connections) this session may forward; those beyond get the reason on their error channel. */
+  readonly maxConnections?: number;
+  /** The node-wide bound on forwarded connections, shared with every other session. */
+  readonly limiter?: ForwardLimiter;
 }
 
 /** Inbound bytes buffered per port before the socket is paused. */
@@ -48,7 +53,8 @@ class ChannelSession {
   readonly #opts: WebSocketPortForwardOptions;
   readonly #framing: Framing;
   readonly #ports: PortState[];
-  readonly #abort = new AbortController();
+  /** One per port: a shared signal would collect a listener per forward. */
+  readonly #aborts: AbortController[];
   /** Ports whose full read buffer paused the socket. */
   readonly #pausedFor = new Set<number>();
   /** Write callbacks waiting for `ws.send`; released at once when the client goes away. */
@@ -66,6 +72,7 @@ class ChannelSession {
     this.#opts = opts;
     this.#framing = { base64: opts.base64, supportsClose: false, channels: 2 * opts.ports.length };
     this.#ports = opts.ports.map((port, index) => ({ index, port, stream: this.#portStream(index), done: false }));
+    this.#aborts = this.#ports.map(() => new AbortController());
     this.#gonePromise = new Promise((resolve) => (this.#markGone = resolve));
     this.#closed = new Promise((resolve) => {
       if (ws.readyState === ws.CLOSED) resolve();
@@ -120,10 +127,19 @@ class ChannelSession {
 
   async #forward(p: PortState): Promise<void> {
     let failure: string | undefined;
-    try {
-      await this.#opts.forward(p.port, p.stream, this.#abort.signal);
-    } catch (err) {
-      failure = err instanceof Error ? err.message : String(err);
+    const { maxConnections, limiter } = this.#opts;
+    const overSession = maxConnections !== undefined && p.index >= maxConnections;
+    const release = overSession ? undefined : limiter ? limiter.tryAcquire() : () => undefined;
+    if (overSession) failure = tooManyPerSession(maxConnections);
+    else if (!release) failure = tooManyOnNode(limiter?.max ?? 0);
+    else {
+      try {
+        await this.#opts.forward(p.port, p.stream, this.#aborts[p.index]?.signal ?? AbortSignal.abort());
+      } catch (err) {
+        failure = err instanceof Error ? err.message : String(err);
+      } finally {
+        release();
+      }
     }
     p.done = true;
     p.stream.resume();
@@ -228,7 +244,7 @@ class ChannelSession {
     this.#gone = true;
     clearTimeout(this.#idleTimer);
     this.#opts.log.debug({ why }, 'port-forward websocket: connection over');
-    this.#abort.abort(new Error(why));
+    for (const controller of this.#aborts) controller.abort(new Error(why));
     for (const p of this.#ports) if (!p.stream.readableEnded && !p.stream.destroyed) p.stream.push(null);
     for (const release of [...this.#pendingSends]) release();
     this.#markGone();

@@ -50,6 +50,8 @@ t.test('defaults', async (t) => {
     podNetwork: 'none',
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
+    maxPortForwardConnectionsPerSession: 128,
+    maxPortForwardConnections: 256,
     execDisconnectGracePeriodMs: 10_000,
     tlsCertFile: '',
     tlsPrivateKeyFile: '',

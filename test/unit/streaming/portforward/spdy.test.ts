@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { pino } from 'pino';
 import t from 'tap';
+import { ForwardLimiter } from '../../../../src/streaming/portforward/limits.js';
 import { serveSpdyPortForward, type ForwardFn } from '../../../../src/streaming/portforward/spdy.js';
 import { RstStatus, SpdyConnection } from '../../../../src/streaming/spdy/index.js';
 import { TestClient, duplexPair, sleep, type Received } from '../spdy/fixtures/helpers.js';
@@ -182,4 +183,100 @@ t.test('the client hanging up aborts the forwards and settles the session', asyn
   clientSock.destroy();
   await session.done;
   t.equal(signal?.aborted, true);
+});
+
+/** A forward that holds its connection until the client's FIN or the abort, like a silent TCP peer. */
+function holding(): { forward: ForwardFn; open: () => number } {
+  let open = 0;
+  const forward: ForwardFn = (_port, stream, signal) =>
+    new Promise<void>((resolve) => {
+      open++;
+      const done = () => {
+        open--;
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      stream.on('end', done);
+      stream.resume();
+    });
+  return { forward, open: () => open };
+}
+
+function setupWith(opts: Partial<Parameters<typeof serveSpdyPortForward>[1]> & { forward: ForwardFn }) {
+  const [serverSock, clientSock] = duplexPair();
+  const conn = new SpdyConnection(serverSock, {});
+  const session = serveSpdyPortForward(conn, { creationTimeoutMs: 5000, log, closeGraceMs: 200, ...opts });
+  const client = new TestClient(clientSock);
+  t.teardown(() => {
+    conn.close();
+    client.close();
+  });
+  return { conn, session, client };
+}
+
+t.test('per-session cap: pairs beyond maxConnections are refused on their error stream; a freed slot is reused', async (t) => {
+  const h = holding();
+  const { client } = setupWith({ forward: h.forward, maxConnections: 3 });
+  const held = [];
+  for (let i = 0; i < 3; i++) held.push(await openPair(client, '80', String(i)));
+  const extra = await openPair(client, '80', '3');
+  await client.waitFor(finOf(extra.error));
+  t.equal(client.dataOf(extra.error).bytes.toString(), 'too many forwarded connections in this port-forward session (limit 3); close some and retry');
+  await client.waitFor(finOf(extra.data));
+  t.equal(client.dataOf(extra.data).bytes.length, 0, 'its data stream FINed empty (a reset would hide the reason from kubectl)');
+  t.notOk(client.received.some(is('RST_STREAM')), 'nothing reset');
+  t.equal(h.open(), 3, 'nothing started for the refused pair');
+  // One held connection ends: its slot is free again.
+  client.data(held[0]!.data, '', true);
+  await client.waitFor(finOf(held[0]!.data));
+  const again = await openPair(client, '80', '4');
+  client.data(again.data, '', true);
+  await client.waitFor(finOf(again.data));
+  t.equal(client.dataOf(again.error).bytes.length, 0, 'the next pair is forwarded');
+});
+
+t.test('node-wide cap: one limiter shared by sessions; refused pairs never reach the runtime', async (t) => {
+  const h = holding();
+  const limiter = new ForwardLimiter(4);
+  const a = setupWith({ forward: h.forward, maxConnections: 10, limiter });
+  const b = setupWith({ forward: h.forward, maxConnections: 10, limiter });
+  for (let i = 0; i < 3; i++) await openPair(a.client, '80', String(i));
+  await openPair(b.client, '80', '0');
+  const refused = await openPair(b.client, '80', '1');
+  await b.client.waitFor(finOf(refused.error));
+  t.equal(b.client.dataOf(refused.error).bytes.toString(), 'too many forwarded connections on this node (limit 4); retry later');
+  await b.client.waitFor(finOf(refused.data));
+  t.equal(h.open(), 4);
+  t.equal(limiter.active, 4);
+  // A session going away gives its slots back.
+  a.conn.close();
+  await a.session.done;
+  t.equal(limiter.active, 1, 'session a released its three');
+  await openPair(b.client, '80', '2');
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(h.open(), 2, 'accepted again');
+});
+
+t.test('no listener piles up on a shared signal (MaxListenersExceededWarning), and a throwing forward fails only its pair', async (t) => {
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.name);
+  process.on('warning', onWarning);
+  t.teardown(() => process.off('warning', onWarning));
+  const h = holding();
+  let calls = 0;
+  const forward: ForwardFn = (port, stream, signal) => {
+    if (++calls === 1) throw new Error('boom');
+    return h.forward(port, stream, signal);
+  };
+  const { conn, session, client } = setupWith({ forward, maxConnections: 100 });
+  const first = await openPair(client, '80', 'first');
+  await client.waitFor(finOf(first.error));
+  t.equal(client.dataOf(first.error).bytes.toString(), 'boom');
+  for (let i = 0; i < 40; i++) await openPair(client, '80', String(i));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(h.open(), 40);
+  conn.close();
+  await session.done;
+  t.equal(h.open(), 0, 'closing the session aborts every forward');
+  t.same(warnings, [], 'no process warning');
 });

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import WebSocket, { WebSocketServer, createWebSocketStream } from 'ws';
+import { ForwardLimiter } from '../../../../src/streaming/portforward/limits.js';
 import type { ForwardFn } from '../../../../src/streaming/portforward/spdy.js';
 import { serveSpdyPortForward } from '../../../../src/streaming/portforward/spdy.js';
 import { tunnelStream } from '../../../../src/streaming/portforward/tunnel.js';
@@ -239,4 +240,28 @@ t.test('tunnel: a text message drops the connection', async (t) => {
   client.send('not SPDY');
   t.equal(await closed, 1006, 'terminated without a close frame');
   await session.done;
+});
+
+t.test('channel mode: ports beyond the session or node cap get the reason on their error channel, nothing forwarded', async (t) => {
+  const { server, client } = await wsPair(t, ['v4.channel.k8s.io']);
+  const rec = record(client);
+  const forwarded: number[] = [];
+  const forward: ForwardFn = async (port, stream) => {
+    forwarded.push(port);
+    await new Promise<void>((resolve) => stream.once('data', (c: Buffer) => stream.end(Buffer.from(String(c).toUpperCase()), resolve)));
+  };
+  // The node has one slot left (one other connection holds the first).
+  const limiter = new ForwardLimiter(2);
+  const other = limiter.tryAcquire();
+  const session = serveWebSocketPortForward(server, { ...base, ports: [80, 81, 82], forward, maxConnections: 2, limiter });
+  const text = (ch: number) => rec.waitFor(onChannel(ch)).then((m) => m.data.subarray(1).toString());
+  t.equal(await text(5), 'too many forwarded connections in this port-forward session (limit 2); close some and retry', 'port 82: over the session cap');
+  t.equal(await text(3), 'too many forwarded connections on this node (limit 2); retry later', 'port 81: over the node cap');
+  client.send(Buffer.from([0, ...Buffer.from('hello')]));
+  t.equal(await text(0), 'HELLO', 'port 80 is forwarded');
+  t.equal(await rec.closed, 1000);
+  await session.done;
+  t.same(forwarded, [80]);
+  t.equal(limiter.active, 1, 'the forwarded port gave its slot back');
+  other?.();
 });

@@ -1,0 +1,45 @@
+/**
+ * How many forwarded connections may be open at once. Each one is a `nsenter … socat` child with
+ * three pipes in nodelet, so without a bound a single client holding connections runs nodelet out
+ * of file descriptors (and then everything else it serves fails too).
+ */
+
+/** Default of `--max-port-forward-connections-per-session`: far above what a browser opens. */
+export const DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION = 128;
+/** Default of `--max-port-forward-connections`: 256 children hold 768 descriptors, under a 1024 limit. */
+export const DEFAULT_MAX_PORT_FORWARD_CONNECTIONS = 256;
+
+/** The node-wide count of forwarded connections, shared by every session and wire form. */
+export class ForwardLimiter {
+  readonly max: number;
+  #active = 0;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get active(): number {
+    return this.#active;
+  }
+
+  /** A slot for one connection, or `undefined` at the cap; `release` is idempotent. */
+  tryAcquire(): (() => void) | undefined {
+    if (this.#active >= this.max) return undefined;
+    this.#active++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#active--;
+    };
+  }
+}
+
+/** What a refused connection's error stream (or channel) says; kubectl prints it as the reason. */
+export function tooManyPerSession(max: number): string {
+  return `too many forwarded connections in this port-forward session (limit ${max}); close some and retry`;
+}
+
+export function tooManyOnNode(max: number): string {
+  return `too many forwarded connections on this node (limit ${max}); retry later`;
+}

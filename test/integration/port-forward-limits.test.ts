@@ -1,0 +1,211 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../helpers/docker.js';
+import { awaitSwitchingProtocols } from '../helpers/raw-http.js';
+import { TestClient, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
+
+/**
+ * Issue 15, finding 1: port-forward against a nodelet CLI whose open-file limit is lowered with
+ * prlimit. Every forwarded connection is an `nsenter … socat` child with three pipes in nodelet;
+ * one session holding many connections used to exhaust the descriptors, and the failed spawn's
+ * unhandled 'error' killed the process. Now a failed connection is reported on its own error
+ * stream, and the caps keep nodelet below the limit in the first place.
+ */
+
+const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
+/** nodelet itself needs about 40 descriptors; 200 leave room for roughly 50 forwarded connections. */
+const NOFILE = 200;
+
+/** busybox httpd on 8080: it waits for a request, so an idle forwarded connection stays open. */
+const manifest = `apiVersion: v1
+kind: Pod
+metadata: { name: web }
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: httpd
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sh", "-c", "mkdir -p /www && echo hello > /www/index.html && exec httpd -f -p 8080 -h /www"]
+`;
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+async function poll<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Cli {
+  url: string;
+  child: ChildProcess;
+  pod: string;
+  stderr(): string;
+  fds(): number;
+  /** Child processes (socat, one per forwarded connection). */
+  children(): number;
+}
+
+/** The built CLI under `prlimit --nofile`, serving the httpd pod; resolves once httpd listens. */
+async function startCli(t: Test, flags: string[]): Promise<Cli> {
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\``);
+  const dir = await mkdtemp(join(tmpdir(), 'nodelet-pflimits-'));
+  const node = `pfl${process.pid}${Math.floor(Math.random() * 1e6)}`;
+  await writeFile(join(dir, 'web.yaml'), manifest);
+  const port = await freePort();
+  const args = [`--nofile=${NOFILE}:${NOFILE}`, 'node', cli, '--pod-manifest-path', dir, '--root-dir', dir, '--file-check-frequency', '1s', '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--logging-format=json', '-v=2', ...flags];
+  const child = spawn('prlimit', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    if (stderr.length > 4_000_000) stderr = stderr.slice(-2_000_000);
+  });
+  t.teardown(async () => {
+    child.kill('SIGKILL');
+    await removeNodeContainers(testDocker(), node);
+    await rm(dir, { recursive: true, force: true });
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const pod = `web-${node}`;
+  await poll('the pod running', async () => {
+    if (child.exitCode !== null) throw new Error(`nodelet exited: ${stderr.slice(-2000)}`);
+    const list = (await (await fetch(`${url}/pods`)).json()) as { items: { metadata: { name: string }; status?: { containerStatuses?: { state?: { running?: unknown } }[] } }[] };
+    return list.items.find((p) => p.metadata.name === pod)?.status?.containerStatuses?.[0]?.state?.running ? true : undefined;
+  });
+  await poll('httpd listening', async () => {
+    const res = await fetch(`${url}/run/default/${pod}/httpd?cmd=${encodeURIComponent('netstat -ltn')}`, { method: 'POST' });
+    return (await res.text()).includes(':8080 ') ? true : undefined;
+  });
+  const children = () => readdirSync(`/proc/${child.pid}/task`).flatMap((tid) => readFileSync(`/proc/${child.pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)).length;
+  return { url, child, pod, stderr: () => stderr, fds: () => readdirSync(`/proc/${child.pid}/fd`).length, children };
+}
+
+/** A raw SPDY port-forward session, as kubectl opens it. */
+async function session(t: Test, c: Cli): Promise<{ client: TestClient; close(): void }> {
+  const { hostname, port } = new URL(c.url);
+  const socket = connect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  socket.write([`POST /portForward/default/${c.pod} HTTP/1.1`, 'Host: x', 'Connection: Upgrade', 'Upgrade: SPDY/3.1', 'X-Stream-Protocol-Version: portforward.k8s.io', '', ''].join('\r\n'));
+  await awaitSwitchingProtocols(socket);
+  const client = new TestClient(socket);
+  socket.resume();
+  const close = () => {
+    client.close();
+    socket.destroy();
+  };
+  t.teardown(close);
+  return { client, close };
+}
+
+const finOf = (id: number) => (f: Received) => f.type === 'DATA' && f.streamId === id && f.fin;
+
+/**
+ * Opens `n` pairs to port 8080 that send nothing (httpd keeps them open), `requestid` from
+ * `first`; resolves once nodelet has answered the last one (so has taken every pair up).
+ */
+async function holdPairs(client: TestClient, n: number, first = 0): Promise<{ error: number; data: number }[]> {
+  const pairs = [];
+  for (let i = first; i < first + n; i++) {
+    const error = await client.open([['streamtype', 'error'], ['port', '8080'], ['requestid', String(i)]]);
+    client.data(error, '', true);
+    const data = await client.open([['streamtype', 'data'], ['port', '8080'], ['requestid', String(i)]]);
+    pairs.push({ error, data });
+  }
+  const last = pairs[pairs.length - 1]?.data;
+  await client.waitFor((f) => f.type === 'SYN_REPLY' && f.streamId === last, 20_000);
+  return pairs;
+}
+
+async function healthz(url: string): Promise<{ status: number; ms: number }> {
+  const start = performance.now();
+  const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5000) });
+  await res.text();
+  return { status: res.status, ms: performance.now() - start };
+}
+
+t.test('descriptors exhausted by forwarded connections: failed ones are told on their error stream, nodelet lives on', async (t) => {
+  // The caps lifted, so that only the descriptor limit stops the connections.
+  const c = await startCli(t, ['--max-port-forward-connections=5000', '--max-port-forward-connections-per-session=5000']);
+  const baseline = c.fds();
+  const { client, close } = await session(t, c);
+  const pairs = await holdPairs(client, 150).catch((err: unknown) => {
+    throw new Error(c.child.exitCode !== null ? `nodelet died: ${c.stderr().slice(-1500)}` : String(err));
+  });
+  // Every pair ends up either held (its socat runs, no FIN yet) or failed with its reason.
+  let held = 0;
+  const failed = await poll('every pair held or failed', async () => {
+    if (c.child.exitCode !== null) throw new Error(`nodelet died: ${c.stderr().slice(-3000)}`);
+    const settled = pairs.filter((p) => client.received.some(finOf(p.error))).map((p) => client.dataOf(p.error).bytes.toString());
+    held = c.children();
+    return settled.length + held === pairs.length ? settled : undefined;
+  });
+  t.ok(failed.length > 0, `${held} connections held, ${failed.length} of 150 failed for lack of descriptors`);
+  const unexpected = failed.filter((e) => !/^error forwarding port 8080 to pod [0-9a-f]{64}, uid : .*(EMFILE|ENFILE)/.test(e));
+  t.same(unexpected.slice(0, 3), [], 'each failure names its cause on that pair\'s error stream');
+  t.equal(c.child.exitCode, null, 'nodelet is still running');
+  t.notMatch(c.stderr(), /MaxListenersExceededWarning/, 'no listener leak warning');
+  t.notMatch(c.stderr(), /uncaught|Unhandled/i);
+  // The client lets go: descriptors come back and nodelet answers again.
+  close();
+  const health = await poll('/healthz answering', async () => {
+    const h = await healthz(c.url);
+    return h.status === 200 ? h : undefined;
+  });
+  t.equal(health.status, 200, `/healthz ${Math.round(health.ms)} ms after the session closed`);
+  await poll(`fds back near ${baseline}`, async () => (c.fds() <= baseline + 10 ? true : undefined));
+  t.equal(c.child.exitCode, null);
+});
+
+t.test('the caps: extra connections are refused with a reason before nodelet runs out of descriptors', async (t) => {
+  const c = await startCli(t, ['--max-port-forward-connections=40', '--max-port-forward-connections-per-session=30']);
+  const baseline = c.fds();
+  const a = await session(t, c);
+  const b = await session(t, c);
+  const heldA = await holdPairs(a.client, 30);
+  const heldB = await holdPairs(b.client, 10);
+  const held = [...heldA, ...heldB];
+  const overSession = await holdPairs(a.client, 5, 30);
+  const overNode = await holdPairs(b.client, 5, 10);
+  const text = (client: TestClient, id: number) => client.waitFor(finOf(id), 10_000).then(() => client.dataOf(id).bytes.toString());
+  for (const p of overSession) t.equal(await text(a.client, p.error), 'too many forwarded connections in this port-forward session (limit 30); close some and retry');
+  for (const p of overNode) t.equal(await text(b.client, p.error), 'too many forwarded connections on this node (limit 40); retry later');
+  t.equal(held.length, 40);
+  t.ok(c.fds() - baseline >= 100, `40 held connections hold their descriptors (${c.fds() - baseline} more than at rest)`);
+  const settled = (client: TestClient, pairs: { error: number }[]) => pairs.filter((p) => client.received.some(finOf(p.error)));
+  t.same([...settled(a.client, heldA), ...settled(b.client, heldB)], [], 'every held connection is still open');
+  t.equal(c.children(), 40, 'one socat each');
+  const h = await healthz(c.url);
+  t.equal(h.status, 200, `/healthz answers while the caps are reached (${Math.round(h.ms)} ms)`);
+  t.ok(h.ms < 1000);
+  t.notMatch(c.stderr(), /EMFILE|ENFILE/, 'never out of descriptors');
+  // A slot freed in session a is usable again.
+  a.client.data(heldA[0]!.data, '', true);
+  await a.client.waitFor(finOf(heldA[0]!.data), 10_000);
+  const [again] = await holdPairs(a.client, 1, 100);
+  a.client.data(again!.data, 'GET /index.html HTTP/1.0\r\n\r\n', true);
+  await a.client.waitFor(finOf(again!.data), 10_000);
+  t.match(a.client.dataOf(again!.data).bytes.toString(), /hello\n$/, 'a new connection in the freed slot works');
+  t.equal(c.child.exitCode, null);
+});
+
