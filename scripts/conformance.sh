@@ -1,0 +1,426 @@
+#!/usr/bin/env bash
+# Kubernetes' own [NodeConformance] e2e specs (k8s.io/kubernetes/test/e2e, the control plane's
+# pinned version) against nodelet in cluster mode.
+#
+#   scripts/conformance.sh build-e2e     build e2e.test, the ginkgo runner, agnhost and pause from the
+#                                        wrapper module test/control-plane (cached by version); print
+#                                        their directory
+#   scripts/conformance.sh images        build the e2e test images this machine can build honestly
+#                                        into $DOCKER_HOST's engine (agnhost, busybox, pause)
+#   scripts/conformance.sh run [OUT]     private Docker engine + images, control plane, nodelet nodes
+#                                        in cluster mode, then the e2e suite; writes OUT/junit_01.xml,
+#                                        OUT/summary.md (also printed) and every component's log to
+#                                        OUT (default /tmp/nodelet-conformance/<date>); exits non-zero
+#                                        when a spec outside the skip list fails
+#   scripts/conformance.sh summary OUT   write OUT/summary.md again from OUT/junit_01.xml
+#
+# Settings for `run` (environment):
+#   CONFORMANCE_FOCUS      ginkgo focus regex (default '\[NodeConformance\]')
+#   CONFORMANCE_SKIP_FILE  the documented skip list (default test/conformance/skip.yaml)
+#   CONFORMANCE_NODES      how many nodelet nodes, one process each, one Docker engine (default 2)
+#   CONFORMANCE_PROCS      parallel ginkgo processes (default 4: specs mostly wait on pods)
+#   CONFORMANCE_TIMEOUT    ginkgo's suite timeout (default 3h)
+#   NODELET_CACHE          cache root (default ~/.cache/nodelet), shared with control-plane.sh
+#
+# No image is pulled: the specs' images are built here under the exact names the suite asks for
+# (k8s.io/kubernetes/test/utils/image/manifest.go); an image that cannot be built honestly stays
+# absent and the specs that need it are on the skip list. Everything listens on 127.0.0.1.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODULE=$ROOT/test/control-plane
+
+log() { echo "conformance: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+module_version() {
+  local v
+  v=$(awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$MODULE/go.mod")
+  [ -n "$v" ] || die "no version of $1 in $MODULE/go.mod"
+  echo "$v"
+}
+
+K8S_VERSION=$(module_version k8s.io/kubernetes)
+CACHE=${NODELET_CACHE:-$HOME/.cache/nodelet}
+BIN_DIR=$CACHE/conformance/$K8S_VERSION/bin
+E2E=$BIN_DIR/e2e.test
+GINKGO=$BIN_DIR/ginkgo
+AGNHOST=$BIN_DIR/agnhost
+PAUSE=$BIN_DIR/pause
+BINARIES=(e2e.test ginkgo agnhost pause)
+
+# The images the suite names (manifest.go of $K8S_VERSION) that are built here. `images` checks
+# them against `e2e.test --list-images`, so a version bump that renames one fails loudly.
+AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.56
+BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+
+# ---------------------------------------------------------------------------------------------
+# build-e2e
+
+have_binaries() {
+  local b
+  for b in "${BINARIES[@]}"; do [ -x "$BIN_DIR/$b" ] || return 1; done
+}
+
+# The module's source directory of k8s.io/kubernetes (downloads it when missing).
+k8s_source() {
+  (cd "$MODULE" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+}
+
+build_e2e() {
+  if have_binaries; then echo "$BIN_DIR"; return 0; fi
+  command -v go >/dev/null 2>&1 ||
+    die "Go is needed to build e2e.test ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.24"
+  mkdir -p "$BIN_DIR"
+  exec 9>"$BIN_DIR/.build.lock"
+  flock 9
+  if have_binaries; then echo "$BIN_DIR"; return 0; fi
+  # The same version stamping as scripts/control-plane.sh: the suite logs and compares it.
+  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
+  ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+  ld+=" -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
+  export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
+  log "building e2e.test, ginkgo, agnhost ($K8S_VERSION) and pause with $(go version | awk '{print $3}') into $BIN_DIR"
+  local b tmp start
+  for b in "${BINARIES[@]}"; do
+    [ -x "$BIN_DIR/$b" ] && continue
+    # A temp name, renamed when complete: a killed build never leaves a half binary behind.
+    tmp="$BIN_DIR/.$b.tmp.$$"
+    start=$SECONDS
+    case $b in
+      e2e.test)
+        (cd "$MODULE" && go test -c -trimpath -ldflags "$ld" -o "$tmp" k8s.io/kubernetes/test/e2e) ;;
+      ginkgo)
+        (cd "$MODULE" && go build -trimpath -ldflags "-s -w" -o "$tmp" github.com/onsi/ginkgo/v2/ginkgo) ;;
+      agnhost)
+        (cd "$MODULE" && go build -trimpath -ldflags "$ld" -o "$tmp" k8s.io/kubernetes/test/images/agnhost) ;;
+      pause)
+        # The pause image's own program (build/pause/linux/pause.c of the same tag), static.
+        command -v gcc >/dev/null 2>&1 || die "gcc (and libc6-dev) are needed to build the pause image"
+        local src; src=$(k8s_source)/build/pause/linux/pause.c
+        gcc -Os -Wall -Werror -static -DVERSION="v${PAUSE_IMAGE##*:}" -o "$tmp" "$src" && strip "$tmp" ;;
+    esac || { rm -f "$tmp"; die "building $b failed"; }
+    mv -f "$tmp" "$BIN_DIR/$b"
+    log "built $b in $((SECONDS - start)) s"
+  done
+  echo "$BIN_DIR"
+}
+
+# ---------------------------------------------------------------------------------------------
+# images
+
+image_present() { docker image inspect "$1" >/dev/null 2>&1; }
+
+# busybox_rootfs DIR LAYOUT: busybox-static with one link per applet; LAYOUT "flat" puts every
+# applet in /bin (the busybox image), "full" at busybox's own install paths (an Alpine layout).
+busybox_rootfs() {
+  local dir=$1 layout=$2 bb applet
+  bb=$(command -v busybox) || die "busybox (Debian's busybox-static) is needed"
+  mkdir -p "$dir"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,root,home,var/tmp}
+  cp "$bb" "$dir/bin/busybox"
+  if [ "$layout" = flat ]; then
+    for applet in $("$bb" --list); do
+      [ "$applet" = busybox ] || ln -sf busybox "$dir/bin/$applet"
+    done
+  else
+    for applet in $("$bb" --list-full); do
+      case $applet in bin/busybox | linuxrc) continue ;; esac
+      ln -sf /bin/busybox "$dir/$applet"
+    done
+    ln -sf /bin/busybox "$dir/bin/sh"
+  fi
+  chmod 1777 "$dir/tmp" "$dir/var/tmp"
+  chmod 700 "$dir/root"
+}
+
+check_image_names() {
+  local listed
+  listed=$("$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images failed"
+  local img
+  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE"; do
+    grep -qxF "$img" <<<"$listed" || die "$img is not an image of e2e.test $K8S_VERSION: update scripts/conformance.sh from test/utils/image/manifest.go"
+  done
+}
+
+build_images() {
+  [ -n "${DOCKER_HOST:-}" ] || die "DOCKER_HOST is not set: images go into a private engine (scripts/docker-engine.sh private DIR)"
+  have_binaries || die "binaries missing in $BIN_DIR: run \`$0 build-e2e\` first"
+  check_image_names
+  local ctx; ctx=$(mktemp -d)
+  local path_env='ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+  if ! image_present "$BUSYBOX_IMAGE"; then
+    # test/images/busybox mirrors the upstream busybox image: busybox alone, applets in /bin.
+    local r=$ctx/busybox
+    busybox_rootfs "$r" flat
+    cat >"$r/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+daemon:x:1:1:daemon:/usr/sbin:/bin/false
+bin:x:2:2:bin:/bin:/bin/false
+sys:x:3:3:sys:/dev:/bin/false
+sync:x:4:100:sync:/bin:/bin/sync
+mail:x:8:8:mail:/var/spool/mail:/bin/false
+www-data:x:33:33:www-data:/var/www:/bin/false
+operator:x:37:37:Operator:/var:/bin/false
+nobody:x:65534:65534:nobody:/home:/bin/false
+EOF
+    cat >"$r/etc/group" <<'EOF'
+root:x:0:
+daemon:x:1:
+bin:x:2:
+sys:x:3:
+adm:x:4:
+tty:x:5:
+disk:x:6:
+lp:x:7:
+mail:x:8:
+kmem:x:9:
+wheel:x:10:root
+cdrom:x:11:
+dialout:x:18:
+floppy:x:19:
+video:x:28:
+audio:x:29:
+tape:x:32:
+www-data:x:33:
+operator:x:37:
+utmp:x:43:
+plugdev:x:46:
+staff:x:50:
+lock:x:54:
+netdev:x:82:
+users:x:100:
+nogroup:x:65534:
+EOF
+    log "building $BUSYBOX_IMAGE from $(busybox | head -n 1 | awk '{print $1, $2}')"
+    tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["sh"]' - "$BUSYBOX_IMAGE" >/dev/null
+  fi
+
+  if ! image_present "$AGNHOST_IMAGE"; then
+    # test/images/agnhost/Dockerfile: /agnhost (+ agnhost-2), /uploads, porter's localhost.crt/key,
+    # user 1000 in group 50000, on Alpine with bash, nc and friends. Here the base is busybox at
+    # Alpine's paths plus the machine's bash with its libraries; the image's curl, dig, iperf and
+    # coredns are absent (only networking specs, which are skipped, use them).
+    local r=$ctx/agnhost src
+    src=$(k8s_source)/test/images/agnhost
+    busybox_rootfs "$r" full
+    cp "$AGNHOST" "$r/agnhost"
+    ln -s agnhost "$r/agnhost-2"
+    mkdir -p "$r/uploads"
+    cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$r/"
+    local bash lib
+    bash=$(readlink -f "$(command -v bash)")
+    cp "$bash" "$r/bin/bash"
+    for lib in $(ldd "$bash" | awk '/=>/ { print $3 } /^\t\// { print $1 }'); do
+      mkdir -p "$r$(dirname "$lib")"
+      cp -L "$lib" "$r$lib"
+    done
+    cat >"$r/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+bin:x:1:1:bin:/bin:/sbin/nologin
+daemon:x:2:2:daemon:/sbin:/sbin/nologin
+lp:x:4:7:lp:/var/spool/lpd:/sbin/nologin
+sync:x:5:0:sync:/sbin:/bin/sync
+shutdown:x:6:0:shutdown:/sbin:/sbin/shutdown
+halt:x:7:0:halt:/sbin:/sbin/halt
+mail:x:8:12:mail:/var/mail:/sbin/nologin
+news:x:9:13:news:/usr/lib/news:/sbin/nologin
+uucp:x:10:14:uucp:/var/spool/uucppublic:/sbin/nologin
+cron:x:16:16:cron:/var/spool/cron:/sbin/nologin
+ftp:x:21:21::/var/lib/ftp:/sbin/nologin
+sshd:x:22:22:sshd:/dev/null:/sbin/nologin
+games:x:35:35:games:/usr/games:/sbin/nologin
+ntp:x:123:123:NTP:/var/empty:/sbin/nologin
+guest:x:405:100:guest:/dev/null:/sbin/nologin
+nobody:x:65534:65534:nobody:/:/sbin/nologin
+user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh
+EOF
+    cat >"$r/etc/group" <<'EOF'
+root:x:0:root
+bin:x:1:root,bin,daemon
+daemon:x:2:root,bin,daemon
+sys:x:3:root,bin
+adm:x:4:root,daemon
+tty:x:5:
+disk:x:6:root
+lp:x:7:lp
+kmem:x:9:
+wheel:x:10:root
+floppy:x:11:root
+mail:x:12:mail
+news:x:13:news
+uucp:x:14:uucp
+cron:x:16:cron
+audio:x:18:
+cdrom:x:19:
+dialout:x:20:root
+ftp:x:21:
+sshd:x:22:
+input:x:23:
+tape:x:26:root
+video:x:27:root
+netdev:x:28:
+kvm:x:34:kvm
+games:x:35:
+shadow:x:42:
+www-data:x:82:
+users:x:100:games
+ntp:x:123:
+abuild:x:300:
+utmp:x:406:
+ping:x:999:
+nogroup:x:65533:
+nobody:x:65534:
+user-defined-in-image:x:1000:
+group-defined-in-image:x:50000:user-defined-in-image
+EOF
+    mkdir -p "$r/home/user-defined-in-image"
+    chown 1000:1000 "$r/home/user-defined-in-image"
+    log "building $AGNHOST_IMAGE from test/images/agnhost ($K8S_VERSION)"
+    tar -C "$r" -c . | docker import --change "$path_env" --change 'ENTRYPOINT ["/agnhost"]' \
+      --change 'CMD ["pause"]' --change 'EXPOSE 80 8080 8081 9376 5000' - "$AGNHOST_IMAGE" >/dev/null
+  fi
+
+  if ! image_present "$PAUSE_IMAGE"; then
+    # build/pause/Dockerfile: /pause alone, run as 65535:65535.
+    local r=$ctx/pause
+    mkdir -p "$r"
+    cp "$PAUSE" "$r/pause"
+    log "building $PAUSE_IMAGE from build/pause/linux/pause.c"
+    tar -C "$r" -c . | docker import --change 'USER 65535:65535' --change 'ENTRYPOINT ["/pause"]' - "$PAUSE_IMAGE" >/dev/null
+  fi
+  rm -rf "$ctx"
+}
+
+# ---------------------------------------------------------------------------------------------
+# run
+
+free_ports() {
+  node -e '
+    const net = require("net");
+    const n = Number(process.argv[1]);
+    const servers = [];
+    const next = () => {
+      if (servers.length === n) {
+        console.log(servers.map((s) => s.address().port).join(" "));
+        for (const s of servers) s.close();
+        return;
+      }
+      const s = net.createServer();
+      s.listen(0, "127.0.0.1", () => { servers.push(s); next(); });
+    };
+    next();' "$1"
+}
+
+NODELET_PIDS=()
+DOCKER_STATE=
+CP_DIR=
+OUT=
+
+cleanup() {
+  local rc=$?
+  set +e
+  local pid
+  # nodelet ends on SIGTERM; wait for each so its last log lines land in OUT.
+  for pid in "${NODELET_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${NODELET_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+  if [ -n "$CP_DIR" ] && [ -d "$CP_DIR" ]; then
+    cp "$CP_DIR"/*.log "$OUT/" 2>/dev/null
+    "$ROOT/scripts/control-plane.sh" stop "$CP_DIR" >/dev/null 2>&1
+  fi
+  if [ -n "$DOCKER_STATE" ]; then
+    cp "$DOCKER_STATE/dockerd.log" "$OUT/" 2>/dev/null
+    "$ROOT/scripts/docker-engine.sh" stop "$DOCKER_STATE" >/dev/null 2>&1
+  fi
+  exit "$rc"
+}
+
+run() {
+  local t0=$SECONDS
+  OUT=${1:-/tmp/nodelet-conformance/$(date -u +%Y%m%dT%H%M%SZ)}
+  mkdir -p "$OUT"
+  OUT=$(cd "$OUT" && pwd)
+  local focus=${CONFORMANCE_FOCUS:-'\[NodeConformance\]'}
+  local skip_file=${CONFORMANCE_SKIP_FILE:-$ROOT/test/conformance/skip.yaml}
+  local nodes=${CONFORMANCE_NODES:-2} procs=${CONFORMANCE_PROCS:-4} timeout=${CONFORMANCE_TIMEOUT:-3h}
+  [ -f "$ROOT/dist/cli.js" ] || die "dist/cli.js missing: run \`npm run build\` first"
+  command -v kubectl >/dev/null 2>&1 || die "kubectl is needed (to wait for the nodes)"
+
+  "$ROOT/scripts/control-plane.sh" build >/dev/null
+  build_e2e >/dev/null
+  local skip
+  skip=$(node "$ROOT/test/conformance/report.mjs" skip-regex "$skip_file") || die "bad skip list $skip_file"
+
+  trap cleanup EXIT
+  DOCKER_STATE=$(mktemp -d /tmp/nodelet-conformance-docker.XXXXXX)
+  DOCKER_HOST=$("$ROOT/scripts/docker-engine.sh" private "$DOCKER_STATE")
+  export DOCKER_HOST
+  "$ROOT/scripts/docker-engine.sh" images
+  build_images
+
+  CP_DIR=$(mktemp -d /tmp/nodelet-conformance-cp.XXXXXX)
+  local admin
+  admin=$("$ROOT/scripts/control-plane.sh" start "$CP_DIR")
+  # shellcheck source=/dev/null
+  . "$CP_DIR/env"
+
+  local i name kubeconfig port names=()
+  local ports; read -r -a ports <<<"$(free_ports "$nodes")"
+  for ((i = 0; i < nodes; i++)); do
+    name=nodelet-$((i + 1))
+    names+=("$name")
+    kubeconfig=$("$ROOT/scripts/control-plane.sh" node-kubeconfig "$CP_DIR" "$name")
+    port=${ports[$i]}
+    mkdir -p "$OUT/root-$name"
+    node "$ROOT/dist/cli.js" --kubeconfig "$kubeconfig" --hostname-override "$name" --node-ip 127.0.0.1 \
+      --port "$port" --client-ca-file "$CA_FILE" --anonymous-auth=false \
+      --authentication-token-webhook --authorization-mode Webhook \
+      --root-dir "$OUT/root-$name" --docker-endpoint "$DOCKER_HOST" \
+      --pod-infra-container-image registry.k8s.io/pause:3.10 \
+      </dev/null >"$OUT/nodelet-$name.log" 2>&1 &
+    NODELET_PIDS+=($!)
+    log "nodelet $name on 127.0.0.1:$port (pid $!, log $OUT/nodelet-$name.log)"
+  done
+  for name in "${names[@]}"; do
+    kubectl --kubeconfig "$admin" wait --for=create "node/$name" --timeout=60s >/dev/null ||
+      die "node $name did not register; see $OUT/nodelet-$name.log"
+    kubectl --kubeconfig "$admin" wait --for=condition=Ready "node/$name" --timeout=60s >/dev/null ||
+      die "node $name did not become Ready; see $OUT/nodelet-$name.log"
+  done
+  log "control plane and ${#names[@]} nodes ready after $((SECONDS - t0)) s; running e2e.test (focus $focus, $procs processes)"
+
+  local e2e_rc=0
+  # ginkgo runs the precompiled suite in $procs processes and merges their reports; the
+  # framework's --report-dir writes junit_01.xml. Images are never pre-pulled.
+  (cd "$OUT" && "$GINKGO" --procs="$procs" --timeout="$timeout" --no-color --silence-skips \
+    --focus="$focus" --skip="$skip" --output-dir="$OUT" "$E2E" -- \
+    --kubeconfig="$admin" --provider=skeleton --report-dir="$OUT" --e2e-output-dir="$OUT" \
+    --prepull-images=false --disable-log-dump --node-os-distro=debian \
+    --kubectl-path="$(command -v kubectl)" 2>&1) | tee "$OUT/e2e.log" >&2 || e2e_rc=$?
+
+  local report_rc=0
+  summary "$OUT" "$skip_file" || report_rc=$?
+  log "done in $((SECONDS - t0)) s; e2e.test exited $e2e_rc; reports in $OUT"
+  # A spec outside the skip list that failed fails the run; so does a suite that could not run.
+  [ "$report_rc" -eq 0 ] || return "$report_rc"
+  [ "$e2e_rc" -eq 0 ] || return "$e2e_rc"
+}
+
+summary() {
+  local out=$1 skip_file=${2:-${CONFORMANCE_SKIP_FILE:-$ROOT/test/conformance/skip.yaml}}
+  [ -f "$out/junit_01.xml" ] || die "$out/junit_01.xml missing: the suite did not finish"
+  node "$ROOT/test/conformance/report.mjs" summary "$out/junit_01.xml" "$skip_file" \
+    --focus "${CONFORMANCE_FOCUS:-\\[NodeConformance\\]}" --out "$out/summary.md"
+}
+
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+case ${1:-} in
+  build-e2e) [ $# -eq 1 ] || usage; build_e2e ;;
+  images) [ $# -eq 1 ] || usage; build_images ;;
+  run) [ $# -le 2 ] || usage; run "${2:-}" ;;
+  summary) [ $# -eq 2 ] || usage; summary "$2" ;;
+  *) usage ;;
+esac
