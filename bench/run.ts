@@ -19,6 +19,7 @@ import { CliPath, DirectPath, SpdyPath, WebSocketPath, type ExecPath, type Laten
 import { CpuMeter, findShimPid } from './lib/proc.js';
 import { median, round, spread } from './lib/stats.js';
 import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portForward, slowReader, type PartResult } from './lib/extra.js';
+import { clusterPart } from './lib/cluster.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -47,10 +48,13 @@ interface Options {
   slowSeconds: number;
   slowMib: number;
   pfMib: number;
+  clusterPods: number;
+  clusterKills: number;
+  clusterRounds: number;
 }
 
 const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
-const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions'];
+const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'cluster'];
 
 const USAGE = `usage: npm run bench -- [options]
   --rounds N          interleaved rounds (default 5; 1 with --quick)
@@ -60,13 +64,16 @@ const USAGE = `usage: npm run bench -- [options]
   --stdout-mib N      stdout transfer size in MiB (default 1024)
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
-  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions
+  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,cluster
   --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
   --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
   --sessions N        idle exec sessions opened for the RSS figure (default 1000; 100 with --quick)
   --slow-seconds N    how long the slow reader reads at 1 MB/s (default 30; 5 with --quick)
   --slow-mib N        size of the slow reader's stream in MiB (default 256)
   --pf-mib N          size of the port-forwarded download in MiB (default 256; 32 with --quick)
+  --cluster-pods N    pods per batch in the cluster part, through the apiserver and as static pods (default 100)
+  --cluster-kills N   docker kills for the cluster part's death → apiserver figure (default 24; 20 with --quick)
+  --cluster-rounds N  rounds of the cluster part's two batches (default 2; 1 with --quick)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --keep-logs         keep nodelet's log and work directory
@@ -102,6 +109,9 @@ function parseOptions(argv: string[]): Options {
       'slow-seconds': { type: 'string' },
       'slow-mib': { type: 'string' },
       'pf-mib': { type: 'string' },
+      'cluster-pods': { type: 'string' },
+      'cluster-kills': { type: 'string' },
+      'cluster-rounds': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -147,6 +157,9 @@ function parseOptions(argv: string[]): Options {
     slowSeconds: int(values['slow-seconds'], quick ? 5 : 30, 'slow-seconds'),
     slowMib: int(values['slow-mib'], 256, 'slow-mib'),
     pfMib: int(values['pf-mib'], quick ? 32 : 256, 'pf-mib'),
+    clusterPods: int(values['cluster-pods'], 100, 'cluster-pods'),
+    clusterKills: int(values['cluster-kills'], quick ? 20 : 24, 'cluster-kills'),
+    clusterRounds: int(values['cluster-rounds'], quick ? 1 : 2, 'cluster-rounds'),
   };
 }
 
@@ -383,6 +396,23 @@ async function main(): Promise<void> {
     if (opts.only.has('sessions')) {
       log(`idle sessions: opening ${opts.sessions}`);
       extra.push(await idleSessions(nodelet, { sessions: opts.sessions, log }));
+    }
+    if (opts.only.has('cluster')) {
+      log(`cluster mode: own control plane + nodelet --kubeconfig; ${opts.clusterPods} pods via the apiserver vs static, ${opts.clusterKills} kills`);
+      extra.push(
+        await clusterPart({
+          root,
+          dockerHost: engine.host,
+          docker,
+          cli: opts.nodeletCli,
+          pods: opts.clusterPods,
+          kills: opts.clusterKills,
+          rounds: opts.clusterRounds,
+          keepLogs: opts.keepLogs,
+          log,
+          defer: (fn) => void cleanups.push(fn),
+        }),
+      );
     }
 
     const meta = {
