@@ -5,6 +5,7 @@ import { envList, expandCommandAndArgs, resolveEnv } from '../volumes/env.js';
 import { ContainerConfigError } from '../volumes/errors.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
+import { appArmorEnabled, containerSecurity } from './security-context.js';
 
 export interface ContainerConfigDeps {
   readonly volumes: VolumeManager | undefined;
@@ -22,16 +23,20 @@ export function podRuntimeInfo(pod: Pod, nodeIP: string, sandboxIPs: readonly st
 
 /**
  * What the kubelet resolves before it creates a container (`generateContainerConfig`): the pod's
- * volumes set up, the environment with every `valueFrom` and `envFrom` read, mounts, and
- * `$(VAR)`-expanded command and args. Throws `ContainerConfigError` (waiting reason
+ * volumes set up, the environment with every `valueFrom` and `envFrom` read, mounts,
+ * `$(VAR)`-expanded command and args, and the security settings (runAsNonRoot checked against
+ * the image's user). Throws `ContainerConfigError` (waiting reason
  * `CreateContainerConfigError`) when something is missing or refused.
  */
-export async function buildContainerConfig(pod: Pod, container: Container, _image: ImageInfo, sandboxIPs: readonly string[], deps: ContainerConfigDeps): Promise<ContainerConfig> {
+export async function buildContainerConfig(pod: Pod, container: Container, image: ImageInfo, sandboxIPs: readonly string[], deps: ContainerConfigDeps): Promise<ContainerConfig> {
   const info = podRuntimeInfo(pod, deps.nodeIP, sandboxIPs);
+  const device = container.volumeDevices?.[0];
+  if (device) throw new ContainerConfigError(`volumeDevice ${JSON.stringify(device.name)} at ${device.devicePath}: raw block volumes are not supported by nodelet`, { mount: true });
   const volumes = pod.spec?.volumes ?? [];
   if (volumes.length && !deps.volumes) throw new ContainerConfigError(`volume ${JSON.stringify(volumes[0]?.name)}: no volume manager is configured`, { mount: true });
   if (deps.volumes) await deps.volumes.setUpPod(pod, info);
   const env = await resolveEnv(pod, container, { info, objects: deps.objects, onInvalidKeys: (message) => deps.warn('InvalidEnvironmentVariableNames', message) });
   const mounts = deps.volumes ? await deps.volumes.mountsFor(pod, container, env) : [];
-  return { env: envList(env), mounts, ...expandCommandAndArgs(container, env) };
+  const security = containerSecurity(pod, container, image, { appArmorEnabled: appArmorEnabled() });
+  return { env: envList(env), mounts, ...expandCommandAndArgs(container, env), security };
 }

@@ -13,6 +13,7 @@ import { generatePodStatus } from './pod-status.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
 import { readsPodIP } from '../volumes/downward-api.js';
+import { sandboxRefusal } from './security-context.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
 
@@ -281,6 +282,14 @@ export class Kubelet {
     for (const id of actions.remove) await runtime.removeContainer(id);
 
     let sandbox = runtimePod?.sandboxes[0];
+    const refusal = actions.createSandbox !== undefined ? sandboxRefusal(pod) : undefined;
+    if (refusal) {
+      // Refused before a sandbox exists (an unsafe sysctl, user namespaces): nothing is created.
+      plog.warn({ reason: refusal.reason }, refusal.message);
+      recorder.record(pod, 'Warning', refusal.reason, refusal.message);
+      for (const s of actions.start) this.#recordStartFailure(pod, s.container, { reason: 'CreateContainerConfigError', message: refusal.message });
+      return;
+    }
     if (actions.createSandbox !== undefined) {
       try {
         plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');

@@ -96,15 +96,38 @@ export interface Mount {
 }
 
 /**
+ * A container's security settings, resolved from the pod's and container's securityContext
+ * (refused fields never get here).
+ */
+export interface ContainerSecurity {
+  /** `uid`, `uid:gid` or `name:gid`; absent: the image's user. */
+  readonly user?: string;
+  /** Supplementary groups: fsGroup, then supplementalGroups. */
+  readonly groupAdd: readonly number[];
+  readonly privileged: boolean;
+  readonly readOnlyRootfs: boolean;
+  /** `allowPrivilegeEscalation: false`. */
+  readonly noNewPrivileges: boolean;
+  readonly capAdd: readonly string[];
+  readonly capDrop: readonly string[];
+  /** The runtime's default seccomp profile, or none. */
+  readonly seccomp: 'RuntimeDefault' | 'Unconfined';
+  /** The runtime's default AppArmor profile (where the host has AppArmor), or none. */
+  readonly appArmor: 'RuntimeDefault' | 'Unconfined';
+}
+
+/**
  * Everything the kubelet side resolved for one container start: the final environment
  * (`NAME=value`, downward API, configMaps and secrets already read), bind mounts, and `command`
- * and `args` after `$(VAR)` expansion (absent: the image's entrypoint and cmd).
+ * and `args` after `$(VAR)` expansion (absent: the image's entrypoint and cmd), and the
+ * security settings.
  */
 export interface ContainerConfig {
   readonly env: readonly string[];
   readonly mounts: readonly Mount[];
   readonly command?: readonly string[];
   readonly args?: readonly string[];
+  readonly security: ContainerSecurity;
 }
 
 export interface Runtime {

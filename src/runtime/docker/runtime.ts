@@ -13,6 +13,8 @@ import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../../streaming/types.js';
 import { containerLogs } from './logs.js';
 import { forwardPort } from './portforward.js';
+import { dockerSecurity } from './security.js';
+import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
 
 export interface DockerRuntimeOptions {
@@ -166,6 +168,8 @@ export class DockerRuntime implements Runtime {
     const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
     await this.ensureImage(this.#opts.infraImage, 'IfNotPresent');
     const hostNetwork = pod.spec?.hostNetwork === true;
+    // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
+    const sysctls = sandboxSysctls(pod);
     const created = await this.#docker.createContainer({
       name: makeSandboxName(parts, attempt),
       Image: this.#opts.infraImage,
@@ -176,6 +180,7 @@ export class DockerRuntime implements Runtime {
         NetworkMode: hostNetwork ? 'host' : this.#opts.podNetwork,
         IpcMode: pod.spec?.hostIPC ? 'host' : 'shareable',
         ...(pod.spec?.hostPID ? { PidMode: 'host' } : {}),
+        ...(Object.keys(sysctls).length ? { Sysctls: sysctls } : {}),
         RestartPolicy: { Name: 'no' },
       },
     });
@@ -188,6 +193,7 @@ export class DockerRuntime implements Runtime {
     const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
     const sandboxMode = `container:${sandbox.id}`;
     const limits = container.resources?.limits ?? {};
+    const security = dockerSecurity(config.security);
     const created = await this.#docker.createContainer({
       name: makeContainerName(container.name, parts, attempt),
       Image: container.image,
@@ -196,6 +202,7 @@ export class DockerRuntime implements Runtime {
       ...(config.command ? { Entrypoint: [...config.command] } : {}),
       ...(config.args ? { Cmd: [...config.args] } : {}),
       Env: [...config.env],
+      ...(security.User !== undefined ? { User: security.User } : {}),
       ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
       Tty: container.tty === true,
       OpenStdin: container.stdin === true,
@@ -209,6 +216,7 @@ export class DockerRuntime implements Runtime {
         logPath: containerLogPath(pod, container.name, attempt),
       }),
       HostConfig: {
+        ...security.HostConfig,
         NetworkMode: sandboxMode,
         IpcMode: sandboxMode,
         ...(pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
