@@ -241,7 +241,8 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
         const printer = spawnKubectl(t, cp, version, 'attach', 'shell', '-c', 'printer');
         const seen = await eventually('attach output', async () => {
           if (printer.child.exitCode !== null) throw new Error(`kubectl attach exited: ${printer.err()}`);
-          const beats = printer.out().match(/beat(\d+)/g) ?? [];
+          // Whole lines only: the last chunk may end inside a number.
+          const beats = (printer.out().match(/beat\d+\n/g) ?? []).map((l) => l.trim());
           return beats.length >= 3 ? beats : undefined;
         }, 15_000);
         const numbers = seen.map((b) => Number(b.slice(4)));
