@@ -1,4 +1,5 @@
-import { mkdtemp, rm, writeFile, unlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile, unlink } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -139,7 +140,22 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
   t.teardown(async () => {
     await nodelet.close().catch(() => undefined);
     await removeNodeContainers(docker, nodeName);
+    // Pods keep their volumes when nodelet stops (as with a kubelet): tmpfs volumes are still
+    // mounted under the root dir and must go before it can.
+    await unmountUnder(manifestDir);
     await rm(manifestDir, { recursive: true, force: true });
   });
   return node;
+}
+
+/** Unmounts every mount point below `dir` (deepest first), as a pod's volume teardown would. */
+export async function unmountUnder(dir: string): Promise<void> {
+  const mounts = (await readFile('/proc/self/mounts', 'utf8'))
+    .split('\n')
+    .map((line) => line.split(' ')[1]?.replace(/\\040/g, ' ') ?? '')
+    .filter((target) => target.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const target of mounts) {
+    await new Promise<void>((resolve) => execFile('umount', ['-l', target], () => resolve()));
+  }
 }
