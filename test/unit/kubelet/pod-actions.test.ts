@@ -145,7 +145,7 @@ t.test('a failing init container follows the restart policy, with back-off', asy
   t.ok((soon.resyncAfterMs ?? 0) > 0);
   const never = computePodActions(withInits([i1], [app], 'Never'), failed, new Backoff(), NOW);
   t.same([never.start, never.createSandbox], [[], undefined], 'restartPolicy Never: the pod has failed; nothing runs again');
-  const neverNoSandbox = computePodActions(withInits([i1], [app], 'Never'), rpod([sandbox(0, false)], failed.containers), new Backoff(), NOW);
+  const neverNoSandbox = computePodActions(withInits([i1], [app], 'Never'), rpod([sandbox(0, false)], [...failed.containers]), new Backoff(), NOW);
   t.equal(neverNoSandbox.createSandbox, undefined, 'and no new sandbox for it');
 });
 
