@@ -9,6 +9,8 @@ import type { Metrics } from '../metrics/registry.js';
 import { Backoff } from './backoff.js';
 import { PLEG } from './pleg.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
+import { ProberManager } from './prober/manager.js';
+import { runtimeProbeIO } from './prober/runtime-io.js';
 import { generatePodStatus } from './pod-status.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
@@ -59,6 +61,8 @@ const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec
  */
 export class Kubelet {
   readonly pleg: PLEG;
+  /** Liveness, readiness and startup probes of the running containers. */
+  readonly prober: ProberManager;
   readonly #o: KubeletOptions;
   readonly #backoff: Backoff;
   /** Back-off for failures that leave no container behind (image pulls, create errors). */
@@ -76,6 +80,15 @@ export class Kubelet {
     this.#o = opts;
     this.#backoff = opts.backoff ?? new Backoff();
     this.pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
+    this.prober = new ProberManager({
+      io: (_pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId),
+      onChange: (uid) => this.#schedule(uid),
+      onFailure: (pod, container, kind, output) => {
+        const probe = `${kind[0]?.toUpperCase()}${kind.slice(1)} probe`;
+        opts.log.info({ pod: podRef(pod), container, probe: kind, output }, 'Probe failed');
+        opts.recorder.record(containerSubject(pod, container), 'Warning', 'Unhealthy', `${probe} failed: ${output}`);
+      },
+    });
   }
 
   start(): void {
@@ -94,6 +107,7 @@ export class Kubelet {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.pleg.stop();
+    this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
     for (const w of this.#workers.values()) if (w.timer) clearTimeout(w.timer);
     await Promise.allSettled([...this.#workers.values()].map((w) => w.running));
@@ -174,6 +188,7 @@ export class Kubelet {
       if (!runtimePod) {
         this.#firstSeen.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
+        this.prober.removePod(uid);
         this.#backoff.forgetPrefix(`${uid}/`);
         this.#startBackoff.forgetPrefix(`${uid}/`);
         for (const key of this.#startFailures.keys()) if (key.startsWith(`${uid}/`)) this.#startFailures.delete(key);
@@ -185,7 +200,8 @@ export class Kubelet {
 
     const now = Date.now();
     if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
-    const actions = computePodActions(pod, runtimePod, this.#backoff, now);
+    this.prober.syncPod(pod, runtimePod);
+    const actions = computePodActions(pod, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id));
     this.#holdFailedStarts(pod, actions, now);
     this.#publishStatus(pod, runtimePod, actions.waiting);
     if (actions.resyncAfterMs !== undefined) this.#scheduleAfter(uid, actions.resyncAfterMs);
@@ -244,6 +260,13 @@ export class Kubelet {
     await this.pleg.relist();
   }
 
+  #probeResults(uid: string): NonNullable<Parameters<typeof generatePodStatus>[2]['probes']> {
+    return {
+      ready: (name, id) => this.prober.isReady(uid, name, id),
+      started: (name, id) => this.prober.isStarted(uid, name, id),
+    };
+  }
+
   #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false): void {
     // The pod started when its first sandbox did: stable across restarts of nodelet.
     const firstSandbox = runtimePod?.sandboxes.at(-1);
@@ -257,7 +280,7 @@ export class Kubelet {
         allWaiting.set(c.name, failure.waiting);
       }
     }
-    const status = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal });
+    const status = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? '') });
     this.#o.statusManager.setPodStatus(recorded, status);
     const uid = pod.metadata?.uid ?? '';
     const firstSeen = this.#firstSeen.get(uid);

@@ -31,6 +31,14 @@ export interface PodStatusOptions {
    * Succeeded when every container exited 0, else Failed — as `getPhase` does for `podIsTerminal`.
    */
   readonly terminal?: boolean;
+  /**
+   * Probe results of running container instances (the prober): readiness drives `ready`, the
+   * startup probe `started`; undefined means the container has no such probe.
+   */
+  readonly probes?: {
+    ready(container: string, containerId: string): boolean | undefined;
+    started(container: string, containerId: string): boolean | undefined;
+  };
 }
 
 /**
@@ -42,7 +50,7 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
   const spec: PodSpec = pod.spec ?? { containers: [] };
   const policy = spec.restartPolicy || 'Always';
   const instances = instancesByName(runtime?.containers ?? []);
-  const statusOf = (c: Container, kind: Kind) => containerStatus(c, instances.get(c.name) ?? [], opts.waiting?.get(c.name), policy, kind);
+  const statusOf = (c: Container, kind: Kind) => containerStatus(c, instances.get(c.name) ?? [], opts.waiting?.get(c.name), policy, kind, opts.probes);
   const initContainerStatuses = (spec.initContainers ?? []).map((c) => statusOf(c, isRestartableInit(c) ? 'sidecar' : 'init'));
   const containerStatuses = spec.containers.map((c) => statusOf(c, 'regular'));
 
@@ -106,7 +114,7 @@ function restarts(kind: Kind, policy: string, exitCode: number): boolean {
   return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
 }
 
-function containerStatus(c: Container, instances: readonly RuntimeContainer[], waiting: WaitingReason | undefined, policy: string, kind: Kind): ContainerStatus {
+function containerStatus(c: Container, instances: readonly RuntimeContainer[], waiting: WaitingReason | undefined, policy: string, kind: Kind, probes: PodStatusOptions['probes']): ContainerStatus {
   const [newest, ...older] = instances;
   const previousExit = older.find((x) => x.state === 'exited');
   let state: ContainerState;
@@ -136,17 +144,19 @@ function containerStatus(c: Container, instances: readonly RuntimeContainer[], w
       state = waiting ? waitingState(waiting) : { waiting: {} };
   }
   const running = state.running !== undefined;
+  // Started once running and past its startup probe (the kubelet's `started`).
+  const started = running && (probes?.started(c.name, newest?.id ?? '') ?? true);
   return {
     name: c.name,
     state,
     lastState,
     // Probes come later: a container is ready while running; an init container once it succeeded.
-    ready: kind === 'init' ? state.terminated?.exitCode === 0 : running,
+    ready: kind === 'init' ? state.terminated?.exitCode === 0 : running && started && (probes?.ready(c.name, newest?.id ?? '') ?? true),
     restartCount: newest?.restartCount ?? 0,
     image: c.image ?? '',
     imageID: newest ? imageRef(newest.imageID) : '',
     ...(newest ? { containerID: `docker://${newest.id}` } : {}),
-    started: running,
+    started,
   };
 }
 

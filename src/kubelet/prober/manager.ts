@@ -121,7 +121,7 @@ export class ProberManager {
   }
 
   /** Which probe (liveness or startup) says this container instance must be restarted, if any. */
-  failed(uid: string, container: string, containerId: string): ProbeKind | undefined {
+  failed(uid: string, container: string, containerId: string): 'liveness' | 'startup' | undefined {
     for (const kind of ['startup', 'liveness'] as const) {
       const w = this.#workers.get(key(uid, container, kind));
       if (w && w.containerId === containerId && w.result === 'failure') return kind;

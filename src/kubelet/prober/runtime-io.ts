@@ -1,0 +1,69 @@
+import { Duplex, Writable } from 'node:stream';
+import type { Runtime } from '../../runtime/types.js';
+import { MAX_PROBE_OUTPUT, type ProbeIO } from './handlers.js';
+
+/** A Writable that keeps the first `limit` bytes written to it and drops the rest. */
+function collector(limit: number): { stream: Writable; text: () => string; bytes: () => Buffer } {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      if (size < limit) {
+        const keep = chunk.subarray(0, limit - size);
+        chunks.push(keep);
+        size += keep.length;
+      }
+      done();
+    },
+  });
+  return { stream, text: () => Buffer.concat(chunks).toString('utf8'), bytes: () => Buffer.concat(chunks) };
+}
+
+/**
+ * Probe I/O through the runtime: commands through `exec` in the container, connections through
+ * the same in-namespace relay port-forward uses (127.0.0.1 inside the sandbox's network
+ * namespace), each bounded by the probe's timeout.
+ */
+export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId: string): ProbeIO {
+  return {
+    async exec(cmd, timeoutMs) {
+      const out = collector(MAX_PROBE_OUTPUT);
+      const signal = AbortSignal.timeout(timeoutMs);
+      const result = await Promise.race([
+        runtime.exec(containerId, cmd, { stdin: undefined, stdout: out.stream, stderr: out.stream, tty: false, resizes: undefined, signal }),
+        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error(`command timed out after ${timeoutMs / 1000}s`)), { once: true })),
+      ]);
+      return { exitCode: result.kind === 'exited' ? result.exitCode : -1, output: out.text() };
+    },
+    async connect(port, send, timeoutMs, until) {
+      const received = collector(MAX_PROBE_OUTPUT);
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), timeoutMs);
+      let sent = false;
+      const stream = new Duplex({
+        read() {
+          if (sent) return;
+          sent = true;
+          if (send.length) this.push(send);
+          // Half-close: the request is complete (or, for tcpSocket, there is none).
+          this.push(null);
+        },
+        write(chunk: Buffer, _enc, done) {
+          received.stream.write(chunk);
+          if (until?.(received.bytes())) controller.abort();
+          done();
+        },
+      });
+      try {
+        await runtime.portForward(sandboxId, port, stream, controller.signal);
+      } catch (err) {
+        // A connection that answered before we cut it short is a success for the caller to judge.
+        if (received.bytes().length === 0 || !controller.signal.aborted) throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+      if (controller.signal.aborted && received.bytes().length === 0 && until) throw new Error(`no answer from port ${port} within ${timeoutMs / 1000}s`);
+      return received.bytes();
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import t from 'tap';
+import type { Event, EventList, Pod } from '../../src/api/types.js';
+import { BUSYBOX } from '../helpers/docker.js';
+import { startTestNode, type TestNode } from '../helpers/nodelet.js';
+
+/**
+ * Probes and init containers against the real engine: liveness restarts with an Unhealthy event,
+ * readiness flipping READY, httpGet and tcpSocket probes reaching busybox httpd on the pod's own
+ * loopback (network none), init containers in order before the app, and a failing init
+ * container under restartPolicy Never failing the pod.
+ */
+t.setTimeout(240_000);
+
+const node = await startTestNode(t);
+
+async function run(pod: string, container: string, cmd: string): Promise<string> {
+  const res = await fetch(`${node.url}/run/default/${pod}-${node.nodeName}/${container}?cmd=${encodeURIComponent(cmd)}`, { method: 'POST' });
+  return res.text();
+}
+const status = (p: Pod | undefined, name = 'main') => p?.status?.containerStatuses?.find((c) => c.name === name);
+async function events(name: string): Promise<Event[]> {
+  const { body } = await node.get<EventList>(`/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=${name}-${node.nodeName}`);
+  return body.items;
+}
+
+const pod = (name: string, spec: string) => `apiVersion: v1
+kind: Pod
+metadata: { name: ${name} }
+spec:
+  terminationGracePeriodSeconds: 1
+${spec}`;
+
+t.test('a failing liveness probe restarts the container and records Unhealthy with the output', async (t) => {
+  await node.writeManifest('live.yaml', pod('live', `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+    livenessProbe:
+      exec: { command: [sh, -c, "if [ -f /tmp/sick ]; then echo feeling-sick; exit 1; fi"] }
+      periodSeconds: 1
+      failureThreshold: 2
+`));
+  const first = await node.waitFor('live running', async () => (status(await node.pod('live'))?.state?.running ? await node.pod('live') : undefined), 60_000);
+  t.equal(status(first)?.restartCount, 0);
+  await run('live', 'main', 'touch /tmp/sick');
+  const restarted = await node.waitFor('restarted by liveness', async () => {
+    const p = await node.pod('live');
+    return (status(p)?.restartCount ?? 0) >= 1 && status(p)?.state?.running ? p : undefined;
+  }, 60_000);
+  t.not(status(restarted)?.containerID, status(first)?.containerID, 'a new container instance');
+  const evs = await events('live');
+  t.ok(evs.some((e) => e.reason === 'Unhealthy' && /^Liveness probe failed: feeling-sick/.test(e.message ?? '')), 'Unhealthy event with the probe output');
+  t.ok(evs.some((e) => e.reason === 'Killing' && /failed liveness probe, will be restarted/.test(e.message ?? '')), 'Killing event names the probe');
+  await node.removeManifest('live.yaml');
+});
+
+t.test('readiness: READY follows the probe; httpGet and tcpSocket probes reach httpd on the pod loopback', async (t) => {
+  await node.writeManifest('ready.yaml', pod('ready', `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+    readinessProbe:
+      exec: { command: [test, -f, /tmp/ready] }
+      periodSeconds: 1
+  - name: web
+    image: ${BUSYBOX}
+    command: [sh, -c, "mkdir -p /www && echo ok > /www/healthz && httpd -f -p 127.0.0.1:8080 -h /www"]
+    ports: [{ name: http, containerPort: 8080 }]
+    readinessProbe:
+      httpGet: { path: /healthz, port: http }
+      periodSeconds: 1
+    livenessProbe:
+      tcpSocket: { port: 8080 }
+      periodSeconds: 1
+`));
+  const notReady = await node.waitFor('web ready, main not', async () => {
+    const p = await node.pod('ready');
+    return status(p, 'web')?.ready === true && status(p, 'main')?.state?.running ? p : undefined;
+  }, 60_000);
+  t.equal(status(notReady, 'main')?.ready, false, 'main is not ready before its probe passes');
+  t.equal(notReady.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
+  t.equal(notReady.status?.conditions?.find((c) => c.type === 'ContainersReady')?.status, 'False');
+  await run('ready', 'main', 'touch /tmp/ready');
+  const ready = await node.waitFor('main ready', async () => {
+    const p = await node.pod('ready');
+    return status(p, 'main')?.ready ? p : undefined;
+  }, 30_000);
+  t.equal(ready.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+  await run('ready', 'main', 'rm /tmp/ready');
+  await node.waitFor('main unready again (after failureThreshold 3)', async () => (status(await node.pod('ready'), 'main')?.ready === false ? true : undefined), 30_000);
+  const web = status(await node.pod('ready'), 'web');
+  t.equal(web?.restartCount, 0, 'the tcpSocket liveness probe kept passing');
+  t.equal(web?.ready, true, 'the httpGet readiness probe kept passing');
+  await node.removeManifest('ready.yaml');
+
+  await node.writeManifest('closed.yaml', pod('closed', `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+    readinessProbe:
+      tcpSocket: { port: 9999 }
+      periodSeconds: 1
+      timeoutSeconds: 5
+`));
+  const refused = await node.waitFor('a refused tcpSocket probe recorded', async () => {
+    const evs = await events('closed');
+    return evs.find((e) => e.reason === 'Unhealthy' && /^Readiness probe failed: .*Connection refused/.test(e.message ?? ''));
+  }, 60_000);
+  t.ok(refused, 'a tcpSocket probe of a port nothing listens on fails, and says why');
+  t.equal(status(await node.pod('closed'))?.ready, false);
+  await node.removeManifest('closed.yaml');
+});
+
+t.test('init containers run in order, to completion, before the app', async (t) => {
+  await node.writeManifest('init.yaml', pod('init', `  volumes: [{ name: work, emptyDir: {} }]
+  initContainers:
+  - name: first
+    image: ${BUSYBOX}
+    command: [sh, -c, "echo one >> /work/log"]
+    volumeMounts: [{ name: work, mountPath: /work }]
+  - name: second
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 1; echo two >> /work/log"]
+    volumeMounts: [{ name: work, mountPath: /work }]
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "echo app >> /work/log; sleep 3600"]
+    volumeMounts: [{ name: work, mountPath: /work }]
+`));
+  const p = await node.waitFor('app running', async () => (status(await node.pod('init'))?.state?.running ? await node.pod('init') : undefined), 60_000);
+  t.same(p.status?.initContainerStatuses?.map((s) => [s.name, s.state?.terminated?.exitCode, s.state?.terminated?.reason]), [
+    ['first', 0, 'Completed'],
+    ['second', 0, 'Completed'],
+  ]);
+  t.equal(p.status?.conditions?.find((c) => c.type === 'Initialized')?.status, 'True');
+  t.equal(await run('init', 'main', 'cat /work/log'), 'one\ntwo\napp\n', 'in order, the app last');
+  await node.removeManifest('init.yaml');
+});
+
+t.test('a failing init container under restartPolicy Never fails the pod; the app never starts', async (t) => {
+  await node.writeManifest('bad-init.yaml', pod('badinit', `  restartPolicy: Never
+  initContainers:
+  - name: setup
+    image: ${BUSYBOX}
+    command: [sh, -c, "exit 7"]
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+`));
+  const failed = await node.waitFor('pod Failed', async () => {
+    const p = await node.pod('badinit');
+    return p?.status?.phase === 'Failed' ? p : undefined;
+  }, 60_000);
+  t.equal(failed.status?.initContainerStatuses?.[0]?.state?.terminated?.exitCode, 7);
+  t.equal(status(failed)?.state?.waiting?.reason, 'PodInitializing', 'the app container waits and never runs');
+  t.equal(status(failed)?.restartCount, 0);
+  await node.removeManifest('bad-init.yaml');
+});
+
+t.test('a failing init container under restartPolicy Always is retried with back-off', async (t) => {
+  await node.writeManifest('retry-init.yaml', pod('retryinit', `  volumes: [{ name: work, emptyDir: {} }]
+  initContainers:
+  - name: setup
+    image: ${BUSYBOX}
+    command: [sh, -c, "echo x >> /work/tries; [ $(wc -l < /work/tries) -ge 2 ]"]
+    volumeMounts: [{ name: work, mountPath: /work }]
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+`));
+  const p = await node.waitFor('app running after the second try', async () => (status(await node.pod('retryinit'))?.state?.running ? await node.pod('retryinit') : undefined), 60_000);
+  t.equal(p.status?.initContainerStatuses?.[0]?.restartCount, 1, 'one retry');
+  t.equal(p.status?.initContainerStatuses?.[0]?.lastState?.terminated?.exitCode, 1, 'the failed first attempt is the last state');
+  await node.removeManifest('retry-init.yaml');
+});
