@@ -6,7 +6,7 @@ import type { ContainerConfig, ContainerStatsSample, ImageInfo, ImagePullPolicy,
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
-import { containerFromInspect, sandboxFromInspect } from './state.js';
+import { containerFromInspect, containerFromListEntry, sandboxFromInspect, sandboxFromListEntry } from './state.js';
 import { watchContainerEvents } from './events.js';
 import { attachToContainer, execInContainer } from './exec.js';
 import type { Duplex, Writable } from 'node:stream';
@@ -39,6 +39,10 @@ export class ImageError extends Error {
   }
 }
 
+/** How long a relist waits for one container's inspect before reporting it from its list entry. */
+const INSPECT_WAIT_MS = 250;
+const SLOW = Symbol('slow inspect');
+
 interface CachedInspect {
   state: string;
   info: Docker.ContainerInspectInfo;
@@ -57,6 +61,8 @@ export class DockerRuntime implements Runtime {
   readonly #inspectCache = new Map<string, CachedInspect>();
   /** Containers an event named since their last inspection. */
   readonly #stale = new Set<string>();
+  /** Inspections in flight, shared by relists (one per container at a time). */
+  readonly #inspecting = new Map<string, Promise<Docker.ContainerInspectInfo | undefined>>();
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
@@ -88,7 +94,13 @@ export class DockerRuntime implements Runtime {
           pod = { uid, name: entry.Labels[Label.podName] ?? parsed.pod, namespace: entry.Labels[Label.podNamespace] ?? parsed.namespace, sandboxes: [], containers: [] };
           pods.set(uid, pod);
         }
-        if (entry.Labels[Label.dockerType] === DockerType.sandbox) pod.sandboxes.push(sandboxFromInspect(info, parsed));
+        const sandbox = entry.Labels[Label.dockerType] === DockerType.sandbox;
+        if (info === SLOW) {
+          // Busy in Docker: report what the list and the last inspection say; re-inspected next time.
+          const cached = this.#inspectCache.get(entry.Id)?.info;
+          if (sandbox) pod.sandboxes.push(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed));
+          else pod.containers.push(cached ? containerFromInspect(cached, parsed) : containerFromListEntry(entry, parsed));
+        } else if (sandbox) pod.sandboxes.push(sandboxFromInspect(info, parsed));
         else pod.containers.push(containerFromInspect(info, parsed));
       }),
     );
@@ -99,18 +111,49 @@ export class DockerRuntime implements Runtime {
     return [...pods.values()].map((p) => ({ ...p, sandboxes: p.sandboxes.sort(byNewest), containers: p.containers.sort(byNewest) }));
   }
 
-  /** Inspects a container unless its listed state is unchanged since the cached inspection. */
-  async #inspect(id: string, listedState: string): Promise<Docker.ContainerInspectInfo | undefined> {
+  /**
+   * Inspects a container unless its listed state is unchanged since the cached inspection.
+   * Docker holds a container's lock while it creates, starts or stops it, and an inspect waits
+   * for that lock: during a burst of starts, or a graceful stop, one inspect can take seconds.
+   * So an inspect slower than INSPECT_WAIT_MS answers SLOW and keeps running in the background
+   * (its answer fills the cache); the relist goes on without it and the container is inspected
+   * again next time — one busy container never holds back every pod's status.
+   */
+  async #inspect(id: string, listedState: string): Promise<Docker.ContainerInspectInfo | undefined | typeof SLOW> {
     const cached = this.#inspectCache.get(id);
     const stale = this.#stale.delete(id);
     if (cached && !stale && cached.state === listedState && listedState !== 'restarting') return cached.info;
+    let pending = this.#inspecting.get(id);
+    if (!pending) {
+      pending = this.#docker
+        .getContainer(id)
+        .inspect()
+        .then(
+          (info) => {
+            this.#inspectCache.set(id, { state: listedState, info });
+            return info;
+          },
+          (err: unknown) => {
+            if (statusCodeOf(err) === 404) return undefined; // removed between list and inspect
+            throw err;
+          },
+        )
+        .finally(() => this.#inspecting.delete(id));
+      this.#inspecting.set(id, pending);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const slow = new Promise<typeof SLOW>((resolve) => {
+      timer = setTimeout(() => resolve(SLOW), INSPECT_WAIT_MS);
+    });
     try {
-      const info = await this.#docker.getContainer(id).inspect();
-      this.#inspectCache.set(id, { state: listedState, info });
-      return info;
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return undefined; // removed between list and inspect
-      throw err;
+      const answer = await Promise.race([pending, slow]);
+      if (answer === SLOW) {
+        this.#stale.add(id);
+        pending.catch(() => undefined);
+      }
+      return answer;
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -70,3 +70,35 @@ export function sandboxFromInspect(info: Docker.ContainerInspectInfo, name: Pars
     ips,
   };
 }
+
+/**
+ * A container from its list entry alone, for when Docker is too busy to answer an inspect:
+ * state and exit code from the list, times approximated by the creation time (the next
+ * inspection corrects them).
+ */
+export function containerFromListEntry(entry: Docker.ContainerInfo, name: ParsedName): RuntimeContainer {
+  const labels = entry.Labels ?? {};
+  const createdAt = new Date(entry.Created * 1000);
+  const exitCode = Number(/^Exited \((-?\d+)\)/.exec(entry.Status ?? '')?.[1]);
+  const state: RuntimeContainerState = entry.State === 'running' ? 'running' : entry.State === 'exited' || entry.State === 'dead' ? 'exited' : 'created';
+  const restartCount = Number(labels[Label.restartCount] ?? name.attempt);
+  const grace = Number(labels[Label.terminationGracePeriod]);
+  return {
+    id: entry.Id,
+    name: name.container,
+    attempt: name.attempt,
+    restartCount: Number.isFinite(restartCount) ? restartCount : name.attempt,
+    hash: labels[Label.hash] ?? '',
+    image: entry.Image,
+    imageID: entry.ImageID,
+    state,
+    createdAt,
+    ...(state !== 'created' ? { startedAt: createdAt } : {}),
+    ...(state === 'exited' ? { exitCode: Number.isFinite(exitCode) ? exitCode : 0, reason: exitCode === 0 ? 'Completed' : 'Error' } : {}),
+    ...(Number.isFinite(grace) && labels[Label.terminationGracePeriod] ? { gracePeriodSeconds: grace } : {}),
+  };
+}
+
+export function sandboxFromListEntry(entry: Docker.ContainerInfo, name: ParsedName): RuntimeSandbox {
+  return { id: entry.Id, attempt: name.attempt, ready: entry.State === 'running', createdAt: new Date(entry.Created * 1000), ips: [] };
+}
