@@ -118,6 +118,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     syncFrequencyMs: config.syncFrequencyMs,
     metrics,
     volumes,
+    rootDir: config.rootDir,
     ...(objects ? { objects } : {}),
     onPodTerminated: (uid) => cluster?.podTerminated(uid),
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),

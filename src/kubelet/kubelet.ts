@@ -11,6 +11,7 @@ import { PLEG } from './pleg.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
 import { ProberManager } from './prober/manager.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
+import { graceAfterHook, runHook, terminationLogMount } from './lifecycle.js';
 import { generatePodStatus } from './pod-status.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
@@ -37,6 +38,8 @@ export interface KubeletOptions {
   volumes?: VolumeManager;
   /** The apiserver's secrets and configMaps for `env` and `envFrom` (cluster mode); absent standalone. */
   objects?: PodObjectSource;
+  /** `--root-dir`: where each container instance's termination-message file lives. */
+  rootDir?: string;
   /**
    * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
    * status is published: cluster mode may now delete the pod object.
@@ -63,6 +66,8 @@ export class Kubelet {
   readonly pleg: PLEG;
   /** Liveness, readiness and startup probes of the running containers. */
   readonly prober: ProberManager;
+  /** Pods removed from their source whose containers still run: their last spec, for preStop hooks. */
+  readonly #removedSpecs = new Map<string, Pod>();
   readonly #o: KubeletOptions;
   readonly #backoff: Backoff;
   /** Back-off for failures that leave no container behind (image pulls, create errors). */
@@ -115,6 +120,9 @@ export class Kubelet {
 
   /** Pods were added, updated or removed by a source. */
   handlePodChanges(diff: { added: Pod[]; updated: Pod[]; removed: Pod[] }): void {
+    // A removed pod's last spec is kept until its containers are gone, for its preStop hooks.
+    for (const pod of diff.removed) this.#removedSpecs.set(pod.metadata?.uid ?? '', pod);
+    for (const pod of [...diff.added, ...diff.updated]) this.#removedSpecs.delete(pod.metadata?.uid ?? '');
     for (const pod of [...diff.added, ...diff.updated, ...diff.removed]) this.#schedule(pod.metadata?.uid ?? '');
   }
 
@@ -184,8 +192,9 @@ export class Kubelet {
     const pod = this.#o.podManager.getPodByUID(uid);
     const runtimePod = this.pleg.getPod(uid);
     if (!pod) {
-      if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod);
+      if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod, this.#removedSpecs.get(uid));
       if (!runtimePod) {
+        this.#removedSpecs.delete(uid);
         this.#firstSeen.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
         this.prober.removePod(uid);
@@ -252,7 +261,7 @@ export class Kubelet {
       running.map(async (c) => {
         this.#o.recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
         plog.info({ container: c.name, gracePeriod: grace }, 'Killing container with a grace period');
-        await this.#o.runtime.stopContainer(c.id, grace);
+        await this.#stopContainer(pod, c.name, c.id, grace, sandboxes[0]?.id);
       }),
     );
     await Promise.all(sandboxes.map((s) => this.#o.runtime.stopContainer(s.id, 0)));
@@ -299,7 +308,8 @@ export class Kubelet {
       actions.kill.map(async (k) => {
         if (k.name !== 'POD') recorder.record(containerSubject(pod, k.name), 'Normal', 'Killing', k.message);
         plog.info({ container: k.name }, k.message);
-        await runtime.stopContainer(k.id, k.name === 'POD' ? 0 : grace);
+        if (k.name === 'POD') await runtime.stopContainer(k.id, 0);
+        else await this.#stopContainer(pod, k.name, k.id, grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
       }),
     );
     for (const id of actions.remove) await runtime.removeContainer(id);
@@ -379,12 +389,24 @@ export class Kubelet {
       return;
     }
     try {
-      await runtime.startContainer(pod, container, sandbox, attempt, config);
+      if (this.#o.rootDir) config = { ...config, mounts: [...config.mounts, await terminationLogMount(this.#o.rootDir, pod, container, attempt)] };
+      const id = await runtime.startContainer(pod, container, sandbox, attempt, config);
       this.#startFailures.delete(backoffKey(pod, container.name));
       this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
       clog.info({ attempt }, 'Started container');
       recorder.record(subject, 'Normal', 'Created', `Created container ${container.name}`);
       recorder.record(subject, 'Normal', 'Started', `Started container ${container.name}`);
+      const postStart = container.lifecycle?.postStart;
+      if (postStart) {
+        // As the kubelet: the hook runs right after the start, and its failure kills the
+        // container, which then restarts (or not) by the restart policy.
+        const failure = await runHook(postStart, container, runtimeProbeIO(runtime, id, sandbox.id), Infinity);
+        if (failure) {
+          clog.warn({ error: failure }, 'PostStartHook failed');
+          recorder.record(subject, 'Warning', 'FailedPostStartHook', failure);
+          await runtime.stopContainer(id, pod.spec?.terminationGracePeriodSeconds ?? 30);
+        }
+      }
     } catch (err) {
       // Docker keeps a container that failed to start; its state reports ContainerCannotRun.
       this.#o.metrics?.startedContainerErrors.inc({ container_type: 'container', code: 'CreateContainerError' });
@@ -392,6 +414,27 @@ export class Kubelet {
       recorder.record(subject, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
       this.#recordStartFailure(pod, container, { reason: 'CreateContainerError', message: (err as Error).message });
     }
+  }
+
+  /**
+   * Stops one container the kubelet's way: its `preStop` hook first (bounded by the grace
+   * period; a failure is an event, not a reason to skip the stop), then SIGTERM with what is left
+   * of the grace period (at least 2 s), then SIGKILL.
+   */
+  async #stopContainer(pod: Pod, name: string, id: string, graceSeconds: number, sandboxId: string | undefined): Promise<void> {
+    const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === name);
+    const hook = spec?.lifecycle?.preStop;
+    let grace = graceSeconds;
+    if (hook && spec && sandboxId && graceSeconds > 0) {
+      const started = Date.now();
+      const failure = await runHook(hook, spec, runtimeProbeIO(this.#o.runtime, id, sandboxId), graceSeconds * 1000);
+      if (failure) {
+        this.#o.log.warn({ pod: podRef(pod), container: name, error: failure }, 'PreStopHook failed');
+        this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'FailedPreStopHook', failure);
+      }
+      grace = graceAfterHook(graceSeconds, Date.now() - started);
+    }
+    await this.#o.runtime.stopContainer(id, grace);
   }
 
   #recordStartFailure(pod: Pod, container: Container, waiting: Waiting): void {
@@ -403,15 +446,16 @@ export class Kubelet {
   }
 
   /**
-   * Stops every container (SIGTERM, SIGKILL after the grace period recorded on it), then the
-   * sandbox, then removes them all.
+   * Stops every container (its preStop hook when the pod's last spec is known, then SIGTERM,
+   * SIGKILL after the grace period recorded on it), then the sandbox, then removes them all.
    */
-  async #killPod(runtimePod: RuntimePod): Promise<void> {
+  async #killPod(runtimePod: RuntimePod, lastSpec?: Pod): Promise<void> {
     const { runtime, log } = this.#o;
     log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: runtimePod.uid }, 'Killing pod');
+    const sandboxId = runtimePod.sandboxes.find((s) => s.ready)?.id;
     await Promise.all(runtimePod.containers
         .filter((c) => c.state === 'running')
-        .map((c) => runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30)));
+        .map((c) => (lastSpec ? this.#stopContainer(lastSpec, c.name, c.id, c.gracePeriodSeconds ?? 30, sandboxId) : runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30))));
     await Promise.all(runtimePod.sandboxes.filter((s) => s.ready).map((s) => runtime.stopContainer(s.id, 0)));
     for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
     for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);

@@ -176,3 +176,73 @@ t.test('a failing init container under restartPolicy Always is retried with back
   t.equal(p.status?.initContainerStatuses?.[0]?.lastState?.terminated?.exitCode, 1, 'the failed first attempt is the last state');
   await node.removeManifest('retry-init.yaml');
 });
+
+t.test('postStart runs right after the start; a failing postStart kills the container, which restarts', async (t) => {
+  await node.writeManifest('hooks.yaml', pod('hooks', `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+    lifecycle:
+      postStart: { exec: { command: [sh, -c, "echo hook-ran > /tmp/poststart"] } }
+  - name: broken
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+    lifecycle:
+      postStart: { exec: { command: [sh, -c, "echo no-good; exit 5"] } }
+`));
+  await node.waitFor('main running', async () => (status(await node.pod('hooks'))?.state?.running ? true : undefined), 60_000);
+  t.equal(await run('hooks', 'main', 'cat /tmp/poststart'), 'hook-ran\n');
+  await node.waitFor('broken restarted after its hook failed', async () => ((status(await node.pod('hooks'), 'broken')?.restartCount ?? 0) >= 1 ? true : undefined), 60_000);
+  const evs = await events('hooks');
+  t.ok(evs.some((e) => e.reason === 'FailedPostStartHook' && /for Container "broken" failed - error: no-good/.test(e.message ?? '')), 'FailedPostStartHook with the output');
+  await node.removeManifest('hooks.yaml');
+});
+
+t.test('preStop runs before SIGTERM when the pod goes away', async (t) => {
+  const { mkdtemp, readFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const shared = await mkdtemp(join(tmpdir(), 'nodelet-prestop-'));
+  await node.writeManifest('prestop.yaml', pod('prestop', `  volumes: [{ name: out, hostPath: { path: ${shared}, type: Directory } }]
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "trap 'echo term >> /out/log; exit 0' TERM; while true; do sleep 0.2; done"]
+    volumeMounts: [{ name: out, mountPath: /out }]
+    lifecycle:
+      preStop: { exec: { command: [sh, -c, "echo prestop >> /out/log"] } }
+`));
+  await node.waitFor('prestop running', async () => (status(await node.pod('prestop'))?.state?.running ? true : undefined), 60_000);
+  await node.removeManifest('prestop.yaml');
+  const log = await node.waitFor('hook and SIGTERM recorded', async () => {
+    const text = await readFile(join(shared, 'log'), 'utf8').catch(() => '');
+    return text.includes('term') ? text : undefined;
+  }, 60_000);
+  t.equal(log, 'prestop\nterm\n', 'the hook first, then SIGTERM');
+});
+
+t.test('termination messages: the file, and the log tail with FallbackToLogsOnError', async (t) => {
+  await node.writeManifest('msg.yaml', pod('msg', `  restartPolicy: Never
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "printf 'all done' > /dev/termination-log; exit 3"]
+  - name: custom
+    image: ${BUSYBOX}
+    command: [sh, -c, "echo custom-path > /tmp/my-message"]
+    terminationMessagePath: /tmp/my-message
+  - name: fallback
+    image: ${BUSYBOX}
+    command: [sh, -c, "echo oops-from-log; exit 4"]
+    terminationMessagePolicy: FallbackToLogsOnError
+`));
+  const done = await node.waitFor('all three exited', async () => {
+    const p = await node.pod('msg');
+    return p?.status?.containerStatuses?.every((c) => c.state?.terminated) ? p : undefined;
+  }, 60_000);
+  t.same([status(done)?.state?.terminated?.exitCode, status(done)?.state?.terminated?.message], [3, 'all done']);
+  t.equal(status(done, 'custom')?.state?.terminated?.message, 'custom-path\n');
+  t.equal(status(done, 'fallback')?.state?.terminated?.message, 'oops-from-log\n');
+  t.equal(done.status?.phase, 'Failed');
+  await node.removeManifest('msg.yaml');
+});

@@ -12,6 +12,7 @@ import { attachToContainer, execInContainer } from './exec.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../../streaming/types.js';
 import { containerLogs } from './logs.js';
+import { readTerminationMessage } from './termination-message.js';
 import { forwardPort } from './portforward.js';
 import { dockerSecurity } from './security.js';
 import { sandboxSysctls } from '../sysctl.js';
@@ -46,6 +47,8 @@ const SLOW = Symbol('slow inspect');
 interface CachedInspect {
   state: string;
   info: Docker.ContainerInspectInfo;
+  /** An exited container's termination message, read once with the inspection. */
+  terminationMessage?: string;
 }
 
 /**
@@ -101,7 +104,12 @@ export class DockerRuntime implements Runtime {
           if (sandbox) pod.sandboxes.push(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed));
           else pod.containers.push(cached ? containerFromInspect(cached, parsed) : containerFromListEntry(entry, parsed));
         } else if (sandbox) pod.sandboxes.push(sandboxFromInspect(info, parsed));
-        else pod.containers.push(containerFromInspect(info, parsed));
+        else {
+          // The kubelet reports the container's own message over the runtime's error text.
+          const message = this.#inspectCache.get(entry.Id)?.terminationMessage;
+          const container = containerFromInspect(info, parsed);
+          pod.containers.push(message !== undefined ? { ...container, message } : container);
+        }
       }),
     );
     for (const id of this.#inspectCache.keys()) if (!seen.has(id)) this.#inspectCache.delete(id);
@@ -129,8 +137,10 @@ export class DockerRuntime implements Runtime {
         .getContainer(id)
         .inspect()
         .then(
-          (info) => {
-            this.#inspectCache.set(id, { state: listedState, info });
+          async (info) => {
+            const exited = !info.State.Running && info.State.FinishedAt !== '' && !info.State.FinishedAt.startsWith('0001-');
+            const terminationMessage = exited && info.Config.Labels?.[Label.dockerType] !== DockerType.sandbox ? await readTerminationMessage(this.#docker, info) : undefined;
+            this.#inspectCache.set(id, { state: listedState, info, ...(terminationMessage !== undefined ? { terminationMessage } : {}) });
             return info;
           },
           (err: unknown) => {
