@@ -27,6 +27,9 @@ import type { PodRuntimeInfo } from './volumes/downward-api.js';
 import { KubeClient } from './apiserver/client.js';
 import { loadKubeconfig } from './config/kubeconfig.js';
 import { ApiserverObjects, startClusterMode, type ClusterMode } from './cluster/index.js';
+import { parseNodeLabels, parseTaints } from './config/node-flags.js';
+import { readNodeFacts } from './node/facts.js';
+import { NodeSource, healthFromRelist } from './node/source.js';
 
 export interface Nodelet {
   readonly app: FastifyInstance;
@@ -165,7 +168,17 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   // Samples what the PLEG last saw running; its first round runs at once (before any pod starts).
   const stats = new StatsSampler({ runtime, pods: () => kubelet.pleg.getPods(), log, readNode: () => readNodeStats(), ...(opts.statsPeriodMs ? { periodMs: opts.statsPeriodMs } : {}) });
   stats.start();
-  const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet, stats });
+  // The Node object, for the local /api/v1/nodes routes and cluster mode alike: facts cached a few
+  // seconds, health from the PLEG. The port is the one listened on, known once listening.
+  let servingPort = config.port;
+  const nodeSource = new NodeSource({
+    readFacts: () => readNodeFacts({ docker, nodeName: config.nodeName, nodeIP: config.nodeIP, port: servingPort, rootDir: config.rootDir, kubeletVersion: serverVersion.gitVersion, maxPods: config.maxPods }),
+    health: () => healthFromRelist(kubelet.pleg.health()),
+    spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
+    registeredUID: () => cluster?.node.uid,
+    log,
+  });
+  const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet, stats, nodeSource, log });
   const sessions = new StreamingSessions(config.maxStreamingSessions);
   metrics.collectFrom({
     runningPods: () => kubelet.pleg.getPods().filter((p) => p.sandboxes.some((s) => s.ready)).length,
@@ -212,13 +225,13 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     apiClient?.close();
     throw err;
   }
+  servingPort = Number(new URL(url).port);
+  nodeSource.start();
   if (apiClient) {
     cluster = startClusterMode({
       config,
       client: apiClient,
-      docker,
-      port: Number(new URL(url).port),
-      kubeletVersion: serverVersion.gitVersion,
+      nodeSource,
       podManager,
       statusManager,
       recorder,
@@ -229,16 +242,6 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       hasRunningContainers: (uid) => {
         const rp = kubelet.pleg.getPod(uid);
         return rp !== undefined && (rp.containers.some((c) => c.state === 'running') || rp.sandboxes.some((s) => s.ready));
-      },
-      health: () => {
-        const h = kubelet.pleg.health();
-        const stale = h.relists === 0 || Date.now() - h.lastSuccess > 30_000;
-        return {
-          ...(stale ? { notReadyReason: `container runtime is down: ${h.lastError ?? 'not listed yet'}` } : {}),
-          memoryPressure: false,
-          diskPressure: false,
-          pidPressure: false,
-        };
       },
       log,
       ...(opts.clusterTiming ? { timing: opts.clusterTiming } : {}),
@@ -260,6 +263,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     cluster,
     async close() {
       source?.stop();
+      nodeSource.stop();
       await cluster?.stop();
       apiClient?.close();
       await readOnly?.close();

@@ -14,6 +14,8 @@ export type StatusReason =
   | 'MethodNotAllowed'
   | 'NotAcceptable'
   | 'TooManyRequests'
+  | 'Expired'
+  | 'Timeout'
   | 'ServiceUnavailable'
   | 'NotImplemented'
   | 'InternalError';
@@ -28,6 +30,10 @@ const codeOf: Record<StatusReason, number> = {
   MethodNotAllowed: 405,
   NotAcceptable: 406,
   TooManyRequests: 429,
+  // A watch or list resourceVersion older than the history kept (`410 Gone`): relist.
+  Expired: 410,
+  // The apiserver's `Timeout` (504), e.g. a resourceVersion newer than any it has issued.
+  Timeout: 504,
   ServiceUnavailable: 503,
   NotImplemented: 501,
   InternalError: 500,

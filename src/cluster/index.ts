@@ -1,4 +1,3 @@
-import type Docker from 'dockerode';
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { Config } from '../config/types.js';
 import { parseNodeLabels, parseTaints } from '../config/node-flags.js';
@@ -10,8 +9,7 @@ import type { KubeClient } from '../apiserver/client.js';
 import { EventSink } from './event-sink.js';
 import { MirrorPods } from './mirror-pods.js';
 import { NodeController } from './node-controller.js';
-import { readNodeFacts } from '../node/facts.js';
-import type { NodeHealth } from '../node/object.js';
+import type { NodeSource } from '../node/source.js';
 import { ApiserverObjects } from './objects.js';
 import { ApiPodSource } from './pod-source.js';
 import { StatusSync } from './status-sync.js';
@@ -21,17 +19,14 @@ export { ApiserverObjects } from './objects.js';
 export interface ClusterModeOptions {
   config: Config;
   client: KubeClient;
-  docker: Docker;
-  /** The port the API listens on (what the apiserver dials). */
-  port: number;
-  kubeletVersion: string;
+  /** The node's facts (cached) and health, shared with the local /api/v1/nodes routes. */
+  nodeSource: NodeSource;
   podManager: PodManager;
   statusManager: StatusManager;
   recorder: EventRecorder;
   /** The pods the apiserver binds to this node, after the first list and every change. */
   onPods: (pods: Pod[]) => void;
   hasRunningContainers: (uid: string) => boolean;
-  health: () => NodeHealth;
   log: Logger;
   /** Timing overrides for tests. */
   timing?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
@@ -62,8 +57,8 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
   const node = new NodeController({
     client,
     nodeName: config.nodeName,
-    facts: () => readNodeFacts({ docker: o.docker, nodeName: config.nodeName, nodeIP: config.nodeIP, port: o.port, rootDir: config.rootDir, kubeletVersion: o.kubeletVersion, maxPods: config.maxPods }),
-    health: o.health,
+    facts: () => o.nodeSource.facts(),
+    health: () => o.nodeSource.health(),
     spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
     register: config.registerNode,
     updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,

@@ -1,5 +1,5 @@
 import { uptime } from 'node:os';
-import { StatusError, badRequest, internalError } from '../api/errors.js';
+import { StatusError, badRequest, internalError, notFound, unavailable } from '../api/errors.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
@@ -13,6 +13,12 @@ import { renderResourceMetrics } from '../stats/resource-metrics.js';
 import { buildSummary } from '../stats/summary.js';
 import type { NodeMetrics, PodMetrics, StatsSnapshot, StatsSource, Summary } from '../stats/types.js';
 import type { Kubelet } from './kubelet.js';
+import type { Node } from 'kubernetes-types/core/v1.js';
+import { ConfigSourceAnnotationKey } from '../api/annotations.js';
+import { rfc3339 } from '../api/time.js';
+import type { NodeSource } from '../node/source.js';
+import { ResourceVersionClock } from '../watch/hub.js';
+import { EventFeed, NodeFeed, PodFeed, type WatchFeeds } from '../watch/feeds.js';
 
 /** Health thresholds: the relist runs every second, so 30 s without one means the loop is stuck. */
 const STALE_AFTER_MS = 30_000;
@@ -28,6 +34,11 @@ export class KubeletHost implements Host {
   readonly #stats: StatsSource;
   /** Fallback node start time where /proc/stat cannot be read. */
   readonly #bootTime = new Date(Date.now() - uptime() * 1000);
+  readonly watch: WatchFeeds;
+  readonly #nodeSource: NodeSource | undefined;
+  /** Pods being deleted through the API, until their old incarnation is gone. */
+  readonly #deleting = new Map<string, { deletionTimestamp: string; deletionGracePeriodSeconds: number }>();
+  readonly #log: { warn(obj: object, msg: string): void } | undefined;
 
   constructor(opts: {
     nodeName: string;
@@ -38,6 +49,11 @@ export class KubeletHost implements Host {
     kubelet: Kubelet;
     /** The background stats sampler; without one, stats are empty. */
     stats?: StatsSource;
+    /** The Node object's source; without one, `getNode` answers 503. */
+    nodeSource?: NodeSource;
+    /** The node's resourceVersion clock (default: a fresh one). */
+    clock?: ResourceVersionClock;
+    log?: { warn(obj: object, msg: string): void };
   }) {
     this.nodeName = opts.nodeName;
     this.#pods = opts.podManager;
@@ -46,6 +62,24 @@ export class KubeletHost implements Host {
     this.#recorder = opts.recorder;
     this.#kubelet = opts.kubelet;
     this.#stats = opts.stats ?? { snapshot: (): StatsSnapshot => ({ containers: [] }) };
+    this.#nodeSource = opts.nodeSource;
+    this.#log = opts.log;
+    // Watch feeds, fed by change notifications: the pod set, statuses (newest per pod), events, the node.
+    const clock = opts.clock ?? new ResourceVersionClock();
+    const pods = new PodFeed(clock, {
+      pods: () => this.getPods(),
+      pod: (uid) => {
+        const pod = this.#pods.getPodByUID(uid);
+        return pod && this.#withStatus(pod);
+      },
+    });
+    const events = new EventFeed(clock, { list: (ns, fields) => this.#recorder.list(ns, fields) });
+    const nodes = new NodeFeed(clock);
+    this.#pods.onChange(() => pods.changed());
+    this.#statuses.subscribe((update) => pods.changed(update.uid));
+    this.#recorder.onRecord((event) => events.recorded(event));
+    this.#nodeSource?.onChange((node) => nodes.updated(node));
+    this.watch = { clock, pods, events, nodes };
   }
 
   getPods(): Pod[] {
@@ -154,14 +188,54 @@ export class KubeletHost implements Host {
     return buildNodeMetrics(this.nodeName, this.#stats.snapshot(), new Date());
   }
 
+  async getNode(): Promise<Node> {
+    if (!this.#nodeSource) throw unavailable('the node object is not available');
+    let node: Node;
+    try {
+      node = await this.#nodeSource.node();
+    } catch (err) {
+      throw unavailable(`the node's facts could not be read: ${(err as Error).message}`);
+    }
+    return this.watch.nodes.updated(node);
+  }
+
+  deletePod(namespace: string, name: string, gracePeriodSeconds: number | undefined): Pod {
+    const pod = this.#pods.getPodByName(namespace, name);
+    if (!pod) throw notFound('pods', name);
+    const uid = pod.metadata?.uid ?? '';
+    if (pod.metadata?.annotations?.[ConfigSourceAnnotationKey] === 'api') {
+      throw new StatusError('MethodNotAllowed', `pod "${name}" comes from the API server: delete it there (kubectl against the API server), not on the node`, { name, kind: 'pods' });
+    }
+    if (!this.#deleting.has(uid)) {
+      const grace = gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+      this.#deleting.set(uid, { deletionTimestamp: rfc3339(new Date(Date.now() + grace * 1000)), deletionGracePeriodSeconds: grace });
+      this.#kubelet
+        .restartPod(uid, grace, () => {
+          // The old incarnation is gone: watchers see it DELETED; the sync that follows adds the new one.
+          this.#deleting.delete(uid);
+          this.watch.pods.replaced(uid);
+        })
+        .catch((err: unknown) => {
+          this.#deleting.delete(uid);
+          this.watch.pods.changed(uid);
+          this.#log?.warn({ err, pod: `${namespace}/${name}`, podUID: uid }, 'Deleting the pod failed');
+        });
+    }
+    // The answer carries the terminating pod at the version watchers see it.
+    return this.watch.pods.get(uid) ?? this.#withStatus(pod);
+  }
+
   #checkInSpec(pod: Pod, name: string): void {
     const inSpec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some((c) => c.name === name);
     if (!inSpec) throw new StatusError('NotFound', `container "${name}" not found in pod "${pod.metadata?.name ?? ''}"`, { name, kind: 'containers' });
   }
 
   #withStatus(pod: Pod): Pod {
-    const status = this.#statuses.getPodStatus(pod.metadata?.uid ?? '');
-    return status ? { ...pod, status } : pod;
+    const uid = pod.metadata?.uid ?? '';
+    const status = this.#statuses.getPodStatus(uid);
+    const withStatus = status ? { ...pod, status } : pod;
+    const deleting = this.#deleting.get(uid);
+    return deleting ? { ...withStatus, metadata: { ...withStatus.metadata, ...deleting } } : withStatus;
   }
 }
 

@@ -191,6 +191,8 @@ export class Kubelet {
     }
     const pod = this.#o.podManager.getPodByUID(uid);
     const runtimePod = this.pleg.getPod(uid);
+    // A delete through the API (`restartPod`) runs here, inside the pod's worker, never beside a sync.
+    if (this.#restarts.has(uid)) return this.#restartNow(uid);
     if (!pod) {
       if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod, this.#removedSpecs.get(uid));
       if (!runtimePod) {
@@ -462,5 +464,76 @@ export class Kubelet {
     // No container holds the pod's volumes any more: unmount and delete <rootDir>/pods/<uid>.
     await this.#o.volumes?.tearDown(runtimePod.uid).catch((err: unknown) => log.warn({ err, podUID: runtimePod.uid }, 'Failed to tear down pod volumes'));
     await this.pleg.relist();
+  }
+
+  // ---- Deleting a pod through the API (`kubectl delete pod` on a static pod) ----
+
+  /** Pending `restartPod` requests by UID, taken by the pod's worker. */
+  readonly #restarts = new Map<string, { graceSeconds: number; onKilled: () => void; promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void }>();
+
+  /**
+   * Kills the pod's current incarnation and lets the sync loop create it again from its source,
+   * which stays the truth — what deleting a static pod's mirror pod amounts to in a cluster. Runs
+   * in the pod's worker (never beside a sync of the same pod): running containers get SIGTERM and
+   * SIGKILL after `graceSeconds`, the sandbox stops, every container of the pod is removed, its
+   * volumes are torn down and its cached status and back-off are forgotten, so the new incarnation
+   * starts from scratch (restart counts 0, a new start time). `onKilled` is called synchronously
+   * once the old incarnation is gone, before the sync that creates the new one. A second request
+   * while one is pending joins it.
+   */
+  restartPod(uid: string, graceSeconds: number, onKilled: () => void): Promise<void> {
+    const pending = this.#restarts.get(uid);
+    if (pending) return pending.promise;
+    if (this.#stopped) return Promise.reject(new Error('nodelet is stopping'));
+    let resolve!: () => void;
+    let reject!: (err: unknown) => void;
+    const promise = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.#restarts.set(uid, { graceSeconds: Math.max(0, graceSeconds), onKilled, promise, resolve, reject });
+    this.#schedule(uid);
+    return promise;
+  }
+
+  async #restartNow(uid: string): Promise<void> {
+    const req = this.#restarts.get(uid);
+    if (!req) return;
+    const { runtime, recorder, log } = this.#o;
+    try {
+      const pod = this.#o.podManager.getPodByUID(uid);
+      const runtimePod = this.pleg.getPod(uid);
+      if (runtimePod) {
+        const plog = log.child({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: uid });
+        plog.info({ gracePeriod: req.graceSeconds }, 'Deleting pod on request; it is recreated from its source');
+        await Promise.all(
+          runtimePod.containers
+            .filter((c) => c.state === 'running')
+            .map(async (c) => {
+              if (pod) recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
+              await runtime.stopContainer(c.id, req.graceSeconds);
+            }),
+        );
+        await Promise.all(runtimePod.sandboxes.filter((s) => s.ready).map((s) => runtime.stopContainer(s.id, 0)));
+        for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
+        for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
+        await this.#o.volumes?.tearDown(uid).catch((err: unknown) => plog.warn({ err }, 'Failed to tear down pod volumes'));
+      }
+      await this.pleg.relist();
+      this.#o.statusManager.deletePodStatus(uid);
+      this.#backoff.forgetPrefix(`${uid}/`);
+      this.#startBackoff.forgetPrefix(`${uid}/`);
+      for (const key of this.#startFailures.keys()) if (key.startsWith(`${uid}/`)) this.#startFailures.delete(key);
+      this.#firstSeen.delete(uid);
+      this.#restarts.delete(uid);
+      req.onKilled();
+      req.resolve();
+    } catch (err) {
+      this.#restarts.delete(uid);
+      req.reject(err);
+      throw err;
+    }
+    // The pod is still in its source: create the new incarnation now.
+    if (!this.#stopped) await this.#sync(uid);
   }
 }

@@ -14,10 +14,24 @@ export class PodManager {
   readonly #mirrorPodByUID = new Map<string, Pod>();
   readonly #mirrorPodByFullName = new Map<string, Pod>();
   #revision = 0;
+  readonly #listeners = new Set<() => void>();
 
   /** Bumped by every change, so readers can cache what they derive from the pod set. */
   get revision(): number {
     return this.#revision;
+  }
+
+  /**
+   * Calls `listener` after every change of the pod set (synchronously, possibly several times per
+   * source update: coalesce in the listener). The watch feeds use it. Returns the unsubscribe function.
+   */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    for (const l of this.#listeners) l();
   }
 
   /** Replaces every pod (regular and mirror). */
@@ -28,6 +42,7 @@ export class PodManager {
     this.#mirrorPodByFullName.clear();
     this.#revision++;
     for (const pod of pods) this.updatePod(pod);
+    this.#changed();
   }
 
   addPod(pod: Pod): void {
@@ -44,6 +59,7 @@ export class PodManager {
     if (previous && byFullName.get(podFullName(previous)) === previous) byFullName.delete(podFullName(previous));
     byUID.set(uid, pod);
     byFullName.set(podFullName(pod), pod);
+    this.#changed();
   }
 
   deletePod(pod: Pod): void {
@@ -57,6 +73,7 @@ export class PodManager {
       // Only drop the full-name entry if it still points at this UID, not at a newer pod.
       if (uidOf(byFullName.get(full)) === uid) byFullName.delete(full);
     }
+    this.#changed();
   }
 
   /** The regular (non-mirror) pods. */

@@ -6,6 +6,7 @@ import type { Host } from './host.js';
 import { checkPathParams } from './params.js';
 import { apiEventsPlugin } from './plugins/api-events.js';
 import { apiNamespacesPlugin } from './plugins/api-namespaces.js';
+import { apiNodesPlugin } from './plugins/api-nodes.js';
 import { apiPodsPlugin } from './plugins/api-pods.js';
 import { discoveryPlugin, type VersionOptions } from './plugins/discovery.js';
 import { healthzPlugin } from './plugins/healthz.js';
@@ -19,6 +20,7 @@ import { portForwardPlugin } from './plugins/port-forward.js';
 import { statsPlugin } from './plugins/stats.js';
 import { listenerOptions, type TlsMaterial } from './tls.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
+import { WatchStreams } from './watch.js';
 import { DEFAULT_MAX_PORT_FORWARD_CONNECTIONS, DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION, ForwardLimiter } from '../streaming/portforward/limits.js';
 
 export interface ServerOptions {
@@ -40,6 +42,8 @@ export interface ServerOptions {
   security?: SecurityOptions;
   /** Serve HTTPS with this certificate (default: plain HTTP). */
   tls?: TlsMaterial;
+  /** How often watchers that allowed bookmarks get one (default 60 s, the apiserver's cadence). */
+  bookmarkIntervalMs?: number;
 }
 
 /** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
@@ -119,12 +123,25 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   app.addHook('onSend', responseHeaders);
 
   const { host } = opts;
+  // Open watches end before the server closes its connections, so clients see a clean end of stream.
+  const streams = new WatchStreams();
+  const bookmarks = setInterval(() => {
+    host.watch.pods.hub.bookmark();
+    host.watch.events.hub.bookmark();
+    host.watch.nodes.hub.bookmark();
+  }, opts.bookmarkIntervalMs ?? 60_000);
+  bookmarks.unref();
+  app.addHook('preClose', async () => {
+    clearInterval(bookmarks);
+    await streams.closeAll();
+  });
   void app.register(healthzPlugin, { host });
   void app.register(kubeletPodsPlugin, { host });
   void app.register(discoveryPlugin, { version: opts.version });
-  void app.register(apiPodsPlugin, { host });
-  void app.register(apiNamespacesPlugin);
-  void app.register(apiEventsPlugin, { host });
+  void app.register(apiPodsPlugin, { host, streams });
+  void app.register(apiNamespacesPlugin, { host });
+  void app.register(apiEventsPlugin, { host, streams });
+  void app.register(apiNodesPlugin, { host, streams });
   void app.register(metricsPlugin, { metrics });
   void app.register(statsPlugin, { host });
 

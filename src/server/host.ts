@@ -1,4 +1,6 @@
+import type { Node } from 'kubernetes-types/core/v1.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
+import type { WatchFeeds } from '../watch/feeds.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
 import type { NodeMetrics, PodMetrics, Summary } from '../stats/types.js';
@@ -79,4 +81,22 @@ export interface Host {
   getPodMetrics(namespace: string | undefined): PodMetrics[];
   /** `metrics.k8s.io` NodeMetrics of this node; undefined until it has a CPU rate. */
   getNodeMetrics(): NodeMetrics | undefined;
+  /**
+   * The change feeds behind `?watch=true` (pods, events, the node) on the node's one
+   * resourceVersion clock; list answers read their resourceVersions from them too.
+   */
+  readonly watch: WatchFeeds;
+  /**
+   * This node's Node object — the one cluster mode registers — with its resourceVersion. Facts
+   * are cached for a few seconds, so this calls Docker at most that often.
+   */
+  getNode(): Promise<Node>;
+  /**
+   * Deletes a pod from a local source (a static pod) the way deleting its mirror pod does in a
+   * cluster: the pod is killed (SIGTERM, SIGKILL after `gracePeriodSeconds`, default its
+   * `terminationGracePeriodSeconds`) and recreated from its manifest. Returns at once with the pod
+   * as the apiserver answers a graceful delete (`deletionTimestamp` set). Throws a `StatusError`:
+   * 404 for an unknown pod, 405 for a pod the apiserver owns (cluster mode).
+   */
+  deletePod(namespace: string, name: string, gracePeriodSeconds: number | undefined): Pod;
 }

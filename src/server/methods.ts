@@ -35,3 +35,30 @@ export function getRoute<RG extends RouteGenericInterface = RouteGenericInterfac
     handler: rejectMethod,
   });
 }
+
+/**
+ * Registers `handlers` by method on one path (GET also answers HEAD); every other method answers
+ * 405 with an `Allow` header naming the methods that exist, as `getRoute` does for GET alone.
+ */
+export function methodRoutes<RG extends RouteGenericInterface = RouteGenericInterface>(
+  app: FastifyInstance,
+  url: string,
+  handlers: { GET: Handler<RG>; DELETE?: Handler<RG> },
+): void {
+  app.get<RG>(url, handlers.GET);
+  const allow = ['GET', 'HEAD'];
+  if (handlers.DELETE) {
+    app.delete<RG>(url, handlers.DELETE);
+    allow.push('DELETE');
+  }
+  const refuse = async (): Promise<never> => {
+    throw new MethodNotAllowedError(allow);
+  };
+  app.route({
+    method: app.supportedMethods.filter((m) => !allow.includes(m)),
+    url,
+    config: { methodNotAllowed: true },
+    onRequest: refuse,
+    handler: refuse,
+  });
+}

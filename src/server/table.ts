@@ -1,4 +1,5 @@
-import type { ContainerStatus, ListMeta, ObjectMeta, Pod, PodStatus } from '../api/types.js';
+import type { Node } from 'kubernetes-types/core/v1.js';
+import type { ContainerStatus, Event, ListMeta, Namespace, ObjectMeta, Pod, PodStatus } from '../api/types.js';
 import type { TableVersion } from './negotiate.js';
 
 /**
@@ -44,16 +45,31 @@ export const podColumnDefinitions: readonly TableColumnDefinition[] = [
   { name: 'Node', type: 'string', format: '', priority: 1, description: 'NodeName is the name of the node the pod is scheduled on.' },
 ];
 
-export function podsToTable(pods: readonly Pod[], now: Date, version: TableVersion = 'v1'): Table {
+export function podsToTable(pods: readonly Pod[], now: Date, version: TableVersion = 'v1', resourceVersion = ''): Table {
+  return buildTable(podColumnDefinitions, pods, (pod) => podRowCells(pod, now), version, resourceVersion);
+}
+
+/**
+ * A Table of `items` with one row each (the apiserver's `TableConvertor`, always `Wide`: kubectl
+ * hides the priority-1 columns unless `-o wide`). `resourceVersion` is the list's, or for a watch
+ * event's one-row table the object's, as `asTable` copies it.
+ */
+export function buildTable<T extends { metadata?: ObjectMeta }>(
+  columns: readonly TableColumnDefinition[],
+  items: readonly T[],
+  cells: (item: T) => Array<string | number>,
+  version: TableVersion,
+  resourceVersion: string,
+): Table {
   const apiVersion = `meta.k8s.io/${version}`;
   return {
     kind: 'Table',
     apiVersion,
-    metadata: { resourceVersion: '' },
-    columnDefinitions: podColumnDefinitions.map((c) => ({ ...c })),
-    rows: pods.map((pod) => ({
-      cells: podRowCells(pod, now),
-      object: { kind: 'PartialObjectMetadata', apiVersion, metadata: pod.metadata ?? {} },
+    metadata: { resourceVersion },
+    columnDefinitions: columns.map((c) => ({ ...c })),
+    rows: items.map((item) => ({
+      cells: cells(item),
+      object: { kind: 'PartialObjectMetadata', apiVersion, metadata: item.metadata ?? {} },
     })),
   };
 }
@@ -190,4 +206,123 @@ export function humanDuration(ms: number): string {
     return dy === 0 ? `${y}y` : `${y}y${dy}d`;
   }
   return `${Math.trunc(hours / 24 / 365)}y`;
+}
+
+/** `translateTimestampSince`: the age of a timestamp, `<unknown>` when there is none. */
+export function ageOf(timestamp: string | undefined, now: Date): string {
+  if (!timestamp) return '<unknown>';
+  const at = Date.parse(timestamp);
+  return Number.isNaN(at) ? '<unknown>' : humanDuration(now.getTime() - at);
+}
+
+/** The columns of `kubectl get nodes` (printers.go `nodeColumnDefinitions`). */
+export const nodeColumnDefinitions: readonly TableColumnDefinition[] = [
+  { name: 'Name', type: 'string', format: 'name', priority: 0, description: 'Name must be unique within a namespace.' },
+  { name: 'Status', type: 'string', format: '', priority: 0, description: 'The status of the node' },
+  { name: 'Roles', type: 'string', format: '', priority: 0, description: 'The roles of the node' },
+  { name: 'Age', type: 'string', format: '', priority: 0, description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' },
+  { name: 'Version', type: 'string', format: '', priority: 0, description: 'Kubelet Version reported by the node.' },
+  { name: 'Internal-IP', type: 'string', format: '', priority: 1, description: 'List of addresses reachable to the node.' },
+  { name: 'External-IP', type: 'string', format: '', priority: 1, description: 'List of addresses reachable to the node.' },
+  { name: 'OS-Image', type: 'string', format: '', priority: 1, description: 'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).' },
+  { name: 'Kernel-Version', type: 'string', format: '', priority: 1, description: "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)." },
+  { name: 'Container-Runtime', type: 'string', format: '', priority: 1, description: 'ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).' },
+];
+
+/** `findNodeRoles`: `node-role.kubernetes.io/<role>` label keys and the `kubernetes.io/role` value. */
+export function nodeRoles(node: Node): string[] {
+  const roles = new Set<string>();
+  for (const [k, v] of Object.entries(node.metadata?.labels ?? {})) {
+    if (k.startsWith('node-role.kubernetes.io/')) {
+      const role = k.slice('node-role.kubernetes.io/'.length);
+      if (role !== '') roles.add(role);
+    } else if (k === 'kubernetes.io/role' && v !== '') {
+      roles.add(v);
+    }
+  }
+  return [...roles].sort();
+}
+
+/** NAME, STATUS, ROLES, AGE, VERSION, INTERNAL-IP, EXTERNAL-IP, OS-IMAGE, KERNEL-VERSION, CONTAINER-RUNTIME (`printNode`). */
+export function nodeRowCells(node: Node, now: Date): string[] {
+  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+  const status = [ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'Unknown'];
+  if (node.spec?.unschedulable) status.push('SchedulingDisabled');
+  const roles = nodeRoles(node).join(',') || '<none>';
+  const address = (type: string) => node.status?.addresses?.find((a) => a.type === type)?.address ?? '<none>';
+  const info = node.status?.nodeInfo;
+  return [
+    node.metadata?.name ?? '',
+    status.join(','),
+    roles,
+    ageOf(node.metadata?.creationTimestamp, now),
+    info?.kubeletVersion ?? '',
+    address('InternalIP'),
+    address('ExternalIP'),
+    info?.osImage || '<unknown>',
+    info?.kernelVersion || '<unknown>',
+    info?.containerRuntimeVersion || '<unknown>',
+  ];
+}
+
+export function nodesToTable(nodes: readonly Node[], now: Date, version: TableVersion = 'v1', resourceVersion = ''): Table {
+  return buildTable(nodeColumnDefinitions, nodes, (n) => nodeRowCells(n, now), version, resourceVersion);
+}
+
+/** The columns of `kubectl get namespaces`. */
+export const namespaceColumnDefinitions: readonly TableColumnDefinition[] = [
+  { name: 'Name', type: 'string', format: 'name', priority: 0, description: 'Name must be unique within a namespace.' },
+  { name: 'Status', type: 'string', format: '', priority: 0, description: 'The status of the namespace' },
+  { name: 'Age', type: 'string', format: '', priority: 0, description: 'CreationTimestamp is a timestamp representing the server time when this object was created.' },
+];
+
+export function namespacesToTable(namespaces: readonly Namespace[], now: Date, version: TableVersion = 'v1', resourceVersion = ''): Table {
+  return buildTable(namespaceColumnDefinitions, namespaces, (ns) => [ns.metadata?.name ?? '', ns.status?.phase ?? '', ageOf(ns.metadata?.creationTimestamp, now)], version, resourceVersion);
+}
+
+/** The columns of `kubectl get events` (printers.go `eventColumnDefinitions`); the priority-1 ones show with `-o wide`. */
+export const eventColumnDefinitions: readonly TableColumnDefinition[] = [
+  { name: 'Last Seen', type: 'string', format: '', priority: 0, description: 'The time at which the most recent occurrence of this event was recorded.' },
+  { name: 'Type', type: 'string', format: '', priority: 0, description: 'Type of this event (Normal, Warning), new types could be added in the future' },
+  { name: 'Reason', type: 'string', format: '', priority: 0, description: "This should be a short, machine understandable string that gives the reason for the transition into the object's current status." },
+  { name: 'Object', type: 'string', format: '', priority: 0, description: 'The object that this event is about.' },
+  { name: 'Subobject', type: 'string', format: '', priority: 1, description: 'If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].' },
+  { name: 'Source', type: 'string', format: '', priority: 1, description: 'The component reporting this event. Should be a short machine understandable string.' },
+  { name: 'Message', type: 'string', format: '', priority: 0, description: 'A human-readable description of the status of this operation.' },
+  { name: 'First Seen', type: 'string', format: '', priority: 1, description: 'The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)' },
+  { name: 'Count', type: 'string', format: '', priority: 1, description: 'The number of times this event has occurred.' },
+  { name: 'Name', type: 'string', format: 'name', priority: 1, description: 'Name must be unique within a namespace.' },
+];
+
+/** LAST SEEN, TYPE, REASON, OBJECT, SUBOBJECT, SOURCE, MESSAGE, FIRST SEEN, COUNT, NAME (`printEvent`, wide). */
+export function eventRowCells(event: Event, now: Date): Array<string | number> {
+  const first = ageOf(event.firstTimestamp ?? event.eventTime, now);
+  let last = event.lastTimestamp ? ageOf(event.lastTimestamp, now) : first;
+  let count = event.count ?? 0;
+  if (event.series) {
+    last = ageOf(event.series.lastObservedTime, now);
+    count = event.series.count ?? count;
+  } else if (count === 0) {
+    count = 1; // singleton events of the events.k8s.io API carry no count
+  }
+  const kind = (event.involvedObject.kind ?? '').toLowerCase();
+  const target = event.involvedObject.name ? `${kind}/${event.involvedObject.name}` : kind;
+  const component = event.source?.component || event.reportingComponent || '';
+  const instance = event.source?.host || event.reportingInstance || '';
+  return [
+    last,
+    event.type ?? '',
+    event.reason ?? '',
+    target,
+    event.involvedObject.fieldPath ?? '',
+    instance ? `${component}, ${instance}` : component,
+    (event.message ?? '').trim(),
+    first,
+    count,
+    event.metadata.name ?? '',
+  ];
+}
+
+export function eventsToTable(events: readonly Event[], now: Date, version: TableVersion = 'v1', resourceVersion = ''): Table {
+  return buildTable(eventColumnDefinitions, events, (e) => eventRowCells(e, now), version, resourceVersion);
 }

@@ -6,7 +6,7 @@ import { getRoute } from '../methods.js';
 
 /**
  * Legacy (unaggregated) apiserver discovery, enough for kubectl to resolve `pods`, `po`,
- * `events` and `namespaces` against nodelet directly, and to find `metrics.k8s.io` for
+ * `nodes`, `events` and `namespaces` against nodelet directly, and to find `metrics.k8s.io` for
  * `kubectl top` (its resource list is served by the stats plugin). kubectl asks for aggregated
  * discovery (`as=APIGroupDiscoveryList`) but lists plain `application/json` last and accepts the
  * legacy bodies, so those are always what is sent.
@@ -76,14 +76,16 @@ export function versionInfo(v: VersionOptions): VersionInfo {
 
 /** What `/api/v1` advertises: only verbs nodelet serves (or will, for the streaming subresources). */
 export const coreV1Resources: readonly APIResource[] = [
-  { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'], shortNames: ['po'], categories: ['all'] },
+  { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['delete', 'get', 'list', 'watch'], shortNames: ['po'], categories: ['all'] },
   { name: 'pods/status', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] },
   { name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get'] },
   { name: 'pods/attach', singularName: '', namespaced: true, kind: 'PodAttachOptions', verbs: ['create', 'get'] },
   { name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] },
   { name: 'pods/portforward', singularName: '', namespaced: true, kind: 'PodPortForwardOptions', verbs: ['create', 'get'] },
-  { name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: ['get'], shortNames: ['ns'] },
-  { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['list'], shortNames: ['ev'] },
+  { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs: ['get', 'list', 'watch'], shortNames: ['no'] },
+  { name: 'nodes/status', singularName: '', namespaced: false, kind: 'Node', verbs: ['get'] },
+  { name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: ['get', 'list'], shortNames: ['ns'] },
+  { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['list', 'watch'], shortNames: ['ev'] },
 ];
 
 export async function discoveryPlugin(app: FastifyInstance, opts: { version: VersionOptions }): Promise<void> {

@@ -47,6 +47,12 @@ t.test('route fuzz: no 5xx, no 3xx, no Host lookup of an unsafe name', async (t)
   const send = (method: string, path: string) =>
     new Promise<{ statusCode: number; body: string; headers: Record<string, unknown> }>((resolve) => {
       const req = request({ host: '127.0.0.1', port, path, method, agent }, (res) => {
+        // A watch that was accepted streams until its timeout: its headers are the answer.
+        if (res.statusCode === 200 && /[?&]watch=(1|true)/.test(path)) {
+          req.destroy();
+          resolve({ statusCode: 200, body: '', headers: res.headers });
+          return;
+        }
         let body = '';
         res.setEncoding('latin1');
         res.on('data', (c: string) => (body += c));

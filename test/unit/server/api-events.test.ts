@@ -24,8 +24,9 @@ t.test("kubectl describe's events request", async (t) => {
   const list = res.json<EventList>();
   t.equal(list.kind, 'EventList');
   t.equal(list.apiVersion, 'v1');
-  t.same(list.metadata, {});
+  t.same(list.metadata, { resourceVersion: host.watch.events.hub.resourceVersion });
   t.same(reasons(list), ['ns1/mypod:Pulled', 'ns1/mypod:BackOff']);
+  t.ok(list.items.every((e) => Number(e.metadata.resourceVersion) > 0), 'each event carries its version');
   t.same(host.calls, ['getEvents ns1 involvedObject.name=mypod,involvedObject.namespace=ns1,involvedObject.uid=uid-ns1-mypod']);
 });
 
@@ -62,7 +63,26 @@ t.test('unsupported fields or operators: 400 Status, no lookup', async (t) => {
   const neq = await app.inject('/api/v1/events?fieldSelector=involvedObject.name!%3Dx');
   t.equal(neq.statusCode, 400);
   t.match(neq.json(), { reason: 'BadRequest', message: /"!=" is not supported/ });
-  const watch = await app.inject('/api/v1/events?watch=1');
-  t.equal(watch.statusCode, 405);
+  const watch = await app.inject('/api/v1/events?watch=1&fieldSelector=spec.foo%3Dy');
+  t.equal(watch.statusCode, 400, 'a watch with a bad selector is refused before it streams');
   t.same(host.calls, []);
+});
+
+t.test('kubectl get events: a Table with the apiserver columns', async (t) => {
+  const host = fixture();
+  const res = await build(host).inject({ url: '/api/v1/namespaces/ns1/events', headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } });
+  t.equal(res.statusCode, 200);
+  const table = res.json<{ kind: string; metadata: { resourceVersion: string }; columnDefinitions: { name: string; priority: number }[]; rows: { cells: unknown[] }[] }>();
+  t.equal(table.kind, 'Table');
+  t.equal(table.metadata.resourceVersion, host.watch.events.hub.resourceVersion);
+  t.same(
+    table.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name.toUpperCase()),
+    ['LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'],
+  );
+  t.same(
+    table.columnDefinitions.filter((c) => c.priority === 1).map((c) => c.name.toUpperCase()),
+    ['SUBOBJECT', 'SOURCE', 'FIRST SEEN', 'COUNT', 'NAME'],
+  );
+  t.equal(table.rows.length, 3);
+  t.match(table.rows[1]?.cells, [/^\d+s$/, 'Warning', 'BackOff', 'pod/mypod', '', 'kubelet, node1', 'Back-off restarting failed container', /^\d+s$/, 1, /^mypod\./]);
 });

@@ -32,13 +32,14 @@ t.test('list all namespaces and one namespace', async (t) => {
 });
 
 t.test("kubectl get's Accept header gets a meta.k8s.io/v1 Table", async (t) => {
-  const res = await build(fixture()).inject({ url: '/api/v1/namespaces/default/pods?limit=500', headers: { accept: tableAccept } });
+  const host = fixture();
+  const res = await build(host).inject({ url: '/api/v1/namespaces/default/pods?limit=500', headers: { accept: tableAccept } });
   t.equal(res.statusCode, 200);
   t.equal(res.headers['content-type'], 'application/json');
   const table = res.json<Table>();
   t.equal(table.kind, 'Table');
   t.equal(table.apiVersion, 'meta.k8s.io/v1');
-  t.same(table.metadata, { resourceVersion: '' });
+  t.same(table.metadata, { resourceVersion: host.watch.pods.hub.resourceVersion }, 'the version `kubectl get -w` watches from');
   t.same(
     table.columnDefinitions.map((c) => c.name.toUpperCase()),
     ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', 'IP', 'NODE'],
@@ -100,10 +101,34 @@ t.test('bad selectors: 400 Status, host untouched', async (t) => {
   t.same(host.calls, []);
 });
 
-t.test('watch=true is refused with the apiserver 405', async (t) => {
-  const res = await build(fixture()).inject('/api/v1/pods?watch=true');
-  t.equal(res.statusCode, 405);
-  t.match(res.json(), { reason: 'MethodNotAllowed', message: 'watch is not supported on resources of kind "pods"' });
+t.test('lists carry the resourceVersion a watch starts from; items their own', async (t) => {
+  const host = fixture();
+  const app = build(host);
+  const list = (await app.inject('/api/v1/pods')).json<PodList>();
+  const rv = Number(list.metadata?.resourceVersion);
+  t.ok(Number.isSafeInteger(rv) && rv > 0, `list resourceVersion ${rv}`);
+  const itemRVs = list.items.map((p) => Number(p.metadata?.resourceVersion));
+  t.ok(itemRVs.every((r) => r > 0 && r <= rv), 'every item is at or before the list version');
+  t.equal(new Set(itemRVs).size, itemRVs.length, 'each pod has its own version');
+  const again = (await app.inject('/api/v1/pods')).json<PodList>();
+  t.equal(again.metadata?.resourceVersion, list.metadata?.resourceVersion, 'nothing changed, same version');
+  host.pods[1] = { ...host.pods[1], status: { ...host.pods[1]?.status, phase: 'Failed' } };
+  const after = (await app.inject('/api/v1/pods')).json<PodList>();
+  t.ok(Number(after.metadata?.resourceVersion) > rv, 'a change moves the version');
+  t.equal(after.items[1]?.metadata?.resourceVersion, after.metadata?.resourceVersion, 'the changed pod carries the new version');
+  t.equal(after.items[0]?.metadata?.resourceVersion, list.items[0]?.metadata?.resourceVersion, 'the others keep theirs');
+});
+
+t.test('watch parameters are validated before anything streams: 400 Status', async (t) => {
+  const app = build(fixture());
+  for (const q of ['watch=maybe', 'watch=true&timeoutSeconds=-1', 'watch=true&timeoutSeconds=soon', 'watch=true&resourceVersion=abc', 'watch=true&allowWatchBookmarks=yes']) {
+    const res = await app.inject(`/api/v1/pods?${q}`);
+    t.equal(res.statusCode, 400, q);
+    t.match(res.json(), { kind: 'Status', reason: 'BadRequest', code: 400 }, q);
+  }
+  const initial = await app.inject('/api/v1/pods?watch=true&sendInitialEvents=true');
+  t.equal(initial.statusCode, 422, 'sendInitialEvents without bookmarks is the apiserver 422');
+  t.match(initial.json(), { reason: 'Invalid', code: 422 });
 });
 
 t.test('GET a pod and its status subresource', async (t) => {
@@ -115,7 +140,8 @@ t.test('GET a pod and its status subresource', async (t) => {
     const pod = res.json<Pod>();
     t.equal(pod.kind, 'Pod');
     t.equal(pod.apiVersion, 'v1');
-    t.same(pod.metadata, host.pods[1]?.metadata);
+    t.same(pod.metadata, { ...host.pods[1]?.metadata, resourceVersion: pod.metadata?.resourceVersion });
+    t.match(pod.metadata?.resourceVersion, /^\d+$/);
     t.same(pod.status, host.pods[1]?.status);
   }
   const proto = await app.inject({ url: '/api/v1/namespaces/default/pods/api', headers: { accept: protobufAccept } });
@@ -150,4 +176,64 @@ t.test('missing pod: NotFound Status, then the namespace GET kubectl sends succe
   const body = ns.json<Namespace>();
   t.match(body, { kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'default' }, status: { phase: 'Active' } });
   t.equal((await app.inject('/api/v1/namespaces/anything-valid')).statusCode, 200, 'every valid name exists');
+});
+
+t.test('DELETE a pod: the graceful-delete answer (200, the terminating Pod); grace from the body or the query', async (t) => {
+  const host = fixture();
+  const app = build(host);
+  const res = await app.inject({
+    method: 'DELETE',
+    url: '/api/v1/namespaces/default/pods/api',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({ kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 5, propagationPolicy: 'Background' }),
+  });
+  t.equal(res.statusCode, 200);
+  const pod = res.json<Pod>();
+  t.equal(pod.kind, 'Pod');
+  t.equal(pod.metadata?.name, 'api');
+  t.equal(pod.metadata?.uid, 'uid-default-api', 'kubectl waits on this UID');
+  t.equal(pod.metadata?.deletionGracePeriodSeconds, 5);
+  t.match(pod.metadata?.deletionTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  t.match(pod.metadata?.resourceVersion, /^\d+$/);
+  const q = await app.inject({ method: 'DELETE', url: '/api/v1/namespaces/default/pods/web-node1?gracePeriodSeconds=-3' });
+  t.equal(q.statusCode, 200);
+  const plain = await app.inject({ method: 'DELETE', url: '/api/v1/namespaces/data/pods/db' });
+  t.equal(plain.statusCode, 200, 'no body is fine');
+  t.same(host.deleted, ['default/api 5', 'default/web-node1 1', 'data/db default'], 'a negative grace period is the shortest one');
+});
+
+t.test('DELETE: dry run, preconditions, bad options, unknown pods and apiserver pods', async (t) => {
+  const host = fixture();
+  host.pods.push({ ...makePod({ name: 'from-api' }), metadata: { ...makePod({ name: 'from-api' }).metadata, annotations: { 'kubernetes.io/config.source': 'api' } } });
+  const app = build(host);
+  const del = (url: string, body?: unknown) =>
+    app.inject({ method: 'DELETE', url, ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) } : {}) });
+  const dry = await del('/api/v1/namespaces/default/pods/api?dryRun=All');
+  t.equal(dry.statusCode, 200);
+  t.equal(dry.json<Pod>().metadata?.deletionTimestamp, undefined, 'a dry run deletes nothing');
+  t.same(host.deleted, []);
+  const uid = await del('/api/v1/namespaces/default/pods/api', { preconditions: { uid: 'someone-else' } });
+  t.equal(uid.statusCode, 409);
+  t.match(uid.json(), { reason: 'Conflict', code: 409, message: /Precondition failed: UID in precondition: someone-else, UID in object meta: uid-default-api/ });
+  const rv = await del('/api/v1/namespaces/default/pods/api', { preconditions: { resourceVersion: '1' } });
+  t.equal(rv.statusCode, 409);
+  for (const [url, body, code] of [
+    ['/api/v1/namespaces/default/pods/api?gracePeriodSeconds=soon', undefined, 400],
+    ['/api/v1/namespaces/default/pods/api', { gracePeriodSeconds: 1.5 }, 400],
+    ['/api/v1/namespaces/default/pods/api', { kind: 'Pod' }, 400],
+    ['/api/v1/namespaces/default/pods/api', [1], 400],
+    ['/api/v1/namespaces/default/pods/api?dryRun=Some', undefined, 422],
+    ['/api/v1/namespaces/default/pods/api', { propagationPolicy: 'Sideways' }, 422],
+  ] as const) {
+    const res = await del(url, body);
+    t.equal(res.statusCode, code, `${url} ${JSON.stringify(body)}`);
+    t.match(res.json(), { kind: 'Status', code });
+  }
+  t.same(host.deleted, [], 'nothing was deleted by a refused request');
+  const missing = await del('/api/v1/namespaces/default/pods/nopod');
+  t.equal(missing.statusCode, 404);
+  t.match(missing.json(), { reason: 'NotFound', message: 'pods "nopod" not found' });
+  const api = await del('/api/v1/namespaces/default/pods/from-api');
+  t.equal(api.statusCode, 405);
+  t.match(api.json(), { kind: 'Status', reason: 'MethodNotAllowed', code: 405, message: /comes from the API server: delete it there/ });
 });

@@ -53,11 +53,13 @@ t.test('/api/v1: the resources kubectl resolves', async (t) => {
   const byName = new Map(list.resources.map((r) => [r.name, r]));
   t.same(
     [...byName.keys()].sort(),
-    ['events', 'namespaces', 'pods', 'pods/attach', 'pods/exec', 'pods/log', 'pods/portforward', 'pods/status'],
+    ['events', 'namespaces', 'nodes', 'nodes/status', 'pods', 'pods/attach', 'pods/exec', 'pods/log', 'pods/portforward', 'pods/status'],
   );
-  t.match(byName.get('pods'), { namespaced: true, kind: 'Pod', singularName: 'pod', verbs: ['get', 'list'], shortNames: ['po'], categories: ['all'] });
-  t.match(byName.get('events'), { namespaced: true, kind: 'Event', verbs: ['list'], shortNames: ['ev'] });
-  t.match(byName.get('namespaces'), { namespaced: false, kind: 'Namespace', verbs: ['get'] });
+  t.same(byName.get('pods'), { name: 'pods', namespaced: true, kind: 'Pod', singularName: 'pod', verbs: ['delete', 'get', 'list', 'watch'], shortNames: ['po'], categories: ['all'] });
+  t.same(byName.get('events'), { name: 'events', namespaced: true, kind: 'Event', singularName: 'event', verbs: ['list', 'watch'], shortNames: ['ev'] });
+  t.same(byName.get('namespaces'), { name: 'namespaces', namespaced: false, kind: 'Namespace', singularName: 'namespace', verbs: ['get', 'list'], shortNames: ['ns'] });
+  t.same(byName.get('nodes'), { name: 'nodes', namespaced: false, kind: 'Node', singularName: 'node', verbs: ['get', 'list', 'watch'], shortNames: ['no'] });
+  t.match(byName.get('nodes/status'), { namespaced: false, kind: 'Node', verbs: ['get'] });
   t.match(byName.get('pods/status'), { namespaced: true, kind: 'Pod', verbs: ['get'] });
   t.match(byName.get('pods/exec'), { namespaced: true, verbs: ['create', 'get'] });
 });

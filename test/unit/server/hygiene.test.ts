@@ -87,7 +87,7 @@ t.test('percent-encoded traversal over a real socket (inject would normalize `..
 t.test('unknown routes: 404 Status like the apiserver', async (t) => {
   const host = new FakeHost();
   const app = build(host);
-  for (const url of ['/nope', '/api/v2', '/api/v1/nodes', '/api/v1/namespaces/default/secrets', '/exec/default', '/portForward-not', '/', '//pods']) {
+  for (const url of ['/nope', '/api/v2', '/api/v1/services', '/api/v1/namespaces/default/secrets', '/exec/default', '/portForward-not', '/', '//pods']) {
     const res = await app.inject(url);
     const body = assertStatus(t, res, [404], url);
     t.same(body, {
@@ -111,8 +111,9 @@ t.test('wrong method on a known route: 405 Status with Allow', async (t) => {
   const app = build(host);
   const cases: Array<['POST' | 'PUT' | 'DELETE' | 'PATCH', string]> = [
     ['POST', '/pods'],
-    ['DELETE', '/api/v1/namespaces/default/pods/web'],
+    ['DELETE', '/api/v1/namespaces/default/pods/web/status'],
     ['PUT', '/api/v1/namespaces/default/pods/web/status'],
+    ['DELETE', '/api/v1/nodes/node1'],
     ['POST', '/api/v1/namespaces/default/pods'],
     ['PATCH', '/api/v1/namespaces/default'],
     ['DELETE', '/healthz'],
@@ -123,6 +124,11 @@ t.test('wrong method on a known route: 405 Status with Allow', async (t) => {
     const body = assertStatus(t, res, [405], `${method} ${url}`);
     t.equal(body.reason, 'MethodNotAllowed');
     t.equal(res.headers.allow, 'GET, HEAD', `${method} ${url}: Allow`);
+  }
+  for (const method of ['PUT', 'PATCH', 'POST'] as const) {
+    const res = await app.inject({ method, url: '/api/v1/namespaces/default/pods/web' });
+    assertStatus(t, res, [405], `${method} on a pod`);
+    t.equal(res.headers.allow, 'GET, HEAD, DELETE', `${method} on a pod: Allow names DELETE`);
   }
   t.same(lookups(host), []);
 });

@@ -1,0 +1,229 @@
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { badRequest } from '../api/errors.js';
+import type { CloseReason, WatchEvent, WatchHub } from '../watch/hub.js';
+import type { KubeObject } from '../watch/store.js';
+import { preferredTableVersion, type TableVersion } from './negotiate.js';
+import { queryValue } from './params.js';
+import type { Table } from './table.js';
+
+/**
+ * `?watch=true` over HTTP, the apiserver's way: `200`, `application/json`, chunked, one
+ * `{"type":…,"object":…}` per line, the headers flushed at once (clients block on them). Each
+ * event's bytes are encoded once per format and shared by every watcher that gets the same event;
+ * a watcher's queue is drained only as fast as its socket takes bytes (stream backpressure), and
+ * the hub closes a watcher that falls too far behind. Ends on `timeoutSeconds` (default: a random
+ * 30–60 min, the apiserver's `minRequestTimeout` spread), when the client leaves, or when the
+ * server closes (`WatchStreams.closeAll`).
+ */
+
+export interface WatchParams {
+  resourceVersion: string | undefined;
+  timeoutSeconds: number | undefined;
+  allowWatchBookmarks: boolean;
+  sendInitialEvents: boolean;
+}
+
+/** Go's `strconv.ParseBool` true spellings, as the apiserver's query decoder accepts them. */
+const TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+const FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False', '']);
+
+function boolParam(request: FastifyRequest, key: string): boolean {
+  const v = queryValue(request, key);
+  if (TRUE.has(v)) return true;
+  if (FALSE.has(v)) return false;
+  throw badRequest(`${key}: Invalid value: ${JSON.stringify(v)}: strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax`);
+}
+
+/** Whether the request asks for a watch (`watch=true`, `watch=1`, …). */
+export function isWatchRequest(request: FastifyRequest): boolean {
+  return boolParam(request, 'watch');
+}
+
+export function watchParams(request: FastifyRequest): WatchParams {
+  const q = request.query as Record<string, unknown> | undefined;
+  const rv = q && Object.hasOwn(q, 'resourceVersion') ? queryValue(request, 'resourceVersion') : undefined;
+  const rawTimeout = queryValue(request, 'timeoutSeconds');
+  let timeoutSeconds: number | undefined;
+  if (rawTimeout !== '') {
+    if (!/^\d{1,9}$/.test(rawTimeout)) throw badRequest(`timeoutSeconds: Invalid value: ${JSON.stringify(rawTimeout)}: must be a non-negative integer`);
+    timeoutSeconds = Number(rawTimeout);
+  }
+  return {
+    resourceVersion: rv,
+    timeoutSeconds,
+    allowWatchBookmarks: boolParam(request, 'allowWatchBookmarks'),
+    sendInitialEvents: boolParam(request, 'sendInitialEvents'),
+  };
+}
+
+/** How one kind's objects become a one-row Table for `as=Table` watches. */
+export type TableOf<T> = (items: readonly T[], now: Date, version: TableVersion, resourceVersion: string) => Table;
+
+/** The watches a server has open, so closing the server ends them cleanly first. */
+export class WatchStreams {
+  readonly #open = new Set<WatchBody<KubeObject>>();
+
+  get size(): number {
+    return this.#open.size;
+  }
+
+  /** @internal */
+  add(body: WatchBody<KubeObject>): void {
+    this.#open.add(body);
+  }
+
+  /** @internal */
+  delete(body: WatchBody<KubeObject>): void {
+    this.#open.delete(body);
+  }
+
+  /**
+   * Ends every open watch (queued events are still written, then the chunked body ends) and
+   * waits up to `graceMs` for the answers to finish, so clients see a clean end of stream rather
+   * than a reset when the server then closes its connections.
+   */
+  async closeAll(graceMs = 1000): Promise<void> {
+    const bodies = [...this.#open];
+    const done = bodies.map((b) => b.finished);
+    for (const b of bodies) b.watcher.close('shutdown');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(done), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+  }
+}
+
+type Encode<T> = (ev: WatchEvent<T>, first: boolean) => Buffer;
+
+/** Bytes per (event, format), shared by every watcher that writes the same event. */
+const encoded = new WeakMap<object, Map<string, Buffer>>();
+
+function cachedEncoding<T>(format: string, encode: (ev: WatchEvent<T>) => unknown): (ev: WatchEvent<T>) => Buffer {
+  return (ev) => {
+    let byFormat = encoded.get(ev);
+    if (!byFormat) {
+      byFormat = new Map();
+      encoded.set(ev, byFormat);
+    }
+    let bytes = byFormat.get(format);
+    if (!bytes) {
+      bytes = Buffer.from(`${JSON.stringify(encode(ev))}\n`);
+      byFormat.set(format, bytes);
+    }
+    return bytes;
+  };
+}
+
+/** A watcher's queue as a readable byte stream (pull: events are taken only when the socket wants more). */
+class WatchBody<T> extends Readable {
+  readonly watcher: ReturnType<WatchHub<T>['watch']>;
+  readonly finished: Promise<void>;
+  readonly #encode: Encode<T>;
+  #wanted = false;
+  #first = true;
+  #ended = false;
+
+  constructor(watcher: ReturnType<WatchHub<T>['watch']>, encode: Encode<T>) {
+    super({ highWaterMark: 64 * 1024 });
+    this.watcher = watcher;
+    this.#encode = encode;
+    let settle!: () => void;
+    this.finished = new Promise<void>((resolve) => (settle = resolve));
+    this.once('close', () => settle());
+    watcher.onChange(() => this.#pump());
+  }
+
+  override _read(): void {
+    this.#wanted = true;
+    this.#pump();
+  }
+
+  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+    this.watcher.close('stopped');
+    callback(err);
+  }
+
+  #pump(): void {
+    while (this.#wanted && !this.#ended) {
+      const ev = this.watcher.shift();
+      if (!ev) {
+        if (this.watcher.closed !== undefined) {
+          this.#ended = true;
+          this.push(null);
+        }
+        return;
+      }
+      const bytes = this.#encode(ev, this.#first);
+      this.#first = false;
+      this.#wanted = this.push(bytes);
+    }
+  }
+}
+
+export interface ServeWatchOptions<T> {
+  hub: WatchHub<T>;
+  /** The compiled label and field selectors. */
+  filter?: (object: T) => boolean;
+  /** For `as=Table` watches. */
+  table: TableOf<T>;
+  streams: WatchStreams;
+  /** Overrides the hub's per-watcher queue bound. */
+  maxQueue?: number;
+  /** Tells the caller how the watch ended (metrics, tests). */
+  onEnd?: (reason: CloseReason | undefined) => void;
+}
+
+/**
+ * Answers a watch request. Errors that can be known up front (a resourceVersion too old, too new,
+ * or malformed; bad parameters) are thrown as `StatusError`s and become ordinary Status answers.
+ */
+export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply: FastifyReply, opts: ServeWatchOptions<T>): FastifyReply {
+  const params = watchParams(request);
+  const tableVersion = preferredTableVersion(request.headers.accept);
+  const watcher = opts.hub.watch({
+    resourceVersion: params.resourceVersion,
+    filter: opts.filter,
+    bookmarks: params.allowWatchBookmarks,
+    sendInitialEvents: params.sendInitialEvents,
+    ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),
+  });
+  const encode = tableVersion ? tableEncoder(opts.table, tableVersion) : jsonEncoder<T>();
+  const body = new WatchBody<T>(watcher, encode);
+  const streams = opts.streams;
+  streams.add(body as unknown as WatchBody<KubeObject>);
+  const timeoutMs = (params.timeoutSeconds ?? 1800 * (1 + Math.random())) * 1000;
+  const timer = setTimeout(() => watcher.close('timeout'), timeoutMs);
+  timer.unref();
+  body.once('close', () => {
+    clearTimeout(timer);
+    streams.delete(body as unknown as WatchBody<KubeObject>);
+    watcher.close('stopped');
+    opts.onEnd?.(watcher.closed);
+  });
+  // Headers go out at once: clients (client-go, client-node) wait for them before reading events.
+  reply.raw.once('pipe', () => {
+    if (!reply.raw.headersSent) reply.raw.flushHeaders();
+  });
+  return reply.code(200).header('content-type', 'application/json').header('transfer-encoding', 'chunked').header('cache-control', 'no-cache, private').send(body);
+}
+
+function jsonEncoder<T>(): Encode<T> {
+  const encode = cachedEncoding<T>('json', (ev) => ({ type: ev.type, object: ev.object }));
+  return (ev) => encode(ev);
+}
+
+/**
+ * `as=Table` watches: each event's object is a Table with one row and the object's
+ * resourceVersion; only the first carries column definitions (the apiserver sets `NoHeaders`
+ * after the first, and kubectl reuses the columns it has). A BOOKMARK's object stays the bare
+ * object with its resourceVersion, as nothing prints it.
+ */
+function tableEncoder<T extends KubeObject>(table: TableOf<T>, version: TableVersion): Encode<T> {
+  const toTable = (ev: WatchEvent<T>, headers: boolean) => {
+    if (ev.type === 'BOOKMARK') return { type: ev.type, object: ev.object };
+    const t = table([ev.object], new Date(), version, ev.object.metadata?.resourceVersion ?? String(ev.rv));
+    return { type: ev.type, object: headers ? t : { ...t, columnDefinitions: [] } };
+  };
+  const later = cachedEncoding<T>(`table/${version}`, (ev) => toTable(ev, false));
+  return (ev, first) => (first ? Buffer.from(`${JSON.stringify(toTable(ev, true))}\n`) : later(ev));
+}
