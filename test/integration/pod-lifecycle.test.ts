@@ -4,10 +4,11 @@ import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 
 /**
- * Probes and init containers against the real engine: liveness restarts with an Unhealthy event,
+ * The pod lifecycle against the real engine: liveness restarts with an Unhealthy event,
  * readiness flipping READY, httpGet and tcpSocket probes reaching busybox httpd on the pod's own
- * loopback (network none), init containers in order before the app, and a failing init
- * container under restartPolicy Never failing the pod.
+ * loopback (network none), init containers in order before the app (and their failures under
+ * each restart policy), postStart and preStop hooks, termination messages, CPU shares and
+ * OOMKilled.
  */
 t.setTimeout(240_000);
 
@@ -245,4 +246,29 @@ t.test('termination messages: the file, and the log tail with FallbackToLogsOnEr
   t.equal(status(done, 'fallback')?.state?.terminated?.message, 'oops-from-log\n');
   t.equal(done.status?.phase, 'Failed');
   await node.removeManifest('msg.yaml');
+});
+
+t.test('resources: CPU requests become shares; a container over its memory limit is OOMKilled', async (t) => {
+  const { testDocker } = await import('../helpers/docker.js');
+  await node.writeManifest('res.yaml', pod('res', `  restartPolicy: Never
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+    resources: { requests: { cpu: 250m }, limits: { cpu: 500m, memory: 64Mi } }
+  - name: hog
+    image: ${BUSYBOX}
+    command: [sh, -c, "x=$(head -c 200000000 /dev/zero | tr '\\\\0' a); sleep 3600"]
+    resources: { limits: { memory: 32Mi } }
+`));
+  const p = await node.waitFor('hog terminated', async () => {
+    const got = await node.pod('res');
+    return status(got, 'hog')?.state?.terminated && status(got)?.state?.running ? got : undefined;
+  }, 60_000);
+  t.equal(status(p, 'hog')?.state?.terminated?.reason, 'OOMKilled');
+  t.equal(status(p, 'hog')?.state?.terminated?.exitCode, 137);
+  const id = status(p)?.containerID?.replace('docker://', '') ?? '';
+  const info = await testDocker().getContainer(id).inspect();
+  t.same([info.HostConfig.CpuShares, info.HostConfig.NanoCpus, info.HostConfig.Memory], [256, 500_000_000, 64 * 1024 * 1024]);
+  await node.removeManifest('res.yaml');
 });

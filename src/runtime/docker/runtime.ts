@@ -277,6 +277,7 @@ export class DockerRuntime implements Runtime {
         ...(config.mounts.length ? { Mounts: config.mounts.map(dockerMount) } : {}),
         ...(limits.memory ? { Memory: parseQuantity(String(limits.memory)) } : {}),
         ...(limits.cpu ? { NanoCpus: Math.round(parseQuantity(String(limits.cpu)) * 1e9) } : {}),
+        CpuShares: cpuShares(container),
       },
     });
     await this.#start(created);
@@ -358,6 +359,16 @@ export function dockerMount(m: Mount): Docker.MountSettings {
     ReadOnly: m.readOnly,
     BindOptions: { Propagation: 'rprivate', ...recursive } as Docker.MountSettings['BindOptions'],
   };
+}
+
+/**
+ * The kubelet's `MilliCPUToShares`: the CPU request (or, without one, the limit — the apiserver
+ * defaults the request to it) as cgroup shares, 1024 per core, at least 2 (a BestEffort container).
+ */
+export function cpuShares(container: Container): number {
+  const cpu = container.resources?.requests?.cpu ?? container.resources?.limits?.cpu;
+  if (cpu === undefined) return 2;
+  return Math.max(2, Math.floor((parseQuantity(String(cpu)) * 1000 * 1024) / 1000));
 }
 
 const suffixes: Record<string, number> = {
