@@ -201,6 +201,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       maxPortForwardConnections: config.maxPortForwardConnections,
       ...opts.streaming,
     },
+    maxContainerLogStreams: config.maxContainerLogStreams,
     security,
     ...(tls ? { tls } : {}),
   });

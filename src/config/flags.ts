@@ -139,6 +139,10 @@ const TABLE = [
     help: 'Maximum number of forwarded port-forward connections on the node (nodelet-specific); each is one socat process and three file descriptors in nodelet, so keep it well below the open-file limit. More are refused on their error stream',
   },
   {
+    name: 'max-container-log-streams', kind: 'int', target: 'maxContainerLogStreams', default: 256,
+    help: 'Maximum number of container log streams (follow or not) served at once (nodelet-specific); more are refused with 429 and Retry-After',
+  },
+  {
     name: 'exec-disconnect-grace-period', kind: 'duration', target: 'execDisconnectGracePeriodMs', default: '10s',
     help: 'How long a process started by exec may keep running after its client disconnected before nodelet kills it (nodelet-specific; the kubelet never kills it). 0 kills at once',
     allowZero: true,

@@ -84,6 +84,7 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     maxStreamingSessions: get('maxStreamingSessions'),
     maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),
     maxPortForwardConnections: get('maxPortForwardConnections'),
+    maxContainerLogStreams: get('maxContainerLogStreams'),
     execDisconnectGracePeriodMs: get('execDisconnectGracePeriodMs'),
     certDir: get('certDir') === '' ? join(get('rootDir'), 'pki') : get('certDir'),
     clientCAFile: get('clientCAFile'),

@@ -38,6 +38,8 @@ export interface Config {
   readonly maxPortForwardConnectionsPerSession: number;
   /** Forwarded connections (socat processes) on the whole node (`--max-port-forward-connections`, nodelet's own). */
   readonly maxPortForwardConnections: number;
+  /** Container log streams (follow or not) served at once; more get 429 (`--max-container-log-streams`, nodelet's own). */
+  readonly maxContainerLogStreams: number;
   /** A disconnected client's exec'd process is killed after this long (`--exec-disconnect-grace-period`). */
   readonly execDisconnectGracePeriodMs: number;
   /** Serving certificate (`--tls-cert-file`, `tlsCertFile`); empty = none given. */

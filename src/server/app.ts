@@ -21,6 +21,7 @@ import { statsPlugin } from './plugins/stats.js';
 import { listenerOptions, type TlsMaterial } from './tls.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
 import { WatchStreams } from './watch.js';
+import { DEFAULT_MAX_CONTAINER_LOG_STREAMS, LogStreamSlots } from '../streaming/logs/limits.js';
 import { DEFAULT_MAX_PORT_FORWARD_CONNECTIONS, DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION, ForwardLimiter } from '../streaming/portforward/limits.js';
 
 export interface ServerOptions {
@@ -42,6 +43,8 @@ export interface ServerOptions {
   security?: SecurityOptions;
   /** Serve HTTPS with this certificate (default: plain HTTP). */
   tls?: TlsMaterial;
+  /** Container log streams served at once; more get 429 (default 256, `--max-container-log-streams`). */
+  maxContainerLogStreams?: number;
   /** How often watchers that allowed bookmarks get one (default 60 s, the apiserver's cadence). */
   bookmarkIntervalMs?: number;
 }
@@ -160,7 +163,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   app.addHook('preClose', async () => sessions.closeAll());
   void app.register(remoteCommandPlugin, { host, streaming });
   void app.register(runPlugin, { host });
-  void app.register(logsPlugin, { host });
+  void app.register(logsPlugin, { host, slots: new LogStreamSlots(opts.maxContainerLogStreams ?? DEFAULT_MAX_CONTAINER_LOG_STREAMS) });
   void app.register(portForwardPlugin, { host, streaming });
   return app;
 }

@@ -59,6 +59,7 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
     maxPortForwardConnections: 256,
+    maxContainerLogStreams: 256,
     execDisconnectGracePeriodMs: 1000,
     // The loopback development posture (anonymous + AlwaysAllow, plain HTTP), as buildConfig resolves it.
     tlsCertFile: '',

@@ -1,3 +1,4 @@
+import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import type { Pod } from '../../src/api/types.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
@@ -215,4 +216,73 @@ t.test('follow streams lines as written and ends when the container stops', asyn
   // Stopped now: a follow reads what there is and ends at once.
   const again = await fetch(`${node.url}/containerLogs/default/${pod}/tick?follow=true`);
   t.equal(await again.text(), 'tick1\ntick2\ntick3\n');
+});
+
+// 30 MB of 100-byte lines, then quiet: followers start with a long catch-up read.
+const chatty = `apiVersion: v1
+kind: Pod
+metadata: { name: chatty }
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+    - name: c
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sh", "-c", "yes $(printf '%099d' 0) | head -c 30000000; echo written; exec sleep 3600"]
+`;
+
+t.test('400 idle followers of a large log: /healthz stays fast; beyond --max-container-log-streams, 429', async (t) => {
+  const node = await startTestNode(t, { maxContainerLogStreams: 400 });
+  await node.writeManifest('chatty.yaml', chatty);
+  const pod = (await runningPod(node, 'chatty')).metadata?.name ?? '';
+  const path = `/containerLogs/default/${pod}/c`;
+  await node.waitFor('the log written', async () => ((await (await fetch(`${node.url}${path}?tailLines=1`)).text()).includes('written') ? true : undefined), 60_000);
+  const healthz = async () => {
+    const start = performance.now();
+    const res = await fetch(`${node.url}/healthz`);
+    await res.text();
+    return { status: res.status, ms: performance.now() - start };
+  };
+  const { hostname, port } = new URL(node.url);
+  // Clients that send the request, read the status line and then never read again.
+  const followers: Socket[] = [];
+  t.teardown(() => followers.forEach((s) => s.destroy()));
+  const answered: Promise<string>[] = [];
+  for (let i = 0; i < 400; i++) {
+    const s = connect(Number(port), hostname);
+    s.on('error', () => undefined);
+    answered.push(
+      new Promise((resolve) => {
+        s.once('data', (d: Buffer) => {
+          s.pause();
+          resolve(d.toString('latin1', 0, 12));
+        });
+      }),
+    );
+    s.write(`GET ${path}?follow=true HTTP/1.1\r\nHost: x\r\n\r\n`);
+    followers.push(s);
+  }
+  const samples: number[] = [];
+  const until = Date.now() + 8000;
+  while (Date.now() < until) {
+    const h = await healthz();
+    if (h.status !== 200) t.fail(`/healthz answered ${h.status}`);
+    samples.push(h.ms);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  const sorted = [...samples].sort((a, b) => a - b);
+  const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+  t.ok(p(0.9) < 500, `/healthz under 400 followers: p50 ${p(0.5).toFixed(0)} ms, p90 ${p(0.9).toFixed(0)} ms, max ${p(1).toFixed(0)} ms (${samples.length} samples)`);
+  const heads = await Promise.all(answered);
+  t.ok(heads.every((h) => h === 'HTTP/1.1 200'), 'every follower got its 200');
+  const refused = await fetch(`${node.url}${path}?follow=true`);
+  t.equal(refused.status, 429, 'the 401st');
+  t.equal(refused.headers.get('retry-after'), '10');
+  t.match(await refused.json(), { kind: 'Status', reason: 'TooManyRequests', message: 'too many container log streams in flight (limit 400); retry later' });
+  followers.splice(0).forEach((s) => s.destroy());
+  await node.waitFor('a slot again', async () => {
+    const res = await fetch(`${node.url}${path}?tailLines=1`);
+    await res.text();
+    return res.status === 200 ? true : undefined;
+  });
 });

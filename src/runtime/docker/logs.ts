@@ -68,21 +68,78 @@ function openLogStream(docker: Docker, id: string, opts: LogOptions, signal: Abo
   });
 }
 
+/**
+ * Log work (parsing Docker's records, writing to the client) allowed per event-loop turn, across
+ * every log stream. Backpressure only shows once a client's socket buffers are full, and on
+ * loopback those grow to megabytes per connection: 400 followers of a 50 MB log that never read
+ * kept the event loop saturated for minutes while their buffers filled, and /healthz waited up to
+ * seconds behind that work. Past the budget a stream's next chunk waits for the next turn, after
+ * pending I/O — a health check, any other request — has been served.
+ */
+export const LOG_TURN_BUDGET_MS = 10;
+
+class TurnBudget {
+  /** When this turn's first log work began; -1: none yet. Wall time, so that what the work sets
+   * off between chunks (socket writes flushed on the next tick, Docker's HTTP parsing) counts too. */
+  #since = -1;
+  #turnScheduled = false;
+  readonly #waiting: (() => void)[] = [];
+
+  get available(): boolean {
+    return this.#since < 0 || performance.now() - this.#since < LOG_TURN_BUDGET_MS;
+  }
+
+  /** Log work is about to run. */
+  start(): void {
+    if (this.#since < 0) this.#since = performance.now();
+    this.#scheduleTurn();
+  }
+
+  /** Runs `fn` in a later turn, first come first served. */
+  defer(fn: () => void): void {
+    this.#waiting.push(fn);
+    this.#scheduleTurn();
+  }
+
+  /** The check phase ends a turn: after the poll phase's I/O, before the next one. */
+  #scheduleTurn(): void {
+    if (this.#turnScheduled) return;
+    this.#turnScheduled = true;
+    setImmediate(() => {
+      this.#turnScheduled = false;
+      this.#since = -1;
+      while (this.#waiting.length > 0 && this.available) this.#waiting.shift()?.();
+      if (this.#waiting.length > 0) this.#scheduleTurn();
+    });
+  }
+}
+
+/** Largest piece of the Docker response worked on at once. */
+const MAX_CHUNK = 64 * 1024;
+
+/** One budget for the process: the event loop is shared by every nodelet in it. */
+const budget = new TurnBudget();
+
 function relay(stream: IncomingMessage, tty: boolean, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     let settled = false;
+    let waitingForDrain = false;
+    let deferred = false;
     const finish = (err?: Error) => {
       if (settled) return;
       settled = true;
       signal.removeEventListener('abort', stop);
       out.off('close', stop);
-      out.off('drain', resume);
+      out.off('drain', onDrain);
       stream.destroy();
       if (err) reject(err);
       else resolve();
     };
     const stop = () => finish();
-    const resume = () => stream.resume();
+    const onDrain = () => {
+      waitingForDrain = false;
+      pump();
+    };
     if (signal.aborted) return finish();
     signal.addEventListener('abort', stop);
     // The reader went away without an abort (destroyed body): stop reading Docker as well.
@@ -90,7 +147,9 @@ function relay(stream: IncomingMessage, tty: boolean, opts: LogOptions, out: Wri
 
     const writer = new LogWriter(opts, (chunk) => (out.writableEnded || out.destroyed ? false : out.write(chunk)));
     const parser = tty ? undefined : new StdcopyParser();
-    stream.on('data', (chunk: Buffer) => {
+    /** One chunk through the parser and writer; false once the stream is finished. */
+    const handle = (chunk: Buffer): boolean => {
+      budget.start();
       try {
         if (!parser) writer.push(1, chunk);
         // Inside `emit` the parser is at a boundary exactly when the piece completes its frame:
@@ -100,14 +159,43 @@ function relay(stream: IncomingMessage, tty: boolean, opts: LogOptions, out: Wri
             if (id !== 3) writer.push(id, payload, parser.atBoundary);
           });
       } catch (err) {
-        return finish(err as Error);
+        finish(err as Error);
+        return false;
       }
-      if (writer.done) return finish();
+      if (writer.done) {
+        finish();
+        return false;
+      }
       if (writer.takeBlocked()) {
-        stream.pause();
-        out.once('drain', resume);
+        waitingForDrain = true;
+        out.once('drain', onDrain);
       }
-    });
+      return true;
+    };
+    /**
+     * Reads Docker (paused mode: what is not read stays in the response, then in the socket, so
+     * Docker itself is held back) while the client has room and the turn has budget.
+     */
+    const pump = () => {
+      while (!settled && !waitingForDrain) {
+        if (!budget.available) {
+          if (!deferred) {
+            deferred = true;
+            budget.defer(() => {
+              deferred = false;
+              pump();
+            });
+          }
+          return;
+        }
+        // At most one socket read's worth: a bigger backlog is worked through over several turns.
+        const chunk = (stream.readableLength > MAX_CHUNK ? stream.read(MAX_CHUNK) : stream.read()) as Buffer | null;
+        // Nothing buffered: 'readable' says when there is.
+        if (chunk === null) return;
+        if (!handle(chunk)) return;
+      }
+    };
+    stream.on('readable', pump);
     stream.once('end', () => finish());
     stream.on('error', (err) => finish(signal.aborted ? undefined : err));
     stream.once('close', () => finish(stream.readableEnded || signal.aborted ? undefined : new Error('Docker closed the log stream early')));

@@ -2,6 +2,7 @@ import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StatusError, badRequest, notFound } from '../../api/errors.js';
 import type { Pod } from '../../api/types.js';
+import { LOG_STREAMS_RETRY_AFTER_SECONDS, type LogStreamSlots } from '../../streaming/logs/limits.js';
 import { parseLogQuery, type LogQuery } from '../../streaming/logs/options.js';
 import type { LogOptions } from '../../streaming/types.js';
 import type { ContainerRef, Host } from '../host.js';
@@ -29,9 +30,12 @@ const BODY_HIGH_WATER_MARK = 64 * 1024;
  * The answer is `200 text/plain`, chunked, each piece written as it arrives. The status line waits
  * for the first byte, as the kubelet's flush-writer does, so a runtime failure before any output
  * is still a proper Status; a failure after that ends the body cleanly and is logged.
+ *
+ * At most `--max-container-log-streams` are served at once (checked after the request itself):
+ * beyond, 429 with `Retry-After`, as the streaming session cap answers.
  */
-export async function logsPlugin(app: FastifyInstance, opts: { host: Host }): Promise<void> {
-  const { host } = opts;
+export async function logsPlugin(app: FastifyInstance, opts: { host: Host; slots: LogStreamSlots }): Promise<void> {
+  const { host, slots } = opts;
 
   getRoute<{ Params: KubeletParams; Querystring: LogQuery }>(app, '/containerLogs/:ns/:name/:container', async (request, reply) => {
     const { ns, name, container } = request.params;
@@ -50,9 +54,16 @@ export async function logsPlugin(app: FastifyInstance, opts: { host: Host }): Pr
   });
 
   async function serve(request: FastifyRequest, reply: FastifyReply, ref: ContainerRef, options: LogOptions): Promise<FastifyReply> {
+    const release = slots.tryAcquire();
+    if (!release) {
+      throw new StatusError('TooManyRequests', `too many container log streams in flight (limit ${slots.max}); retry later`, { retryAfterSeconds: LOG_STREAMS_RETRY_AFTER_SECONDS });
+    }
     const abort = new AbortController();
-    // The client hung up (or the answer is complete): stop reading Docker.
-    reply.raw.once('close', () => abort.abort());
+    // The client hung up (or the answer is complete): stop reading Docker, free the slot.
+    reply.raw.once('close', () => {
+      abort.abort();
+      release();
+    });
 
     let started = false;
     let firstByte!: () => void;

@@ -52,6 +52,7 @@ t.test('defaults', async (t) => {
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
     maxPortForwardConnections: 256,
+    maxContainerLogStreams: 256,
     execDisconnectGracePeriodMs: 10_000,
     tlsCertFile: '',
     tlsPrivateKeyFile: '',

@@ -2,7 +2,7 @@ import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import t from 'tap';
 import { StatusError } from '../../../src/api/errors.js';
-import { containerLogs } from '../../../src/runtime/docker/logs.js';
+import { LOG_TURN_BUDGET_MS, containerLogs } from '../../../src/runtime/docker/logs.js';
 import type { LogOptions } from '../../../src/streaming/types.js';
 
 /**
@@ -187,4 +187,37 @@ t.test('Docker errors become statuses; an early close is an error', async (t) =>
   const d = fakeDocker({});
   d.source.end(frame(9, 'bad'));
   t.match(await containerLogs(d.docker, 'c', base, collector().out, new AbortController().signal).catch((e: unknown) => e), /invalid Docker stream id 9/);
+});
+
+t.test('many streams with data ready share the event loop: a timer still runs every few milliseconds', async (t) => {
+  // 40 streams, each with 4 MB of records already buffered (a follower's catch-up read of a big
+  // log), into destinations that take everything: only the turn budget makes the work yield.
+  const record = frame(1, `${TS} ${'y'.repeat(99)}\n`);
+  const chunk = Buffer.concat(Array.from({ length: Math.floor(65536 / record.length) }, () => record));
+  const runs: Promise<void>[] = [];
+  let bytes = 0;
+  for (let i = 0; i < 40; i++) {
+    const { docker, source } = fakeDocker({ source: new PassThrough({ highWaterMark: 8 * 1024 * 1024 }) });
+    for (let n = 0; n < 64; n++) source.write(chunk);
+    source.end();
+    const out = new Writable({
+      write(c: Buffer, _e, done) {
+        bytes += c.length;
+        done();
+      },
+    });
+    runs.push(containerLogs(docker, `c${i}`, base, out, new AbortController().signal));
+  }
+  let last = performance.now();
+  let worst = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+  }, 1);
+  await Promise.all(runs);
+  clearInterval(timer);
+  worst = Math.max(worst, performance.now() - last);
+  t.equal(bytes, 40 * 64 * Math.floor(65536 / record.length) * 100, 'every line arrived');
+  t.ok(worst < 150, `the longest the timer waited: ${worst.toFixed(1)} ms (the budget is ${LOG_TURN_BUDGET_MS} ms a turn)`);
 });

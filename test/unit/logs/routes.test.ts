@@ -4,6 +4,8 @@ import t from 'tap';
 import { StatusError } from '../../../src/api/errors.js';
 import type { Pod } from '../../../src/api/types.js';
 import type { LogOptions } from '../../../src/streaming/types.js';
+import { pino } from 'pino';
+import { buildServer } from '../../../src/server/index.js';
 import { FakeHost, build, json, makePod } from '../server/fixtures/fake-host.js';
 
 /** The log routes over a fake Host: status codes and their order, headers, streaming, disconnects. */
@@ -209,4 +211,52 @@ t.test('backpressure: a reader that does not read stops the writes', async (t) =
   await new Promise((r) => setTimeout(r, 300));
   t.ok(written < 64 * 1024 * 1024, `only ${written} bytes left the runtime while the client read nothing`);
   req.destroy();
+});
+
+t.test('at most --max-container-log-streams at once: 429 with Retry-After and a Status beyond; a closed stream frees its slot', async (t) => {
+  const host = new FakeHost([makePod({ name: 'web' })]);
+  // Followers of a silent container: open until the client leaves.
+  host.logsImpl = async (_ref, _opts, out, signal) => {
+    out.write('first line\n');
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  };
+  const app = buildServer({ host, logger: pino({ level: 'silent' }), version: { gitVersion: 'v1.30.2-nodelet' }, maxContainerLogStreams: 3 });
+  t.teardown(() => app.close());
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const open = (path: string) =>
+    new Promise<{ status: number; headers: Record<string, unknown>; body: Promise<string>; close: () => void }>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path }, (res) => {
+        const body = new Promise<string>((done) => {
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d.toString()));
+          res.on('end', () => done(text));
+          res.on('close', () => done(text));
+        });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, close: () => req.destroy() });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const held = [];
+  for (const path of ['/containerLogs/default/web/app?follow=true', '/api/v1/namespaces/default/pods/web/log?follow=true', '/containerLogs/default/web/app']) {
+    const r = await open(path);
+    t.equal(r.status, 200, path);
+    held.push(r);
+  }
+  const refused = await open('/api/v1/namespaces/default/pods/web/log?follow=true');
+  t.equal(refused.status, 429);
+  t.equal(refused.headers['retry-after'], '10');
+  t.match(JSON.parse(await refused.body), { kind: 'Status', status: 'Failure', reason: 'TooManyRequests', code: 429, message: 'too many container log streams in flight (limit 3); retry later' });
+  // Bad requests are still told what is wrong, not that the node is busy.
+  t.equal((await open('/containerLogs/default/nope/app')).status, 404);
+  held[0]?.close();
+  const deadline = Date.now() + 5000;
+  let again = await open('/containerLogs/default/web/app?follow=true');
+  while (again.status === 429 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+    again = await open('/containerLogs/default/web/app?follow=true');
+  }
+  t.equal(again.status, 200, 'a slot freed by a client that left');
+  for (const r of [...held, again]) r.close();
 });
