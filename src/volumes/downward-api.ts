@@ -1,7 +1,7 @@
 import type { Container, ObjectFieldSelector, Pod, ResourceFieldSelector } from 'kubernetes-types/core/v1.js';
 import { statfsSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
-import { quantityOf } from '../api/qos.js';
+import { quantityOf } from '../api/quantity.js';
 
 /** What the downward API needs beyond the pod object: addresses and the node's allocatable resources. */
 export interface PodRuntimeInfo {

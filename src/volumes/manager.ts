@@ -1,7 +1,7 @@
 import { chmod, lstat, mkdir, realpath, rm, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import type { ConfigMap, Container, Pod, Secret, Volume } from 'kubernetes-types/core/v1.js';
-import { quantityOf } from '../api/qos.js';
+import { quantityOf } from '../api/quantity.js';
 import type { Logger } from '../logging/index.js';
 import type { Mount } from '../runtime/types.js';
 import { writeAtomically, type FileProjection } from './atomic-writer.js';

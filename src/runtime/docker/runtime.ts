@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
+import { quantityOf } from '../../api/quantity.js';
 import type { ContainerConfig, ContainerStatsSample, ImageInfo, ImagePullPolicy, Mount, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
@@ -275,8 +276,8 @@ export class DockerRuntime implements Runtime {
         ...(pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
         RestartPolicy: { Name: 'no' },
         ...(config.mounts.length ? { Mounts: config.mounts.map(dockerMount) } : {}),
-        ...(limits.memory ? { Memory: parseQuantity(String(limits.memory)) } : {}),
-        ...(limits.cpu ? { NanoCpus: Math.round(parseQuantity(String(limits.cpu)) * 1e9) } : {}),
+        ...(limits.memory ? { Memory: Number(ceilUnits(quantityOf(limits.memory))) } : {}),
+        ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
         CpuShares: cpuShares(container),
       },
     });
@@ -368,18 +369,15 @@ export function dockerMount(m: Mount): Docker.MountSettings {
 export function cpuShares(container: Container): number {
   const cpu = container.resources?.requests?.cpu ?? container.resources?.limits?.cpu;
   if (cpu === undefined) return 2;
-  return Math.max(2, Math.floor((parseQuantity(String(cpu)) * 1000 * 1024) / 1000));
+  const milli = ceilDiv(quantityOf(cpu), 1_000_000n);
+  return Math.max(2, Number((milli * 1024n) / 1000n));
 }
 
-const suffixes: Record<string, number> = {
-  n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
-};
+/** Whole units of a nano-unit quantity, rounded up (a memory limit of `1.5` bytes is 2). */
+function ceilUnits(nano: bigint): bigint {
+  return ceilDiv(nano, 1_000_000_000n);
+}
 
-/** A Kubernetes resource quantity (`128Mi`, `500m`, `1.5`, `1e3`) as a number. */
-export function parseQuantity(q: string): number {
-  const m = /^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)([a-zA-Z]*)$/.exec(q.trim());
-  const factor = m ? suffixes[m[2] ?? ''] : undefined;
-  if (!m || factor === undefined) throw new Error(`invalid quantity "${q}"`);
-  return Number(m[1]) * factor;
+function ceilDiv(a: bigint, b: bigint): bigint {
+  return (a + b - 1n) / b;
 }

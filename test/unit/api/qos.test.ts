@@ -1,5 +1,6 @@
 import t from 'tap';
-import { computePodQOS, getPodQOS, quantityOf } from '../../../src/api/qos.js';
+import { computePodQOS, getPodQOS } from '../../../src/api/qos.js';
+import { quantityOf } from '../../../src/api/quantity.js';
 import type { Container, Pod } from '../../../src/api/types.js';
 
 type Res = Container['resources'];
