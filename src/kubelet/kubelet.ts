@@ -8,6 +8,7 @@ import { rfc3339 } from '../api/time.js';
 import type { Metrics } from '../metrics/registry.js';
 import { Backoff } from './backoff.js';
 import { PLEG } from './pleg.js';
+import { PodWorkers } from './pod-workers.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
 import { ProberManager } from './prober/manager.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
@@ -47,12 +48,6 @@ export interface KubeletOptions {
   onPodTerminated?: (uid: string) => void;
 }
 
-interface Worker {
-  running: Promise<void> | undefined;
-  again: boolean;
-  timer: NodeJS.Timeout | undefined;
-}
-
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
 
@@ -73,7 +68,7 @@ export class Kubelet {
   /** Back-off for failures that leave no container behind (image pulls, create errors). */
   readonly #startBackoff = new Backoff();
   readonly #startFailures = new Map<string, { at: number; waiting: Waiting }>();
-  readonly #workers = new Map<string, Worker>();
+  readonly #workers: PodWorkers;
   #sourcesReady = false;
   #resyncTimer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -84,6 +79,11 @@ export class Kubelet {
   constructor(opts: KubeletOptions) {
     this.#o = opts;
     this.#backoff = opts.backoff ?? new Backoff();
+    this.#workers = new PodWorkers({
+      sync: (uid) => this.#sync(uid),
+      onError: (err, uid) => opts.log.error({ err, podUID: uid }, 'Error syncing pod'),
+      isGone: (uid) => !opts.podManager.getPodByUID(uid) && !this.pleg.getPod(uid),
+    });
     this.pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
     this.prober = new ProberManager({
       io: (_pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId),
@@ -114,8 +114,7 @@ export class Kubelet {
     this.pleg.stop();
     this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
-    for (const w of this.#workers.values()) if (w.timer) clearTimeout(w.timer);
-    await Promise.allSettled([...this.#workers.values()].map((w) => w.running));
+    await this.#workers.stop();
   }
 
   /** Pods were added, updated or removed by a source. */
@@ -145,40 +144,11 @@ export class Kubelet {
   }
 
   #schedule(uid: string): void {
-    if (!uid || this.#stopped) return;
-    let w = this.#workers.get(uid);
-    if (!w) {
-      w = { running: undefined, again: false, timer: undefined };
-      this.#workers.set(uid, w);
-    }
-    if (w.running) {
-      w.again = true;
-      return;
-    }
-    const worker = w;
-    worker.running = (async () => {
-      do {
-        worker.again = false;
-        try {
-          await this.#sync(uid);
-        } catch (err) {
-          this.#o.log.error({ err, podUID: uid }, 'Error syncing pod');
-        }
-      } while (worker.again && !this.#stopped);
-    })().finally(() => {
-      worker.running = undefined;
-      if (!this.#o.podManager.getPodByUID(uid) && !this.pleg.getPod(uid) && !worker.timer) this.#workers.delete(uid);
-    });
+    this.#workers.schedule(uid);
   }
 
   #scheduleAfter(uid: string, ms: number): void {
-    const w = this.#workers.get(uid);
-    if (!w || w.timer) return;
-    w.timer = setTimeout(() => {
-      w.timer = undefined;
-      this.#schedule(uid);
-    }, ms + 20);
-    w.timer.unref();
+    this.#workers.scheduleAfter(uid, ms);
   }
 
   async #sync(uid: string): Promise<void> {

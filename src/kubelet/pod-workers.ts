@@ -1,0 +1,71 @@
+/**
+ * The kubelet's pod workers: one serialised worker per pod UID. A sync requested while one runs
+ * is coalesced into one more run after it (never two syncs of a pod at once, never a lost
+ * request); `scheduleAfter` arms at most one timer per pod (back-off ends, retries). A worker is
+ * forgotten once idle, without a timer, and `isGone` says the pod left both the sources and the
+ * runtime — so memory follows the pods that exist.
+ */
+export class PodWorkers {
+  readonly #sync: (uid: string) => Promise<void>;
+  readonly #onError: (err: unknown, uid: string) => void;
+  readonly #isGone: (uid: string) => boolean;
+  readonly #workers = new Map<string, { running: Promise<void> | undefined; again: boolean; timer: NodeJS.Timeout | undefined }>();
+  #stopped = false;
+
+  constructor(opts: { sync: (uid: string) => Promise<void>; onError: (err: unknown, uid: string) => void; isGone: (uid: string) => boolean }) {
+    this.#sync = opts.sync;
+    this.#onError = opts.onError;
+    this.#isGone = opts.isGone;
+  }
+
+  /** Syncs the pod now, or once more right after the sync in progress. */
+  schedule(uid: string): void {
+    if (!uid || this.#stopped) return;
+    let w = this.#workers.get(uid);
+    if (!w) {
+      w = { running: undefined, again: false, timer: undefined };
+      this.#workers.set(uid, w);
+    }
+    if (w.running) {
+      w.again = true;
+      return;
+    }
+    const worker = w;
+    worker.running = (async () => {
+      do {
+        worker.again = false;
+        try {
+          await this.#sync(uid);
+        } catch (err) {
+          this.#onError(err, uid);
+        }
+      } while (worker.again && !this.#stopped);
+    })().finally(() => {
+      worker.running = undefined;
+      if (!worker.timer && this.#isGone(uid)) this.#workers.delete(uid);
+    });
+  }
+
+  /** Syncs the pod after `ms` (plus a little slack past a back-off's end), unless a timer is armed. */
+  scheduleAfter(uid: string, ms: number): void {
+    const w = this.#workers.get(uid);
+    if (!w || w.timer) return;
+    w.timer = setTimeout(() => {
+      w.timer = undefined;
+      this.schedule(uid);
+    }, ms + 20);
+    w.timer.unref();
+  }
+
+  /** Workers held (idle ones included). */
+  get size(): number {
+    return this.#workers.size;
+  }
+
+  /** No new syncs; waits for the running ones. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const w of this.#workers.values()) if (w.timer) clearTimeout(w.timer);
+    await Promise.allSettled([...this.#workers.values()].map((w) => w.running));
+  }
+}
