@@ -220,6 +220,39 @@ t.test('NodeRestriction: the node cannot read a secret no pod on it uses', async
   t.ok(err instanceof ApiError && err.code === 403, `403 Forbidden (got ${String(err)})`);
 });
 
+t.test('nodelet stopped: the node goes NotReady; back: Ready again, pods adopted with restart counts and start times', async (t) => {
+  await apply(podOf('keeper', 'sleep 3600'));
+  const before = await node.waitFor('keeper Running', async () => {
+    const p = await getPod('keeper');
+    return p?.status?.phase === 'Running' ? p : undefined;
+  }, 60_000);
+  await node.stop();
+  await node
+    .waitFor('node NotReady', async () => {
+      const n = await api<Node>(`/api/v1/nodes/${nodeName}`);
+      return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'Unknown' ? true : undefined;
+    }, 60_000)
+    .catch(async (err: unknown) => {
+      // What the node lifecycle controller was doing, for the record.
+      const { readFile } = await import('node:fs/promises');
+      const kcm = await readFile(`${cp.dir}/kube-controller-manager.log`, 'utf8').catch(() => '');
+      t.comment(kcm.split('\n').filter((l) => /node_lifecycle|NodeNotReady|disruption|Unknown/i.test(l)).slice(-30).join('\n'));
+      throw err;
+    });
+  await node.restart();
+  await node.waitFor('node Ready again', async () => {
+    const n = await api<Node>(`/api/v1/nodes/${nodeName}`);
+    return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+  }, 60_000);
+  const after = await node.waitFor('keeper reported again', async () => {
+    const p = await getPod('keeper');
+    return p?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+  }, 30_000);
+  t.equal(after.status?.startTime, before.status?.startTime, 'start time kept');
+  t.equal(after.status?.containerStatuses?.[0]?.containerID, before.status?.containerStatuses?.[0]?.containerID, 'the same container, adopted');
+  t.equal(after.status?.containerStatuses?.[0]?.restartCount, before.status?.containerStatuses?.[0]?.restartCount, 'restart count kept');
+});
+
 t.test('the apiserver away: nodelet keeps serving; when it returns it holds exactly the newest statuses', async (t) => {
   await apply(podOf('flappy', 'sleep 2; exit 1', { restartPolicy: 'Always' }));
   const before = await node.waitFor('flappy running on the apiserver', async () => ((await getPod('flappy'))?.status?.phase === 'Running' ? await getPod('flappy') : undefined), 60_000);
@@ -246,29 +279,4 @@ t.test('the apiserver away: nodelet keeps serving; when it returns it holds exac
   }, 30_000);
   t.pass('statuses converged');
   await admin.request('DELETE', podPath('flappy'), { body: { gracePeriodSeconds: 0 } });
-});
-
-t.test('nodelet stopped: the node goes NotReady; back: Ready again, pods adopted with restart counts and start times', async (t) => {
-  await apply(podOf('keeper', 'sleep 3600'));
-  const before = await node.waitFor('keeper Running', async () => {
-    const p = await getPod('keeper');
-    return p?.status?.phase === 'Running' ? p : undefined;
-  }, 60_000);
-  await node.stop();
-  await node.waitFor('node NotReady', async () => {
-    const n = await api<Node>(`/api/v1/nodes/${nodeName}`);
-    return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'Unknown' ? true : undefined;
-  }, 60_000);
-  await node.restart();
-  await node.waitFor('node Ready again', async () => {
-    const n = await api<Node>(`/api/v1/nodes/${nodeName}`);
-    return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
-  }, 60_000);
-  const after = await node.waitFor('keeper reported again', async () => {
-    const p = await getPod('keeper');
-    return p?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
-  }, 30_000);
-  t.equal(after.status?.startTime, before.status?.startTime, 'start time kept');
-  t.equal(after.status?.containerStatuses?.[0]?.containerID, before.status?.containerStatuses?.[0]?.containerID, 'the same container, adopted');
-  t.equal(after.status?.containerStatuses?.[0]?.restartCount, before.status?.containerStatuses?.[0]?.restartCount, 'restart count kept');
 });
