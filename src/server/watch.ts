@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest } from '../api/errors.js';
@@ -117,19 +118,21 @@ function cachedEncoding<T>(format: string, encode: (ev: WatchEvent<T>) => unknow
 /** A watcher's queue as a readable byte stream (pull: events are taken only when the socket wants more). */
 class WatchBody<T> extends Readable {
   readonly watcher: ReturnType<WatchHub<T>['watch']>;
+  /** The answer is complete (its last chunk handed to the socket) or the connection is gone. */
   readonly finished: Promise<void>;
   readonly #encode: Encode<T>;
   #wanted = false;
   #first = true;
   #ended = false;
 
-  constructor(watcher: ReturnType<WatchHub<T>['watch']>, encode: Encode<T>) {
+  constructor(watcher: ReturnType<WatchHub<T>['watch']>, encode: Encode<T>, res: ServerResponse) {
     super({ highWaterMark: 64 * 1024 });
     this.watcher = watcher;
     this.#encode = encode;
-    let settle!: () => void;
-    this.finished = new Promise<void>((resolve) => (settle = resolve));
-    this.once('close', () => settle());
+    this.finished = new Promise<void>((resolve) => {
+      res.once('finish', resolve);
+      res.once('close', resolve);
+    });
     watcher.onChange(() => this.#pump());
   }
 
@@ -188,7 +191,7 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
     ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),
   });
   const encode = tableVersion ? tableEncoder(opts.table, tableVersion) : jsonEncoder<T>();
-  const body = new WatchBody<T>(watcher, encode);
+  const body = new WatchBody<T>(watcher, encode, reply.raw);
   const streams = opts.streams;
   streams.add(body as unknown as WatchBody<KubeObject>);
   const timeoutMs = (params.timeoutSeconds ?? 1800 * (1 + Math.random())) * 1000;
