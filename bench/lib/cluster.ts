@@ -26,6 +26,7 @@ import { BenchControlPlane } from './control-plane.js';
 import { BUSYBOX, freePort } from './env.js';
 import type { PartResult, XMetric } from './extra.js';
 import { median, round, spread } from './stats.js';
+import { waitFor } from '../../test/helpers/wait.js';
 
 type Log = (msg: string) => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -242,20 +243,6 @@ class ApiPods {
   }
 }
 
-async function poll<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs: number, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(everyMs);
-  }
-}
 
 // ---- (a) N pods: through the apiserver vs static -------------------------------------------------
 
@@ -312,7 +299,7 @@ async function staticBatch(nodelet: ClusterNodelet, api: ApiPods, batch: string,
   await Promise.all(list.map((name) => rename(join(nodelet.manifests, `.${name}.json`), join(nodelet.manifests, `${name}.json`))));
   const createdMs = performance.now() - t0;
   const seen = new Map<string, number>();
-  await poll(`${n} static pods of ${batch} Running on /pods`, async () => {
+  await waitFor(`${n} static pods of ${batch} Running on /pods`, async () => {
     nodelet.alive();
     const pods = await nodelet.localPods();
     const at = performance.now() - t0;
@@ -334,7 +321,7 @@ async function clearBatch(o: { client: KubeClient; api: ApiPods; nodelet: Cluste
   } else {
     await Promise.all(names(batch, n).map((name) => unlink(join(o.nodelet.manifests, `${name}.json`))));
   }
-  await poll(`${batch} removed`, async () => {
+  await waitFor(`${batch} removed`, async () => {
     o.nodelet.alive();
     const local = (await o.nodelet.localPods()).filter((p) => p.metadata?.labels?.['bench-batch'] === batch);
     const containers = await o.docker.listContainers({ all: true, filters: { label: [`io.nodelet.node=${NODE}`] } });
@@ -388,7 +375,7 @@ async function deaths(o: { client: KubeClient; api: ApiPods; nodelet: ClusterNod
     }, 30_000);
     let killCallMs = Number.NaN;
     const killed = o.docker.getContainer(id).kill().then(() => (killCallMs = performance.now() - t0));
-    const localMs = await poll(`${name} terminated on /pods`, async () => {
+    const localMs = await waitFor(`${name} terminated on /pods`, async () => {
       const pod = (await o.nodelet.localPods()).find((p) => p.metadata?.name === DEATH_POD);
       return status(pod)?.state?.terminated ? performance.now() - t0 : undefined;
     }, 30_000, 5);
@@ -435,13 +422,13 @@ export async function clusterPart(o: ClusterOptions): Promise<PartResult> {
   const api = new ApiPods(client);
   try {
     log(`cluster: nodelet pid ${nodelet.pid} (node ${NODE}) on ${nodelet.url}; waiting for its Node to be Ready`);
-    await poll('Node Ready', async () => {
+    await waitFor('Node Ready', async () => {
       nodelet.alive();
       const n = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>('GET', `/api/v1/nodes/${NODE}`);
       return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
     }, 60_000, 200);
     // The default ServiceAccount must exist before the apiserver admits pods.
-    await poll('default ServiceAccount', () => client.request('GET', `/api/v1/namespaces/${NS}/serviceaccounts/default`), 60_000, 200);
+    await waitFor('default ServiceAccount', () => client.request('GET', `/api/v1/namespaces/${NS}/serviceaccounts/default`), 60_000, 200);
     await api.start();
     const ctx = { client, api, nodelet, docker: o.docker, log };
     const timeoutMs = 60_000 + o.pods * 2_000;

@@ -3,6 +3,7 @@ import type { Node, NodeList, Pod, PodList } from 'kubernetes-types/core/v1.js';
 import { startClusterNode, type ClusterNode } from '../helpers/cluster-node.js';
 import { startControlPlane } from '../helpers/control-plane.js';
 import { BUSYBOX, containersOfNode, testDocker } from '../helpers/docker.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Three nodelets (three node names, one Docker engine) as the nodes of one real control plane:
@@ -37,20 +38,6 @@ spec:
           command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
 `;
 
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 const ready = (p: Pod) => p.status?.phase === 'Running' && p.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
 
@@ -70,7 +57,7 @@ t.test('a Deployment of 6 spreads over three nodelets, runs, and scales to 0', a
   };
   const spreadPods = async () => (await kubectlJSON<PodList>(['get', 'pods', '-l', 'app=spread'])).items;
 
-  await eventually('three nodes Ready', async () => {
+  await waitFor('three nodes Ready', async () => {
     const list = await kubectlJSON<NodeList>(['get', 'nodes']);
     const isReady = (n: Node) => n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && !n.spec?.taints?.length;
     const readyNames = list.items.filter(isReady).map((n) => n.metadata?.name);
@@ -82,7 +69,7 @@ t.test('a Deployment of 6 spreads over three nodelets, runs, and scales to 0', a
   t.equal(applied.code, 0, applied.stderr);
 
   const started = Date.now();
-  const running = await eventually('6 pods Running and Ready', async () => {
+  const running = await waitFor('6 pods Running and Ready', async () => {
     const items = await spreadPods();
     return items.length === REPLICAS && items.every(ready) ? items : undefined;
   }, 60_000);
@@ -116,7 +103,7 @@ t.test('a Deployment of 6 spreads over three nodelets, runs, and scales to 0', a
   // SIGTERM, the containers exit, and nodelet deletes each object (grace 0) once they stopped.
   // Without nodelet's final delete the objects would stay Terminating for good.
   const graces = new Set<number>();
-  await eventually('every pod object deleted', async () => {
+  await waitFor('every pod object deleted', async () => {
     const items = await spreadPods();
     for (const p of items) if (p.metadata?.deletionGracePeriodSeconds !== undefined) graces.add(p.metadata.deletionGracePeriodSeconds);
     return items.length === 0 ? true : undefined;
@@ -127,7 +114,7 @@ t.test('a Deployment of 6 spreads over three nodelets, runs, and scales to 0', a
   t.ok([...graces].every((g) => g === 20), `any Terminating pod seen had the pod's grace period (${[...graces].join(', ') || 'none seen'})`);
 
   for (const node of nodes) {
-    await eventually(`${node.nodeName}: containers of the deleted pods removed`, async () => {
+    await waitFor(`${node.nodeName}: containers of the deleted pods removed`, async () => {
       const left = (await containersOfNode(docker, node.nodeName)).filter((c) => uids.has(c.Labels['io.kubernetes.pod.uid'] ?? ''));
       return left.length === 0 ? true : undefined;
     }, 20_000).then(

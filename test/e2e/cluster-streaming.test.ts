@@ -10,6 +10,7 @@ import { startClusterNode } from '../helpers/cluster-node.js';
 import { startControlPlane, type ControlPlane } from '../helpers/control-plane.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { kubectlBinary } from '../helpers/kubectl.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Streaming **through the apiserver**: kubectl talks to a real kube-apiserver (v1.34), which
@@ -94,20 +95,6 @@ const lines = (text: string) => text.split('\n').filter((l) => l !== '');
 const bootOf = (text: string) => /^boot (\S+)$/m.exec(text)?.[1];
 const TIMESTAMPED = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z line\d+$/;
 
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -133,7 +120,7 @@ async function apiPod(cp: ControlPlane, name: string): Promise<Pod | undefined> 
 
 /** Waits until the apiserver shows every container of `name` running. */
 async function running(cp: ControlPlane, name: string): Promise<Pod> {
-  return eventually(`${name} running (apiserver)`, async () => {
+  return waitFor(`${name} running (apiserver)`, async () => {
     const p = await apiPod(cp, name);
     const cs = p?.status?.containerStatuses ?? [];
     return cs.length > 0 && cs.length === p?.spec?.containers.length && cs.every((c) => c.state?.running) ? p : undefined;
@@ -182,10 +169,10 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
     const r = await cp.kubectl(['exec', pod, '-c', container, '--', 'sh', '-c', cmd]);
     return r.code === 0 ? r.stdout : undefined;
   };
-  await eventually('httpd listening', async () => ((await execOut('web', 'httpd', 'netstat -ltn'))?.includes(':8080 ') ? true : undefined));
+  await waitFor('httpd listening', async () => ((await execOut('web', 'httpd', 'netstat -ltn'))?.includes(':8080 ') ? true : undefined));
   const digest = (await execOut('web', 'httpd', 'cat /www/sum'))?.split(' ')[0];
   t.match(digest, /^[0-9a-f]{64}$/);
-  const full = await eventually('chatty logged', async () => {
+  const full = await waitFor('chatty logged', async () => {
     const r = await cp.kubectl(['logs', 'chatty']);
     return r.stdout.includes('line20\n') ? r.stdout : undefined;
   });
@@ -239,7 +226,7 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
 
         // Without -i: kubectl streams what the process prints, until it is stopped.
         const printer = spawnKubectl(t, cp, version, 'attach', 'shell', '-c', 'printer');
-        const seen = await eventually('attach output', async () => {
+        const seen = await waitFor('attach output', async () => {
           if (printer.child.exitCode !== null) throw new Error(`kubectl attach exited: ${printer.err()}`);
           // Whole lines only: the last chunk may end inside a number.
           const beats = (printer.out().match(/beat\d+\n/g) ?? []).map((l) => l.trim());
@@ -283,7 +270,7 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
         const follow = spawnKubectl(t, cp, version, 'logs', '-f', name);
         const arrivals: { at: number; text: string }[] = [];
         follow.child.stdout?.on('data', (d: Buffer) => arrivals.push({ at: Date.now(), text: d.toString() }));
-        await eventually('logs -f shows ready', async () => {
+        await waitFor('logs -f shows ready', async () => {
           if (follow.child.exitCode !== null) throw new Error(`kubectl logs -f exited: ${follow.err()}`);
           return follow.out().includes('ready\n') ? true : undefined;
         }, 15_000);
@@ -305,7 +292,7 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
         // -v=6 logs the upgrade: kubectl 1.33 tunnels SPDY in a WebSocket to the apiserver, which
         // talks SPDY to nodelet; 1.27 speaks SPDY all the way.
         const fwd = spawnKubectl(t, cp, version, 'port-forward', '-v=6', '--address', '127.0.0.1', 'pod/web', `${local}:8080`, `${closed}:9999`);
-        await eventually(`kubectl ${version} forwarding`, async () => {
+        await waitFor(`kubectl ${version} forwarding`, async () => {
           if (fwd.child.exitCode !== null) throw new Error(`kubectl exited: ${fwd.out()} ${fwd.err()}`);
           return (fwd.out().match(/Forwarding from/g) ?? []).length >= 2 ? true : undefined;
         }, 15_000);
@@ -339,11 +326,11 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
     const id = before.status?.containerStatuses?.[0]?.containerID?.replace('docker://', '') ?? '';
     t.match(id, /^[0-9a-f]{64}$/, 'the apiserver has the container ID');
     await dockerCLI('kill', id);
-    await eventually('restarted (apiserver)', async () => {
+    await waitFor('restarted (apiserver)', async () => {
       const c = (await apiPod(cp, 'chatty'))?.status?.containerStatuses?.[0];
       return c?.restartCount === 1 && c.state?.running && c.lastState?.terminated ? true : undefined;
     });
-    await eventually('new instance logged', async () => {
+    await waitFor('new instance logged', async () => {
       const r = await cp.kubectl(['logs', 'chatty']);
       return r.stdout.includes('line20\n') ? true : undefined;
     });
@@ -357,7 +344,7 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
     }
   });
 
-  await eventually('every session closed', async () => (node.nodelet.sessions.size === 0 ? true : undefined), 10_000).then(
+  await waitFor('every session closed', async () => (node.nodelet.sessions.size === 0 ? true : undefined), 10_000).then(
     () => t.pass('every streaming session closed'),
     (err: unknown) => t.fail(String(err)),
   );

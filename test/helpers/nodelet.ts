@@ -8,6 +8,7 @@ import { createLogger } from '../../src/logging/index.js';
 import { startNodelet, type Nodelet, type StartOptions } from '../../src/nodelet.js';
 import type { Pod, PodList } from '../../src/api/types.js';
 import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
+import { waitFor } from './wait.js';
 
 export interface TestNode {
   nodelet: Nodelet;
@@ -55,6 +56,7 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     verbosity: Number(process.env.NODELET_TEST_V ?? 0),
     loggingFormat: 'json' as const,
     podNetwork: 'none',
+    containerUlimits: 'auto',
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -113,20 +115,8 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
       }
       return { status: res.status, body: body as T };
     },
-    async waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      let last: unknown;
-      for (;;) {
-        try {
-          const v = await check();
-          if (v !== undefined) return v;
-        } catch (err) {
-          last = err;
-        }
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    },
+    waitFor: (what, check, timeoutMs = 20_000) => waitFor(what, check, timeoutMs),
+
     async pod(name, namespace = 'default') {
       const { body } = await node.get<PodList>('/pods');
       return body.items.find((p) => p.metadata?.name === `${name}-${nodeName}` && p.metadata?.namespace === namespace);

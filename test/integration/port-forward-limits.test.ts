@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../helpers/docker.js';
 import { awaitSwitchingProtocols } from '../helpers/raw-http.js';
 import { TestClient, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Issue 15, finding 1: port-forward against a nodelet CLI whose open-file limit is lowered with
@@ -42,20 +43,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function poll<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface Cli {
   url: string;
@@ -88,12 +75,12 @@ async function startCli(t: Test, flags: string[]): Promise<Cli> {
   });
   const url = `http://127.0.0.1:${port}`;
   const pod = `web-${node}`;
-  await poll('the pod running', async () => {
+  await waitFor('the pod running', async () => {
     if (child.exitCode !== null) throw new Error(`nodelet exited: ${stderr.slice(-2000)}`);
     const list = (await (await fetch(`${url}/pods`)).json()) as { items: { metadata: { name: string }; status?: { containerStatuses?: { state?: { running?: unknown } }[] } }[] };
     return list.items.find((p) => p.metadata.name === pod)?.status?.containerStatuses?.[0]?.state?.running ? true : undefined;
   });
-  await poll('httpd listening', async () => {
+  await waitFor('httpd listening', async () => {
     const res = await fetch(`${url}/run/default/${pod}/httpd?cmd=${encodeURIComponent('netstat -ltn')}`, { method: 'POST' });
     return (await res.text()).includes(':8080 ') ? true : undefined;
   });
@@ -154,7 +141,7 @@ t.test('descriptors exhausted by forwarded connections: failed ones are told on 
   });
   // Every pair ends up either held (its socat runs, no FIN yet) or failed with its reason.
   let held = 0;
-  const failed = await poll('every pair held or failed', async () => {
+  const failed = await waitFor('every pair held or failed', async () => {
     if (c.child.exitCode !== null) throw new Error(`nodelet died: ${c.stderr().slice(-3000)}`);
     const settled = pairs.filter((p) => client.received.some(finOf(p.error))).map((p) => client.dataOf(p.error).bytes.toString());
     held = c.children();
@@ -168,12 +155,12 @@ t.test('descriptors exhausted by forwarded connections: failed ones are told on 
   t.notMatch(c.stderr(), /uncaught|Unhandled/i);
   // The client lets go: descriptors come back and nodelet answers again.
   close();
-  const health = await poll('/healthz answering', async () => {
+  const health = await waitFor('/healthz answering', async () => {
     const h = await healthz(c.url);
     return h.status === 200 ? h : undefined;
   });
   t.equal(health.status, 200, `/healthz ${Math.round(health.ms)} ms after the session closed`);
-  await poll(`fds back near ${baseline}`, async () => (c.fds() <= baseline + 10 ? true : undefined));
+  await waitFor(`fds back near ${baseline}`, async () => (c.fds() <= baseline + 10 ? true : undefined));
   t.equal(c.child.exitCode, null);
 });
 

@@ -35,14 +35,9 @@ export function containerFromInspect(info: Docker.ContainerInspectInfo, name: Pa
   } else {
     state = 'created';
   }
-  const restartCount = Number(labels[Label.restartCount] ?? name.attempt);
-  const grace = Number(labels[Label.terminationGracePeriod]);
   return {
     id: info.Id,
-    name: name.container,
-    attempt: name.attempt,
-    restartCount: Number.isFinite(restartCount) ? restartCount : name.attempt,
-    hash: labels[Label.hash] ?? '',
+    ...fromLabels(labels, name),
     image: info.Config.Image,
     imageID: info.Image,
     state,
@@ -52,6 +47,18 @@ export function containerFromInspect(info: Docker.ContainerInspectInfo, name: Pa
     ...(state === 'exited' ? { exitCode: s.ExitCode } : {}),
     ...(reason ? { reason } : {}),
     ...(s.Error ? { message: s.Error } : {}),
+  };
+}
+
+/** What a container's name and labels say about it: identity, restart count, spec hash, grace period. */
+function fromLabels(labels: Record<string, string>, name: ParsedName): Pick<RuntimeContainer, 'name' | 'attempt' | 'restartCount' | 'hash' | 'gracePeriodSeconds'> {
+  const restartCount = Number(labels[Label.restartCount] ?? name.attempt);
+  const grace = Number(labels[Label.terminationGracePeriod]);
+  return {
+    name: name.container,
+    attempt: name.attempt,
+    restartCount: Number.isFinite(restartCount) ? restartCount : name.attempt,
+    hash: labels[Label.hash] ?? '',
     ...(Number.isFinite(grace) && labels[Label.terminationGracePeriod] ? { gracePeriodSeconds: grace } : {}),
   };
 }
@@ -81,21 +88,15 @@ export function containerFromListEntry(entry: Docker.ContainerInfo, name: Parsed
   const createdAt = new Date(entry.Created * 1000);
   const exitCode = Number(/^Exited \((-?\d+)\)/.exec(entry.Status ?? '')?.[1]);
   const state: RuntimeContainerState = entry.State === 'running' ? 'running' : entry.State === 'exited' || entry.State === 'dead' ? 'exited' : 'created';
-  const restartCount = Number(labels[Label.restartCount] ?? name.attempt);
-  const grace = Number(labels[Label.terminationGracePeriod]);
   return {
     id: entry.Id,
-    name: name.container,
-    attempt: name.attempt,
-    restartCount: Number.isFinite(restartCount) ? restartCount : name.attempt,
-    hash: labels[Label.hash] ?? '',
+    ...fromLabels(labels, name),
     image: entry.Image,
     imageID: entry.ImageID,
     state,
     createdAt,
     ...(state !== 'created' ? { startedAt: createdAt } : {}),
     ...(state === 'exited' ? { exitCode: Number.isFinite(exitCode) ? exitCode : 0, reason: exitCode === 0 ? 'Completed' : 'Error' } : {}),
-    ...(Number.isFinite(grace) && labels[Label.terminationGracePeriod] ? { gracePeriodSeconds: grace } : {}),
   };
 }
 

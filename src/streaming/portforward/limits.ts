@@ -4,36 +4,15 @@
  * of file descriptors (and then everything else it serves fails too).
  */
 
+import { CountingSlots } from '../slots.js';
+
 /** Default of `--max-port-forward-connections-per-session`: far above what a browser opens. */
 export const DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION = 128;
 /** Default of `--max-port-forward-connections`: 256 children hold 768 descriptors, under a 1024 limit. */
 export const DEFAULT_MAX_PORT_FORWARD_CONNECTIONS = 256;
 
 /** The node-wide count of forwarded connections, shared by every session and wire form. */
-export class ForwardLimiter {
-  readonly max: number;
-  #active = 0;
-
-  constructor(max: number) {
-    this.max = max;
-  }
-
-  get active(): number {
-    return this.#active;
-  }
-
-  /** A slot for one connection, or `undefined` at the cap; `release` is idempotent. */
-  tryAcquire(): (() => void) | undefined {
-    if (this.#active >= this.max) return undefined;
-    this.#active++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#active--;
-    };
-  }
-}
+export class ForwardLimiter extends CountingSlots {}
 
 /** What a refused connection's error stream (or channel) says; kubectl prints it as the reason. */
 export function tooManyPerSession(max: number): string {
