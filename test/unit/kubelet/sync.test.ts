@@ -1,0 +1,95 @@
+import t from 'tap';
+import type { Pod } from '../../../src/api/types.js';
+import { EventRecorder } from '../../../src/events/recorder.js';
+import { Backoff } from '../../../src/kubelet/backoff.js';
+import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { createLogger } from '../../../src/logging/index.js';
+import { PodManager } from '../../../src/pod/manager.js';
+import { StatusManager } from '../../../src/status/manager.js';
+import { waitFor } from '../../helpers/wait.js';
+import { MemoryRuntime } from './fixtures/memory-runtime.js';
+
+/** The sync of one pod, end to end inside the kubelet, against a runtime held in memory. */
+function setup() {
+  const runtime = new MemoryRuntime();
+  const podManager = new PodManager();
+  const statusManager = new StatusManager();
+  const recorder = new EventRecorder({ nodeName: 'n1' });
+  const kubelet = new Kubelet({
+    nodeName: 'n1',
+    nodeIP: '127.0.0.1',
+    runtime,
+    podManager,
+    statusManager,
+    recorder,
+    log: createLogger({ verbosity: 0, format: 'json' }),
+    syncFrequencyMs: 60_000,
+    relistPeriodMs: 60_000,
+    backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
+  });
+  kubelet.start();
+  kubelet.markSourcesReady();
+  const add = (pod: Pod) => {
+    podManager.updatePod(pod);
+    kubelet.handlePodChanges({ added: [pod], updated: [], removed: [] });
+  };
+  return { runtime, podManager, statusManager, recorder, kubelet, add };
+}
+
+const pod = (restartPolicy: string, extra: Partial<NonNullable<Pod['spec']>> = {}): Pod => ({
+  metadata: { uid: 'u1', name: 'p', namespace: 'default' },
+  spec: { restartPolicy, terminationGracePeriodSeconds: 7, containers: [{ name: 'app', image: 'busybox' }], ...extra },
+});
+
+t.test('a new pod: one sandbox, then its container; the status says Running', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  add(pod('Always'));
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  t.same(runtime.calls, ['runSandbox 0', 'start app 0']);
+  t.equal(statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.ready, true);
+});
+
+t.test('an exited container restarts under Always, after a back-off the second time, with CrashLoopBackOff meanwhile', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  add(pod('Always'));
+  await waitFor('first start', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 1);
+  await waitFor('restarted', () => (runtime.calls.includes('start app 1') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 1);
+  await waitFor('waiting in back-off', () => (statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff' ? true : undefined), 5000, 5);
+  t.notOk(runtime.calls.includes('start app 2'), 'not restarted during the back-off');
+  await waitFor('restarted after the back-off', () => (runtime.calls.includes('start app 2') ? true : undefined), 5000, 5);
+  t.equal(statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.restartCount, 2);
+});
+
+t.test('under Never an exited container stays down and the pod ends Failed', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  add(pod('Never'));
+  await waitFor('started', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 3);
+  await waitFor('Failed', () => (statusManager.getPodStatus('u1')?.phase === 'Failed' ? true : undefined), 5000, 5);
+  t.same(runtime.calls, ['runSandbox 0', 'start app 0']);
+});
+
+t.test('a deletion stops the containers with the deletion grace period and publishes a terminal status', async (t) => {
+  const { runtime, statusManager, podManager, kubelet } = setup();
+  t.teardown(() => kubelet.stop());
+  const live = pod('Always');
+  podManager.updatePod(live);
+  kubelet.handlePodChanges({ added: [live], updated: [], removed: [] });
+  await waitFor('started', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  const deleting: Pod = { ...live, metadata: { ...live.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', deletionGracePeriodSeconds: 3 } };
+  podManager.updatePod(deleting);
+  kubelet.handlePodChanges({ added: [], updated: [deleting], removed: [] });
+  await waitFor('terminal', () => (statusManager.getPodStatus('u1')?.phase === 'Failed' ? true : undefined), 5000, 5);
+  t.ok(runtime.calls.includes('stop app 3'), 'the deletion grace period, not the spec one');
+  t.ok(runtime.calls.includes('stop POD 0'));
+  t.notOk(runtime.calls.some((c) => c.startsWith('remove')), 'containers stay until the pod leaves its source (logs remain readable)');
+  podManager.deletePod(deleting);
+  kubelet.handlePodChanges({ added: [], updated: [], removed: [deleting] });
+  await waitFor('removed', async () => ((await runtime.listPods()).length === 0 ? true : undefined), 5000, 5);
+  await waitFor('status forgotten', () => (statusManager.getPodStatus('u1') === undefined ? true : undefined), 5000, 5);
+});
