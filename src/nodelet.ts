@@ -216,7 +216,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     url = await app.listen({ host: config.address, port: config.port });
     if (readOnly) readOnlyUrl = await readOnly.listen({ host: config.address, port: config.readOnlyPort });
   } catch (err) {
-    source?.stop();
+    await source?.stop();
     await app.close();
     await readOnly?.close();
     await stats.stop();
@@ -263,7 +263,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     readOnlyUrl,
     cluster,
     async close() {
-      source?.stop();
+      await source?.stop();
       nodeSource.stop();
       await cluster?.stop();
       apiClient?.close();

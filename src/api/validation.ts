@@ -1,7 +1,4 @@
-import type { EventRecorder } from '../events/recorder.js';
-import type { Logger } from '../logging/index.js';
-import { isMirrorPod } from './annotations.js';
-import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue, podFullName } from './names.js';
+import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from './names.js';
 import type { Pod } from './types.js';
 
 /**
@@ -237,73 +234,8 @@ function validateEnv(v: unknown, path: string, errs: FieldErrors): void {
   });
 }
 
-/** Where filterInvalidPods records its events; satisfied by EventRecorder. */
-export type EventSink = Pick<EventRecorder, 'record'>;
-
 /** Go's `utilerrors.NewAggregate(...).Error()`: one message bare, several as `[a, b]`. */
 export function aggregate(errs: readonly string[]): string {
   return errs.length === 1 ? (errs[0] ?? '') : `[${errs.join(', ')}]`;
 }
 
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
-
-/**
- * The kubelet's `filterInvalidPods` (pkg/kubelet/config): drops pods failing validation or whose
- * full name repeats one earlier in the batch or one in `existingFullNames` (other sources' pods),
- * logging a warning and recording a `FailedValidation` event for each; keeps the rest in order.
- * `existingFullNames` holds regular (non-mirror) pods only. Unlike the apiserver, the kubelet
- * also needs a UID to key the pod by.
- */
-export function filterInvalidPods(
-  pods: readonly Pod[],
-  source: string,
-  recorder: EventSink,
-  log: Logger,
-  existingFullNames: ReadonlySet<string> = new Set(),
-): Pod[] {
-  const names = new Set<string>();
-  const mirrorNames = new Set<string>();
-  const filtered: Pod[] = [];
-  pods.forEach((pod, i) => {
-    const errs = validatePod(pod);
-    if (errs.length === 0 && !pod.metadata?.uid) errs.push('metadata.uid: Required value');
-    // If validation fails, don't trust the pod any further: even its name could be bad.
-    if (errs.length === 0) {
-      const full = podFullName(pod);
-      // A mirror pod shares its static pod's full name by design; only mirrors clash with mirrors.
-      const mirror = isMirrorPod(pod);
-      const seen = mirror ? mirrorNames : names;
-      if (seen.has(full) || (!mirror && existingFullNames.has(full))) errs.push(`metadata.name: Duplicate value: ${JSON.stringify(pod.metadata?.name ?? '')}`);
-      else seen.add(full);
-    }
-    if (errs.length === 0) {
-      filtered.push(pod);
-      return;
-    }
-    reportInvalidPod(pod, i, source, errs, recorder, log);
-  });
-  return filtered;
-}
-
-/**
- * Logs and records (reason `FailedValidation`) a pod a source sent that the kubelet ignores, in
- * `filterInvalidPods`' words. `index` is the pod's 0-based position in the source's batch.
- */
-export function reportInvalidPod(pod: Pod, index: number, source: string, errs: readonly string[], recorder: EventSink, log: Logger): void {
-  const meta: unknown = pod?.metadata;
-  const m = isRecord(meta) ? meta : {};
-  const name = str(m.name);
-  const namespace = str(m.namespace);
-  const ident = bestPodIdentString(name, namespace);
-  const err = aggregate(errs);
-  log.warn({ pod: `${namespace}/${name}`, source, errors: errs }, `Pod[${index + 1}] (${ident}) from ${source} failed validation, ignoring: ${err}`);
-  // Only well-typed identity fields reach the event, whatever the pod held.
-  const uid = str(m.uid);
-  const subject = { metadata: { name, namespace: namespace || 'default', ...(uid ? { uid } : {}) } };
-  recorder.record(subject, 'Warning', 'FailedValidation', `Error validating pod ${ident} from ${source}, ignoring: ${err}`);
-}
-
-/** The kubelet's `bestPodIdentString`: `name.namespace` with placeholders for empty parts. */
-function bestPodIdentString(name: string, namespace: string): string {
-  return `${name || '<empty-name>'}.${namespace || '<empty-namespace>'}`;
-}

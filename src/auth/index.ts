@@ -1,6 +1,6 @@
 import type { Config } from '../config/types.js';
 import { UnionAuthenticator } from './authenticator.js';
-import type { SecurityOptions } from './filter.js';
+import type { SecurityOptions } from './options.js';
 import { loadKubeconfig } from '../config/kubeconfig.js';
 import { ApiserverClient } from './apiserver.js';
 import { PolicyAuthorizer, alwaysAllow } from './policy.js';
@@ -10,7 +10,7 @@ import { WebhookTokenAuthenticator, type WebhookLog } from './webhook-authn.js';
 import { WebhookAuthorizer } from './webhook-authz.js';
 import { X509Authenticator } from './x509.js';
 
-export { developmentSecurity, installSecurity, type SecurityOptions } from './filter.js';
+export { developmentSecurity, type SecurityOptions } from './options.js';
 export type { Attributes, Authenticator, Authorizer, UserInfo } from './types.js';
 
 /**

@@ -10,7 +10,6 @@ import { EventSink } from './event-sink.js';
 import { MirrorPods } from './mirror-pods.js';
 import { NodeController } from './node-controller.js';
 import type { NodeSource } from '../node/source.js';
-import { ApiserverObjects } from './objects.js';
 import { ApiPodSource } from './pod-source.js';
 import { StatusSync } from './status-sync.js';
 

@@ -1,6 +1,7 @@
 import { podFullName } from '../api/names.js';
 import type { Pod } from '../api/types.js';
-import { aggregate, filterInvalidPods, reportInvalidPod, validatePod, type EventSink } from '../api/validation.js';
+import { aggregate, validatePod } from '../api/validation.js';
+import { filterInvalidPods, reportInvalidPod, type EventSink } from './invalid.js';
 import type { Logger } from '../logging/index.js';
 import { isMirrorPod, localAnnotations } from '../api/annotations.js';
 import type { PodManager } from './manager.js';

@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { developmentSecurity, installSecurity, type SecurityOptions } from '../auth/index.js';
+import { developmentSecurity, type SecurityOptions } from '../auth/index.js';
+import { installSecurity } from './security.js';
 import type { Logger } from '../logging/index.js';
 import { handleError, handleFrameworkError, handleNotFound, rejectUnknownRoute } from './errors.js';
 import type { Host } from './host.js';

@@ -38,6 +38,7 @@ function unsafeSegment(value: string): string | undefined {
   if (value === '.' || value === '..') return "must not be '.' or '..'";
   if (value.includes('/')) return "must not contain '/'";
   if (value.includes('\\')) return "must not contain '\\'";
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters';
   return undefined;
 }

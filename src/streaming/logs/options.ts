@@ -1,4 +1,4 @@
-import { StatusError, badRequest, invalid } from '../../api/errors.js';
+import { type StatusError, badRequest, invalid } from '../../api/errors.js';
 import type { StatusCause } from '../../api/types.js';
 import type { LogOptions } from '../types.js';
 import { parseTimestamp } from './time.js';

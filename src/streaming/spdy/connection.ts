@@ -81,6 +81,7 @@ const noop = (): void => {};
  * with reading paused meanwhile: the peer's zlib context spans frames.
  */
 /** Typed events (the class merges with this interface). */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the typed-events idiom; the interface only narrows EventEmitter's methods
 export interface SpdyConnection {
   on(event: 'stream', listener: (stream: SpdyStream) => void): this;
   on(event: 'close', listener: (err?: Error) => void): this;
@@ -88,6 +89,7 @@ export interface SpdyConnection {
   once(event: 'close', listener: (err?: Error) => void): this;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class SpdyConnection extends EventEmitter {
   readonly #socket: Duplex;
   readonly #log: Logger | undefined;

@@ -100,11 +100,11 @@ export class SpdyStream extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.#session.write(this.id, chunk, false).then(() => cb());
+    this.#session.write(this.id, chunk, false).then(() => cb(), cb);
   }
 
   override _final(cb: (err?: Error | null) => void): void {
-    this.#session.write(this.id, EMPTY, true).then(() => cb());
+    this.#session.write(this.id, EMPTY, true).then(() => cb(), cb);
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {

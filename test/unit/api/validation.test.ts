@@ -1,7 +1,8 @@
 import t from 'tap';
 import { pino } from 'pino';
 import type { Pod } from '../../../src/api/types.js';
-import { aggregate, filterInvalidPods, validatePod } from '../../../src/api/validation.js';
+import { aggregate, validatePod } from '../../../src/api/validation.js';
+import { filterInvalidPods } from '../../../src/pod/invalid.js';
 import { EventRecorder } from '../../../src/events/recorder.js';
 import type { Logger } from '../../../src/logging/index.js';
 
