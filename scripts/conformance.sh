@@ -6,7 +6,8 @@
 #                                        wrapper module test/control-plane (cached by version); print
 #                                        their directory
 #   scripts/conformance.sh images        build the e2e test images this machine can build honestly
-#                                        into $DOCKER_HOST's engine (agnhost, busybox, pause)
+#                                        into $DOCKER_HOST's engine (agnhost, busybox, pause,
+#                                        nonewprivs)
 #   scripts/conformance.sh run [OUT]     private Docker engine + images, control plane, nodelet nodes
 #                                        in cluster mode, then the e2e suite; writes OUT/junit_01.xml,
 #                                        OUT/summary.md (also printed) and every component's log to
@@ -47,13 +48,17 @@ E2E=$BIN_DIR/e2e.test
 GINKGO=$BIN_DIR/ginkgo
 AGNHOST=$BIN_DIR/agnhost
 PAUSE=$BIN_DIR/pause
-BINARIES=(e2e.test ginkgo agnhost pause)
+NNP=$BIN_DIR/nnp
+BINARIES=(e2e.test ginkgo agnhost pause nnp)
 
 # The images the suite names (manifest.go of $K8S_VERSION) that are built here. `images` checks
 # them against `e2e.test --list-images`, so a version bump that renames one fails loudly.
 AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.56
 BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+# The suite asks for nonewprivs 1.3; test/images/nonewprivs of this tag says 1.4, for a newer
+# Alpine base: its program (nnp.go) prints the effective uid either way.
+NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.3
 
 # ---------------------------------------------------------------------------------------------
 # build-e2e
@@ -82,7 +87,7 @@ build_e2e() {
   ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
   ld+=" -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
-  log "building e2e.test, ginkgo, agnhost ($K8S_VERSION) and pause with $(go version | awk '{print $3}') into $BIN_DIR"
+  log "building e2e.test, ginkgo, agnhost, nnp ($K8S_VERSION) and pause with $(go version | awk '{print $3}') into $BIN_DIR"
   local b tmp start
   for b in "${BINARIES[@]}"; do
     [ -x "$BIN_DIR/$b" ] && continue
@@ -96,6 +101,8 @@ build_e2e() {
         (cd "$MODULE" && go build -trimpath -ldflags "-s -w" -o "$tmp" github.com/onsi/ginkgo/v2/ginkgo) ;;
       agnhost)
         (cd "$MODULE" && go build -trimpath -ldflags "$ld" -o "$tmp" k8s.io/kubernetes/test/images/agnhost) ;;
+      nnp)
+        (cd "$MODULE" && go build -trimpath -ldflags "-s -w" -o "$tmp" k8s.io/kubernetes/test/images/nonewprivs) ;;
       pause)
         # The pause image's own program (build/pause/linux/pause.c of the same tag), static.
         command -v gcc >/dev/null 2>&1 || die "gcc (and libc6-dev) are needed to build the pause image"
@@ -139,7 +146,7 @@ check_image_names() {
   local listed
   listed=$("$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images failed"
   local img
-  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE"; do
+  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE"; do
     grep -qxF "$img" <<<"$listed" || die "$img is not an image of e2e.test $K8S_VERSION: update scripts/conformance.sh from test/utils/image/manifest.go"
   done
 }
@@ -291,6 +298,20 @@ EOF
     log "building $PAUSE_IMAGE from build/pause/linux/pause.c"
     tar -C "$r" -c . | docker import --change 'USER 65535:65535' --change 'ENTRYPOINT ["/pause"]' - "$PAUSE_IMAGE" >/dev/null
   fi
+
+  if ! image_present "$NONEWPRIVS_IMAGE"; then
+    # test/images/nonewprivs/Dockerfile: Alpine with nnp at /usr/local/bin, set-uid root, as CMD.
+    local r=$ctx/nonewprivs
+    busybox_rootfs "$r" full
+    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$r/etc/passwd"
+    printf 'root:x:0:root\nnobody:x:65534:\n' >"$r/etc/group"
+    mkdir -p "$r/usr/local/bin"
+    cp "$NNP" "$r/usr/local/bin/nnp"
+    chown 0:0 "$r/usr/local/bin/nnp"
+    chmod 4755 "$r/usr/local/bin/nnp"
+    log "building $NONEWPRIVS_IMAGE from test/images/nonewprivs ($K8S_VERSION)"
+    tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["nnp"]' - "$NONEWPRIVS_IMAGE" >/dev/null
+  fi
   rm -rf "$ctx"
 }
 
@@ -354,8 +375,14 @@ run() {
   skip=$(node "$ROOT/test/conformance/report.mjs" skip-regex "$skip_file") || die "bad skip list $skip_file"
 
   trap cleanup EXIT
-  DOCKER_STATE=$(mktemp -d /tmp/nodelet-conformance-docker.XXXXXX)
-  DOCKER_HOST=$("$ROOT/scripts/docker-engine.sh" private "$DOCKER_STATE")
+  # Not under /tmp: HostPath specs bind-mount /tmp, and dockerd refuses a private bind of a
+  # directory that holds its own data root.
+  DOCKER_STATE=$(mktemp -d /var/tmp/nodelet-conformance-docker.XXXXXX)
+  # Some specs pull on purpose (an invalid registry, a private one, an image not built here): the
+  # engine's only way out is a proxy on a closed loopback port, so every pull fails at once on
+  # 127.0.0.1 and nothing leaves the machine, not even a DNS query.
+  DOCKER_HOST=$(HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY= \
+    "$ROOT/scripts/docker-engine.sh" private "$DOCKER_STATE")
   export DOCKER_HOST
   "$ROOT/scripts/docker-engine.sh" images
   build_images

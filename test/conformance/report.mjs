@@ -68,11 +68,19 @@ export function parseJUnit(xml) {
 const specName = (name) => name.replace(/^\[It\]\s*/, '');
 const cell = (s) => s.replace(/\|/g, '\\|').replace(/\s+/g, ' ').trim();
 
-/** The first line of a failure that says what went wrong (ginkgo puts the location first). */
+/** The start of a failure's own text (ginkgo puts markers and the location around it). */
 function failureLine(text) {
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
-  const line = lines.find((l) => !/^\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED)\]$/.test(l) && !/^In \[/.test(l)) ?? lines[0] ?? '';
-  return line.replace(/^\[(FAILED|PANICKED|TIMEDOUT)\]\s*/, '').slice(0, 300);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^\[(FAILED|PANICKED|TIMEDOUT|INTERRUPTED)\]$/.test(l) && !/^In \[/.test(l));
+  let out = '';
+  for (const l of lines) {
+    out = out ? `${out} ${l}` : l;
+    if (out.length >= 160) break;
+  }
+  out = out.replace(/^\[(FAILED|PANICKED|TIMEDOUT)\]\s*/, '');
+  return out.length > 300 ? `${out.slice(0, 300)}…` : out;
 }
 
 export function summarize(cases, skips, focus) {

@@ -1,0 +1,100 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { startClusterNode } from '../helpers/cluster-node.js';
+import { startControlPlane } from '../helpers/control-plane.js';
+import { testDockerHost } from '../helpers/docker.js';
+
+/**
+ * A fixed, fast subset of Kubernetes' own [NodeConformance] e2e specs (e2e.test of the control
+ * plane's pinned version, scripts/conformance.sh) against one in-process cluster-mode nodelet, so
+ * the specs that pass in `npm run conformance` stay passing. Each name is a spec's full text;
+ * every one must run and pass (none may be skipped or missing).
+ */
+
+const SPECS = [
+  '[sig-node] Pods should get a host IP [NodeConformance] [Conformance]',
+  '[sig-node] Pods should be submitted and removed [NodeConformance] [Conformance]',
+  '[sig-node] Pods should support remote command execution over websockets [NodeConformance] [Conformance]',
+  '[sig-node] Containers should use the image defaults if command and args are blank [NodeConformance] [Conformance]',
+  "[sig-node] Containers should be able to override the image's default command and arguments [NodeConformance] [Conformance]",
+  '[sig-node] Kubelet when scheduling a busybox command in a pod should print the output to logs [NodeConformance] [Conformance]',
+  '[sig-node] Kubelet when scheduling a busybox command that always fails in a pod should have an terminated reason [NodeConformance] [Conformance]',
+  '[sig-node] Variable Expansion should allow composing env vars into new env vars [NodeConformance] [Conformance]',
+  '[sig-node] Downward API should provide pod UID as env vars [NodeConformance] [Conformance]',
+  "[sig-node] Downward API should provide container's limits.cpu/memory and requests.cpu/memory as env vars [NodeConformance] [Conformance]",
+  '[sig-node] RuntimeClass should reject a Pod requesting a non-existent RuntimeClass [NodeConformance] [Conformance]',
+  '[sig-storage] ConfigMap should be consumable from pods in volume [NodeConformance] [Conformance]',
+  '[sig-storage] Secrets should be consumable from pods in volume [NodeConformance] [Conformance]',
+  '[sig-storage] EmptyDir volumes should support (non-root,0644,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]',
+  '[sig-storage] Projected combined should project all components that make up the projection API [Projection] [NodeConformance] [Conformance]',
+];
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SCRIPT = join(ROOT, 'scripts/conformance.sh');
+const REPORT = join(ROOT, 'test/conformance/report.mjs');
+const SKIP_FILE = join(ROOT, 'test/conformance/skip.yaml');
+
+t.setTimeout(15 * 60_000);
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 << 20, env }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+t.test('a subset of [NodeConformance] passes against a cluster-mode nodelet', async (t) => {
+  // Cached by version; .ci/run builds them before the tests so the cold build shows on its own.
+  const built = await run(SCRIPT, ['build-e2e'], 60 * 60_000);
+  t.equal(built.code, 0, 'scripts/conformance.sh build-e2e', { stderr: built.stderr });
+  const bin = built.stdout.trim().split('\n').pop() ?? '';
+  const images = await run(SCRIPT, ['images'], 5 * 60_000, { ...process.env, DOCKER_HOST: testDockerHost() });
+  t.equal(images.code, 0, 'the e2e images are built locally', { stderr: images.stderr });
+
+  const cp = await startControlPlane(t);
+  const node = await startClusterNode(t, cp, { nodeName: `conf-${Math.random().toString(16).slice(2, 8)}` });
+  const wait = await cp.kubectl(['wait', '--for=condition=Ready', `node/${node.nodeName}`, '--timeout=60s']);
+  t.equal(wait.code, 0, 'the node is Ready', { stderr: wait.stderr });
+
+  const out = await mkdtemp(join(tmpdir(), 'nodelet-conformance-'));
+  t.teardown(() => rm(out, { recursive: true, force: true }));
+  const focus = SPECS.map(escapeRegex).join('|');
+  const e2e = await run(
+    join(bin, 'e2e.test'),
+    [
+      `--kubeconfig=${cp.adminKubeconfig}`,
+      '--provider=skeleton',
+      `--report-dir=${out}`,
+      `--e2e-output-dir=${out}`,
+      '--prepull-images=false',
+      '--disable-log-dump',
+      `--ginkgo.focus=${focus}`,
+      '--ginkgo.no-color',
+      '--ginkgo.timeout=10m',
+    ],
+    12 * 60_000,
+    { ...process.env, HOME: out },
+  );
+  t.equal(e2e.code, 0, 'e2e.test passes', { output: e2e.stdout.slice(-8000) + e2e.stderr.slice(-4000) });
+
+  const summary = await run(process.execPath, [REPORT, 'summary', join(out, 'junit_01.xml'), SKIP_FILE, '--focus', focus], 30_000);
+  t.equal(summary.code, 0, 'report.mjs finds no failure', { output: summary.stdout + summary.stderr });
+  t.match(summary.stdout, new RegExp(`^${SPECS.length} passed, 0 failed, 0 skipped$`, 'm'), `all ${SPECS.length} specs ran and passed`);
+  for (const spec of SPECS) {
+    t.match(summary.stdout, `| ${spec} | passed |`, spec);
+  }
+});
