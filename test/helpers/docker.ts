@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { dockerClient } from '../../src/runtime/docker/client.js';
@@ -37,4 +39,53 @@ export async function containersOfNode(docker: Docker, node: string): Promise<Do
 export async function removeNodeContainers(docker: Docker, node: string): Promise<void> {
   const list = await containersOfNode(docker, node);
   await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+}
+
+/**
+ * The state directory of the private engine `npm run test:soak` started (scripts/test-soak.sh
+ * exports NODELET_DOCKER_STATE_DIR): the soak suite stops and starts that engine as faults.
+ */
+export function testEngineDir(): string {
+  const dir = process.env.NODELET_DOCKER_STATE_DIR;
+  if (!dir) throw new Error('NODELET_DOCKER_STATE_DIR is not set: run the soak suite through `npm run test:soak`, which starts a restartable private engine');
+  return dir;
+}
+
+/**
+ * Stops the private test engine as `systemctl stop docker` does (SIGTERM: dockerd stops the
+ * containers, then exits) and waits until it is gone; its exec root is unmounted and removed as
+ * scripts/docker-engine.sh stop does, since the next start makes a new one.
+ */
+export async function stopTestEngine(timeoutMs = 90_000): Promise<void> {
+  const dir = testEngineDir();
+  const pid = Number((await readFile(`${dir}/docker.pid`, 'utf8').catch(() => '')).trim());
+  const execRoot = (await readFile(`${dir}/execroot`, 'utf8').catch(() => '')).trim();
+  if (pid > 0) {
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + timeoutMs;
+    while (alive(pid)) {
+      if (Date.now() > deadline) throw new Error(`dockerd ${pid} did not exit within ${timeoutMs} ms of SIGTERM`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  if (execRoot.startsWith('/tmp/nodelet-exec.')) {
+    await run('umount', ['-R', execRoot]).catch(() => undefined);
+    await rm(execRoot, { recursive: true, force: true });
+  }
+}
+
+/** Starts the private test engine again on the same state and socket; resolves once it answers. */
+export async function startTestEngine(): Promise<void> {
+  const script = new URL('../../scripts/docker-engine.sh', import.meta.url).pathname;
+  await run(script, ['private', testEngineDir()], { timeout: 120_000 });
+}
+
+/** Running and not a zombie (dockerd's parent, the script, has exited: init reaps it later). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
 }

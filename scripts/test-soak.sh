@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `npm run test:soak`: the soak and chaos suite (test/soak/*.soak.ts, issue 13) against a private
+# Docker engine started here and removed afterwards. The cases stop and start that engine, so the
+# files run one at a time. NODELET_SOAK_SCALE=ci (default, about 8 minutes on 2 cores) or full
+# (the issue's sizes); NODELET_SOAK_SEED replays a chaos run. Ends with a table of every case's
+# figures and the line `N passed, N failed` (assertions, as scripts/test.sh counts them).
+# Extra arguments go to tap, e.g. `npm run test:soak -- test/soak/bulk.soak.ts`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NODELET_SOAK_SCALE=${NODELET_SOAK_SCALE:-ci}
+case "$NODELET_SOAK_SCALE" in
+  ci) file_timeout=900 ;;
+  full) file_timeout=7200 ;;
+  *) echo "NODELET_SOAK_SCALE must be ci or full" >&2; exit 2 ;;
+esac
+[ -f dist/cli.js ] || { echo "dist/cli.js is missing: run \`npm run build\` first" >&2; exit 1; }
+
+state=$(mktemp -d /tmp/nodelet-soak-docker.XXXXXX)
+report=$(mktemp /tmp/nodelet-soak-report.XXXXXX)
+log=$(mktemp /tmp/nodelet-soak-log.XXXXXX)
+cleanup() { scripts/docker-engine.sh stop "$state"; rm -f "$report" "$log"; }
+trap cleanup EXIT
+DOCKER_HOST=$(scripts/docker-engine.sh private "$state") || exit 1
+# The cases restart the engine through this directory (test/helpers/docker.ts).
+export DOCKER_HOST NODELET_DOCKER_STATE_DIR=$state NODELET_SOAK_REPORT=$report
+scripts/docker-engine.sh images || exit 1
+
+files=()
+for a in "$@"; do case "$a" in *.soak.ts) files+=("$a") ;; esac; done
+[ ${#files[@]} -gt 0 ] || set -- "$@" test/soak/*.soak.ts
+
+started=$(date +%s)
+# One file at a time (the engine is shared and restarted); no coverage (npm test measures it);
+# --expose-gc for heap figures after a full collection.
+npx tap --jobs=1 --disable-coverage --timeout="$file_timeout" --node-arg=--expose-gc "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+seconds=$(($(date +%s) - started))
+
+echo
+echo "soak summary (scale $NODELET_SOAK_SCALE, ${seconds} s):"
+# One row per case (a top-level test of a soak file): its result and time from tap's output, its
+# figures from the report the cases append to (test/helpers/soak.ts `figures`).
+node -e '
+const fs = require("fs");
+const [report, tapLog, rc] = process.argv.slice(1);
+const tap = fs.readFileSync(tapLog, "utf8");
+const figs = fs.readFileSync(report, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+const rows = [];
+let file = "";
+for (const line of tap.split("\n")) {
+  const sub = /^# Subtest: test\/soak\/(.*)\.soak\.ts$/.exec(line);
+  if (sub) file = sub[1];
+  const res = /^    (not )?ok \d+ - (.*?)(?: # time=([\d.]+)ms)?$/.exec(line);
+  if (res && file) rows.push({ file, name: res[2], ok: !res[1], s: res[3] ? (Number(res[3]) / 1000).toFixed(1) : "" });
+}
+const cell = (f) => Object.entries(f).map(([k, v]) => `${k}=${v}`).join(" ");
+const w = Math.max(4, ...rows.map((r) => `${r.file}: ${r.name}`.length));
+console.log(`${"case".padEnd(w)}  result  seconds  figures`);
+for (const r of rows) {
+  const mine = figs.filter((f) => f.file === r.file && f.case === r.name);
+  const first = `${`${r.file}: ${r.name}`.padEnd(w)}  ${(r.ok ? "ok" : "FAILED").padEnd(6)}  ${r.s.padStart(7)}  `;
+  if (mine.length === 0) console.log(first + "-");
+  mine.forEach((f, i) => console.log((i === 0 ? first : " ".repeat(first.length)) + cell(f.figures)));
+}
+if (rows.length === 0) console.log("(no cases ran)");
+// The count as scripts/test.sh gives it, from tap's `# { total: N, pass: N, fail: N, … }` line:
+// assertions passed, and the rest (a non-zero exit with nothing failed counts as one failure).
+const last = tap.split("\n").filter((l) => l.startsWith("# { total: ")).pop() ?? "";
+const n = (k) => Number(new RegExp(`${k}: (\\d+)`).exec(last)?.[1] ?? 0);
+let failed = n("total") - n("pass") - n("skip") - n("todo");
+if (Number(rc) !== 0 && failed === 0) failed = 1;
+console.log(`${n("pass")} passed, ${failed} failed`);
+' "$report" "$log" "$rc" || echo "0 passed, 1 failed"
+
+exit "$rc"

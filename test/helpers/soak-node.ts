@@ -1,0 +1,290 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type Docker from 'dockerode';
+import type { Pod, PodList } from '../../src/api/types.js';
+import { freePort } from '../../bench/lib/env.js';
+import { Label, DockerType } from '../../src/runtime/docker/labels.js';
+import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from './docker.js';
+import { unmountUnder } from './nodelet.js';
+import { childrenOf, fdsOf, poll, rssOf } from './soak.js';
+
+const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
+
+interface Teardown {
+  teardown(fn: () => Promise<void> | void): void;
+}
+
+export interface ChildNodeOptions {
+  /** Extra nodelet flags. */
+  flags?: string[];
+  /** The static pod path is this symlink's name in the work dir (for atomic swaps), not a plain directory. */
+  manifestLink?: boolean;
+}
+
+/**
+ * nodelet as a child process (`node dist/cli.js …`) on a loopback port, against the private test
+ * engine, with its own node name, manifest dir and root dir: its descriptors and RSS are read
+ * from /proc, and it can be SIGKILLed and started again on the same port and directories.
+ */
+export class ChildNode {
+  readonly docker: Docker = testDocker();
+  #child: ChildProcess;
+  #exited: Promise<void>;
+  readonly url: string;
+  /** nodelet's stdout+stderr (JSON lines), kept for diagnostics. */
+  readonly logFile: string;
+
+  private constructor(
+    readonly nodeName: string,
+    readonly workDir: string,
+    readonly manifestDir: string,
+    readonly port: number,
+    private readonly args: string[],
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+    this.logFile = join(workDir, 'nodelet.log');
+    [this.#child, this.#exited] = this.#spawn();
+  }
+
+  static async start(t: Teardown, opts: ChildNodeOptions = {}): Promise<ChildNode> {
+    if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first`);
+    const nodeName = `soak${randomBytes(3).toString('hex')}`;
+    const workDir = await mkdtemp(join(tmpdir(), 'nodelet-soak-'));
+    const manifestDir = join(workDir, opts.manifestLink ? 'manifests' : 'manifests.d');
+    if (!opts.manifestLink) await mkdir(manifestDir);
+    const port = await freePort();
+    const args = [
+      cli,
+      '--docker-endpoint', testDockerHost(),
+      '--pod-manifest-path', manifestDir,
+      '--root-dir', join(workDir, 'root'),
+      '--address', '127.0.0.1',
+      '--port', String(port),
+      '--hostname-override', nodeName,
+      '--file-check-frequency', '1s',
+      '--logging-format', 'json',
+      '-v', '2',
+      ...(opts.flags ?? []),
+    ];
+    const node = new ChildNode(nodeName, workDir, manifestDir, port, args);
+    t.teardown(async () => {
+      await node.kill('SIGKILL');
+      await removeNodeContainers(node.docker, nodeName);
+      await unmountUnder(workDir);
+      await rm(workDir, { recursive: true, force: true });
+    });
+    await node.waitServing();
+    return node;
+  }
+
+  #spawn(): [ChildProcess, Promise<void>] {
+    const fd = openSync(join(this.workDir, 'nodelet.log'), 'a');
+    const child = spawn(process.execPath, this.args, { stdio: ['ignore', fd, fd], cwd: this.workDir });
+    closeSync(fd);
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    return [child, exited];
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  get running(): boolean {
+    return this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
+  /** The last `bytes` of nodelet's log. */
+  logTail(bytes = 3000): string {
+    try {
+      const text = readFileSync(this.logFile, 'utf8');
+      return text.slice(-bytes);
+    } catch {
+      return '';
+    }
+  }
+
+  fds(): number {
+    return fdsOf(this.pid);
+  }
+
+  rss(): number {
+    return rssOf(this.pid);
+  }
+
+  /** nodelet's child processes (one `nsenter … socat` per forwarded connection). */
+  children(): number {
+    return childrenOf(this.pid).length;
+  }
+
+  /** Sends `signal` and waits until the process has exited. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (!this.running) return;
+    this.#child.kill(signal);
+    await this.#exited;
+  }
+
+  /** Starts nodelet again on the same port, node name and directories (as after a crash). */
+  async restart(): Promise<void> {
+    await this.kill('SIGKILL');
+    [this.#child, this.#exited] = this.#spawn();
+    await this.waitServing();
+  }
+
+  /** Resolves once `/healthz` answers at all (200 or 500). */
+  async waitServing(timeoutMs = 30_000): Promise<void> {
+    await poll('nodelet serving', async () => {
+      if (!this.running) throw new Error(`nodelet exited: ${this.logTail()}`);
+      const res = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2000) });
+      await res.text();
+      return true;
+    }, timeoutMs, 50);
+  }
+
+  async healthz(): Promise<number> {
+    const res = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(5000) });
+    await res.text();
+    return res.status;
+  }
+
+  writeManifest(file: string, text: string): Promise<void> {
+    return writeFile(join(this.manifestDir, file), text);
+  }
+
+  removeManifest(file: string): Promise<void> {
+    return unlink(join(this.manifestDir, file));
+  }
+
+  /** The pod as listed (`<name>-<node>`). */
+  podName(name: string): string {
+    return `${name}-${this.nodeName}`;
+  }
+
+  async pods(): Promise<Pod[]> {
+    const res = await fetch(`${this.url}/pods`, { signal: AbortSignal.timeout(10_000) });
+    return ((await res.json()) as PodList).items;
+  }
+
+  async pod(name: string): Promise<Pod | undefined> {
+    return (await this.pods()).find((p) => p.metadata?.name === this.podName(name));
+  }
+
+  /** A gauge or counter from `/metrics` (summed over its series). */
+  async metric(name: string): Promise<number> {
+    const text = await (await fetch(`${this.url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+    let sum = 0;
+    for (const line of text.split('\n')) {
+      if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+    return sum;
+  }
+
+  /** Open exec, attach and port-forward sessions (`nodelet_streaming_sessions`). */
+  sessions(): Promise<number> {
+    return this.metric('nodelet_streaming_sessions');
+  }
+
+  /** The first running container `container` of pod `name`: its Docker id and host PID. */
+  async containerOf(name: string, container: string): Promise<{ id: string; pid: number }> {
+    const pod = await this.pod(name);
+    const id = pod?.status?.containerStatuses?.find((c) => c.name === container && c.state?.running)?.containerID?.replace('docker://', '');
+    if (!id) throw new Error(`container ${container} of ${name} is not running`);
+    const info = await this.docker.getContainer(id).inspect();
+    return { id, pid: info.State.Pid };
+  }
+}
+
+/** What Docker holds for one pod: sandboxes and containers by name, with their states. */
+export interface PodOnDocker {
+  sandboxes: { id: string; state: string }[];
+  containers: Map<string, { id: string; state: string }[]>;
+}
+
+export async function podOnDocker(docker: Docker, node: string, uid: string): Promise<PodOnDocker> {
+  const list = await docker.listContainers({ all: true, filters: { label: [`${Label.node}=${node}`, `${Label.podUID}=${uid}`] } });
+  const out: PodOnDocker = { sandboxes: [], containers: new Map() };
+  for (const c of list) {
+    const entry = { id: c.Id, state: c.State };
+    if (c.Labels[Label.dockerType] === DockerType.sandbox) out.sandboxes.push(entry);
+    else {
+      const name = c.Labels[Label.containerName] ?? '';
+      out.containers.set(name, [...(out.containers.get(name) ?? []), entry]);
+    }
+  }
+  return out;
+}
+
+/** Every container of the node on Docker, grouped by pod UID. */
+export async function uidsOnDocker(docker: Docker, node: string): Promise<Map<string, number>> {
+  const list = await docker.listContainers({ all: true, filters: { label: [`${Label.node}=${node}`] } });
+  const out = new Map<string, number>();
+  for (const c of list) out.set(c.Labels[Label.podUID] ?? '', (out.get(c.Labels[Label.podUID] ?? '') ?? 0) + 1);
+  return out;
+}
+
+/**
+ * Why the pods named `names` (manifest names) have not converged yet, or undefined once they
+ * have: each listed with every container running and ready, and on Docker exactly one sandbox
+ * (running) and per container exactly one running instance and at most one dead one (kept for
+ * `logs --previous`); and nothing of the node on Docker belongs to any other pod.
+ */
+export async function notConverged(node: ChildNode, names: readonly string[]): Promise<string | undefined> {
+  const pods = await node.pods();
+  const uids = new Set<string>();
+  for (const name of names) {
+    const pod = pods.find((p) => p.metadata?.name === node.podName(name));
+    if (!pod) return `${name} not listed`;
+    const uid = pod.metadata?.uid ?? '';
+    uids.add(uid);
+    const specNames = (pod.spec?.containers ?? []).map((c) => c.name);
+    const statuses = pod.status?.containerStatuses ?? [];
+    const notRunning = specNames.filter((n) => !statuses.some((s) => s.name === n && s.state?.running && s.ready));
+    if (notRunning.length > 0) return `${name}: ${notRunning.join(',')} not running and ready in /pods`;
+    const onDocker = await podOnDocker(node.docker, node.nodeName, uid);
+    if (onDocker.sandboxes.length !== 1 || onDocker.sandboxes[0]!.state !== 'running') return `${name}: sandboxes on Docker ${JSON.stringify(onDocker.sandboxes.map((s) => s.state))}`;
+    for (const n of specNames) {
+      const list = onDocker.containers.get(n) ?? [];
+      const running = list.filter((c) => c.state === 'running').length;
+      if (running !== 1 || list.length > 2) return `${name}/${n}: on Docker ${JSON.stringify(list.map((c) => c.state))}`;
+    }
+    const unknown = [...onDocker.containers.keys()].filter((n) => !specNames.includes(n));
+    if (unknown.length > 0) return `${name}: containers not in the spec on Docker: ${unknown.join(',')}`;
+  }
+  const strays = [...(await uidsOnDocker(node.docker, node.nodeName)).keys()].filter((uid) => !uids.has(uid));
+  if (strays.length > 0) return `containers of ${strays.length} other pod(s) still on Docker`;
+  return undefined;
+}
+
+/** Polls until `names` converged (see notConverged); resolves with the seconds it took. */
+export async function converge(node: ChildNode, names: readonly string[], timeoutMs = 90_000): Promise<number> {
+  const t0 = Date.now();
+  await poll(`pods ${names.join(', ')} converged`, async (why) => {
+    const reason = await notConverged(node, names);
+    if (reason === undefined) return true;
+    why(reason);
+    return undefined;
+  }, timeoutMs, 250);
+  return (Date.now() - t0) / 1000;
+}
+
+/**
+ * A static pod manifest of busybox containers, each running `command` (an argv), with no grace
+ * period: `containers` maps container names to commands.
+ */
+export function podManifest(name: string, containers: Record<string, readonly string[]>, opts: { restartPolicy?: 'Always' | 'Never' | 'OnFailure' } = {}): string {
+  const lines = Object.entries(containers).map(([c, command]) => `    - { name: ${c}, image: ${BUSYBOX}, imagePullPolicy: Never, command: ${JSON.stringify(command)} }`);
+  return [
+    'apiVersion: v1',
+    'kind: Pod',
+    `metadata: { name: ${name} }`,
+    'spec:',
+    '  terminationGracePeriodSeconds: 0',
+    `  restartPolicy: ${opts.restartPolicy ?? 'Always'}`,
+    '  containers:',
+    ...lines,
+    '',
+  ].join('\n');
+}
