@@ -43,8 +43,6 @@ const layers = {
 const exceptions = [
   // node/ reads the engine's version object (type only) to name the runtime; issue 12: pass a plain version from runtime/.
   { file: 'src/node/facts.ts', imports: D },
-  // The Host contract still lives in server/host.ts; issue 12 moves it to host/ (the next commit).
-  { file: 'src/kubelet/host.ts', imports: 'server' },
 ];
 
 export default tseslint.config(

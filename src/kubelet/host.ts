@@ -6,12 +6,12 @@ import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js'
 import type { EventRecorder } from '../events/recorder.js';
 import type { PodManager } from '../pod/manager.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
-import type { ContainerRef, Host, SandboxRef } from '../server/host.js';
+import type { ContainerRef, Host, HostStats, SandboxRef } from '../host/index.js';
 import type { StatusManager } from '../status/manager.js';
 import { buildNodeMetrics, buildPodMetrics } from '../stats/metrics-api.js';
 import { renderResourceMetrics } from '../stats/resource-metrics.js';
 import { buildSummary } from '../stats/summary.js';
-import type { NodeMetrics, PodMetrics, StatsSnapshot, StatsSource, Summary } from '../stats/types.js';
+import type { NodeMetrics, PodMetrics, StatsSource, Summary } from '../stats/types.js';
 import type { Kubelet } from './kubelet.js';
 import type { Node } from 'kubernetes-types/core/v1.js';
 import { ConfigSourceAnnotationKey } from '../api/annotations.js';
@@ -31,7 +31,8 @@ export class KubeletHost implements Host {
   readonly #runtime: Runtime;
   readonly #recorder: EventRecorder;
   readonly #kubelet: Kubelet;
-  readonly #stats: StatsSource;
+  /** Undefined without a stats sampler: the stats routes then answer 501. */
+  readonly stats: HostStats | undefined;
   /** Fallback node start time where /proc/stat cannot be read. */
   readonly #bootTime = new Date(Date.now() - uptime() * 1000);
   readonly watch: WatchFeeds;
@@ -47,7 +48,7 @@ export class KubeletHost implements Host {
     runtime: Runtime;
     recorder: EventRecorder;
     kubelet: Kubelet;
-    /** The background stats sampler; without one, stats are empty. */
+    /** The background stats sampler; without one, the Host has no `stats` (501 on the stats routes). */
     stats?: StatsSource;
     /** The Node object's source; without one, `getNode` answers 503. */
     nodeSource?: NodeSource;
@@ -61,7 +62,7 @@ export class KubeletHost implements Host {
     this.#runtime = opts.runtime;
     this.#recorder = opts.recorder;
     this.#kubelet = opts.kubelet;
-    this.#stats = opts.stats ?? { snapshot: (): StatsSnapshot => ({ containers: [] }) };
+    this.stats = opts.stats ? this.#statsFrom(opts.stats) : undefined;
     this.#nodeSource = opts.nodeSource;
     this.#log = opts.log;
     // Watch feeds, fed by change notifications: the pod set, statuses (newest per pod), events, the node.
@@ -168,24 +169,21 @@ export class KubeletHost implements Host {
     return this.#runtime.portForward(ref.id, port, stream, signal);
   }
 
-  getStatsSummary(): Summary {
-    const snap = this.#stats.snapshot();
-    if (snap.failure !== undefined) throw internalError(`failed to get stats summary: ${snap.failure}`);
-    return buildSummary(this.nodeName, snap, this.#bootTime);
-  }
-
-  getResourceMetrics(): string {
-    return renderResourceMetrics(this.#stats.snapshot());
-  }
-
-  getPodMetrics(namespace: string | undefined): PodMetrics[] {
-    // metrics-server copies the pod's labels, so `kubectl top pod -l` can select on them.
-    const labelsOf = (uid: string) => this.#pods.getPodByUID(uid)?.metadata?.labels;
-    return buildPodMetrics(this.#stats.snapshot(), new Date(), labelsOf).filter((m) => namespace === undefined || m.metadata.namespace === namespace);
-  }
-
-  getNodeMetrics(): NodeMetrics | undefined {
-    return buildNodeMetrics(this.nodeName, this.#stats.snapshot(), new Date());
+  #statsFrom(source: StatsSource): HostStats {
+    return {
+      getStatsSummary: (): Summary => {
+        const snap = source.snapshot();
+        if (snap.failure !== undefined) throw internalError(`failed to get stats summary: ${snap.failure}`);
+        return buildSummary(this.nodeName, snap, this.#bootTime);
+      },
+      getResourceMetrics: (): string => renderResourceMetrics(source.snapshot()),
+      getPodMetrics: (namespace: string | undefined): PodMetrics[] => {
+        // metrics-server copies the pod's labels, so `kubectl top pod -l` can select on them.
+        const labelsOf = (uid: string) => this.#pods.getPodByUID(uid)?.metadata?.labels;
+        return buildPodMetrics(source.snapshot(), new Date(), labelsOf).filter((m) => namespace === undefined || m.metadata.namespace === namespace);
+      },
+      getNodeMetrics: (): NodeMetrics | undefined => buildNodeMetrics(this.nodeName, source.snapshot(), new Date()),
+    };
   }
 
   async getNode(): Promise<Node> {

@@ -3,7 +3,7 @@ import { developmentSecurity, type SecurityOptions } from '../auth/index.js';
 import { installSecurity } from './security.js';
 import type { Logger } from '../logging/index.js';
 import { handleError, handleFrameworkError, handleNotFound, rejectUnknownRoute } from './errors.js';
-import type { Host } from './host.js';
+import type { Host } from '../host/index.js';
 import { checkPathParams } from './params.js';
 import { apiEventsPlugin } from './plugins/api-events.js';
 import { apiNamespacesPlugin } from './plugins/api-namespaces.js';

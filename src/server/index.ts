@@ -1,3 +1,2 @@
 export { buildServer, type ServerOptions } from './app.js';
-export type { Host } from './host.js';
 export type { VersionInfo, VersionOptions } from './plugins/discovery.js';

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest } from '../../api/errors.js';
 import type { Event } from '../../api/types.js';
 import { eventSelectableFields } from '../../events/recorder.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { preferredTableVersion } from '../negotiate.js';
 import { queryValue } from '../params.js';

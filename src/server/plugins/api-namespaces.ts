@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Namespace } from '../../api/types.js';
 import { rfc3339 } from '../../api/time.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { preferredTableVersion } from '../negotiate.js';
 import { queryValue, refuseWatch } from '../params.js';

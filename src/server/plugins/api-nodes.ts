@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Node } from 'kubernetes-types/core/v1.js';
 import { notFound } from '../../api/errors.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { preferredTableVersion } from '../negotiate.js';
 import { queryValue } from '../params.js';

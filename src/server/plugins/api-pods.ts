@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StatusError, badRequest, invalid, notFound } from '../../api/errors.js';
 import type { Pod } from '../../api/types.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { getRoute, methodRoutes } from '../methods.js';
 import { preferredTableVersion } from '../negotiate.js';
 import { withPodTypeMeta } from '../objects.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { pageNotFound } from '../errors.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { hasQuery, queryValues } from '../params.js';
 

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../api/names.js';
 import type { PodStatus } from '../../api/types.js';
 import { PlainTextError } from '../errors.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { podList } from '../objects.js';
 import { queryValue } from '../params.js';

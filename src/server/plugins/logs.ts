@@ -5,7 +5,7 @@ import type { Pod } from '../../api/types.js';
 import { LOG_STREAMS_RETRY_AFTER_SECONDS, type LogStreamSlots } from '../../streaming/logs/limits.js';
 import { parseLogQuery, type LogQuery } from '../../streaming/logs/options.js';
 import type { LogOptions } from '../../streaming/types.js';
-import type { ContainerRef, Host } from '../host.js';
+import type { ContainerRef, Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 
 interface KubeletParams {

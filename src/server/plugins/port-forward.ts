@@ -11,7 +11,7 @@ import { tunnelStream } from '../../streaming/portforward/tunnel.js';
 import { serveWebSocketPortForward } from '../../streaming/portforward/websocket.js';
 import { ACCEPTED_PROTOCOLS_HEADER, STREAM_PROTOCOL_HEADER, negotiatePortForwardProtocol } from '../../streaming/remotecommand/negotiate.js';
 import { SpdyConnection } from '../../streaming/spdy/index.js';
-import type { Host, SandboxRef } from '../host.js';
+import type { Host, SandboxRef } from '../../host/index.js';
 import { upgradeOf, type StreamingSessions } from '../upgrade.js';
 import type { StreamingOptions } from './remote-command.js';
 

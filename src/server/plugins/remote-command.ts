@@ -10,7 +10,7 @@ import { SpdyConnection } from '../../streaming/spdy/index.js';
 import type { CommandResult, StreamIO } from '../../streaming/types.js';
 import { serveWebSocketRemoteCommand } from '../../streaming/websocket/session.js';
 import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { upgradeOf, type StreamingSessions } from '../upgrade.js';
 
 export interface StreamingOptions {

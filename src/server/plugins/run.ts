@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StatusError, badRequest, internalError } from '../../api/errors.js';
-import type { Host } from '../host.js';
+import type { Host } from '../../host/index.js';
 import { MethodNotAllowedError } from '../errors.js';
 import { queryValue } from '../params.js';
 

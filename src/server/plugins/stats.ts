@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { notFound } from '../../api/errors.js';
+import { notFound, notImplemented } from '../../api/errors.js';
 import type { APIResourceList } from '../../api/types.js';
 import { metricsList } from '../../stats/metrics-api.js';
 import { resourceMetricsContentType } from '../../stats/resource-metrics.js';
 import { metricsGroupVersion, type NodeMetrics, type PodMetrics } from '../../stats/types.js';
 import { MethodNotAllowedError, PlainTextError } from '../errors.js';
-import type { Host } from '../host.js';
+import type { Host, HostStats } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { queryValue, refuseWatch } from '../params.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from '../selectors.js';
@@ -44,15 +44,21 @@ async function rejectSummaryMethod(): Promise<never> {
 }
 
 export async function statsPlugin(app: FastifyInstance, opts: { host: Host }): Promise<void> {
-  const { host } = opts;
+  // An optional capability: without a sampler every route here is a 501 Status, never empty data.
+  const stats = (): HostStats => {
+    const s = opts.host.stats;
+    if (s === undefined) throw notImplemented('resource usage statistics are not available on this node');
+    return s;
+  };
 
   // Go's ParseForm reads a form body on POST; accept it (only `only_cpu_and_memory` would matter,
   // and nodelet's summary holds nothing but CPU and memory anyway).
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   const summary = async () => {
+    const s = stats();
     try {
-      return host.getStatsSummary();
+      return s.getStatsSummary();
     } catch (err) {
       // The kubelet's handleError: 500 with `Internal Error: …` as plain text.
       const message = err instanceof Error ? err.message : String(err);
@@ -69,23 +75,23 @@ export async function statsPlugin(app: FastifyInstance, opts: { host: Host }): P
     handler: rejectSummaryMethod,
   });
 
-  getRoute(app, '/metrics/resource', async (_request, reply) => reply.type(resourceMetricsContentType).send(host.getResourceMetrics()));
+  getRoute(app, '/metrics/resource', async (_request, reply) => reply.type(resourceMetricsContentType).send(stats().getResourceMetrics()));
 
   getRoute(app, `/apis/${metricsGroupVersion}`, async () => structuredClone(metricsResources));
 
   const listPods = async (request: FastifyRequest<{ Params: { ns?: string } }>) =>
-    metricsList('PodMetricsList', selected(request, host.getPodMetrics(request.params.ns), podFields, 'PodMetrics'));
+    metricsList('PodMetricsList', selected(request, stats().getPodMetrics(request.params.ns), podFields, 'PodMetrics'));
   getRoute(app, `/apis/${metricsGroupVersion}/pods`, listPods);
   getRoute(app, `/apis/${metricsGroupVersion}/namespaces/:ns/pods`, listPods);
   getRoute<{ Params: { ns: string; name: string } }>(app, `/apis/${metricsGroupVersion}/namespaces/:ns/pods/:name`, async (request) => {
     const { ns, name } = request.params;
-    const found = host.getPodMetrics(ns).find((m) => m.metadata.name === name);
+    const found = stats().getPodMetrics(ns).find((m) => m.metadata.name === name);
     // Unknown, or sampled only once so far (no rate yet): metrics-server's NotFound.
     if (!found) throw notFound('podmetrics', name, 'metrics.k8s.io');
     return found;
   });
 
-  const node = () => host.getNodeMetrics();
+  const node = () => stats().getNodeMetrics();
   getRoute(app, `/apis/${metricsGroupVersion}/nodes`, async (request) => {
     const n = node();
     return metricsList('NodeMetricsList', selected(request, n ? [n] : [], nodeFields, 'NodeMetrics'));

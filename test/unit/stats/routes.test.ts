@@ -77,6 +77,29 @@ t.test('/stats/summary: a failed sampler is the kubelet\'s plain-text 500', asyn
   t.equal(res.body, 'Internal Error: failed to get stats summary: docker down\n');
 });
 
+t.test('a host without the stats capability: every stats route is a 501 NotImplemented Status, never empty data', async (t) => {
+  const h = host();
+  h.stats = undefined;
+  const app = build(h);
+  for (const req of [
+    { method: 'GET' as const, url: '/stats/summary' },
+    { method: 'POST' as const, url: '/stats/summary' },
+    { method: 'GET' as const, url: '/metrics/resource' },
+    { method: 'GET' as const, url: '/apis/metrics.k8s.io/v1beta1/pods' },
+    { method: 'GET' as const, url: '/apis/metrics.k8s.io/v1beta1/namespaces/ns1/pods' },
+    { method: 'GET' as const, url: '/apis/metrics.k8s.io/v1beta1/namespaces/ns1/pods/web' },
+    { method: 'GET' as const, url: '/apis/metrics.k8s.io/v1beta1/nodes' },
+    { method: 'GET' as const, url: '/apis/metrics.k8s.io/v1beta1/nodes/node1' },
+  ]) {
+    const res = await app.inject(req);
+    t.equal(res.statusCode, 501, `${req.method} ${req.url}`);
+    t.match(json(res), { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotImplemented', code: 501 }, `${req.method} ${req.url}`);
+  }
+  t.notOk(h.calls.some((c) => /^get(StatsSummary|ResourceMetrics|PodMetrics|NodeMetrics)/.test(c)), 'no stats method is called');
+  // The capability's discovery document stays: kubectl top then reports the 501 rather than a missing API.
+  t.equal((await app.inject('/apis/metrics.k8s.io/v1beta1')).statusCode, 200);
+});
+
 t.test('/metrics/resource: Prometheus text from the host, GET only', async (t) => {
   const app = build(host());
   const res = await app.inject('/metrics/resource');

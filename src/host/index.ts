@@ -1,3 +1,5 @@
+// The Host contract between the HTTP layer (server/, which consumes it) and the kubelet (kubelet/,
+// which implements it). A capability a backend lacks is optional here and answers 501 NotImplemented.
 import type { Node } from 'kubernetes-types/core/v1.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
 import type { WatchFeeds } from '../watch/feeds.js';
@@ -22,6 +24,21 @@ export interface ContainerRef {
   readonly container: string;
   /** Runtime ID of the running instance. */
   readonly id: string;
+}
+
+/** Resource usage from a background sampler's newest samples. No Docker call. */
+export interface HostStats {
+  /**
+   * The `stats/v1alpha1` Summary. Throws when the last sampling round could read nothing (the
+   * kubelet's summary provider error).
+   */
+  getStatsSummary(): Summary;
+  /** The same samples in Prometheus text, the kubelet's `/metrics/resource`. */
+  getResourceMetrics(): string;
+  /** `metrics.k8s.io` PodMetrics of the pods in `namespace` (all when undefined) that have a CPU rate. */
+  getPodMetrics(namespace: string | undefined): PodMetrics[];
+  /** `metrics.k8s.io` NodeMetrics of this node; undefined until it has a CPU rate. */
+  getNodeMetrics(): NodeMetrics | undefined;
 }
 
 /**
@@ -71,16 +88,10 @@ export interface Host {
   /** Relays `stream` to 127.0.0.1:`port` in the sandbox's network namespace; see `Runtime.portForward`. */
   portForward(ref: SandboxRef, port: number, stream: Duplex, signal: AbortSignal): Promise<void>;
   /**
-   * The `stats/v1alpha1` Summary from the background sampler's newest samples. No Docker call.
-   * Throws when the last sampling round could read nothing (the kubelet's summary provider error).
+   * Resource usage, an optional capability: a backend without a stats sampler leaves it undefined
+   * and the stats routes answer 501 NotImplemented (never empty data).
    */
-  getStatsSummary(): Summary;
-  /** The same samples in Prometheus text, the kubelet's `/metrics/resource`. No Docker call. */
-  getResourceMetrics(): string;
-  /** `metrics.k8s.io` PodMetrics of the pods in `namespace` (all when undefined) that have a CPU rate. */
-  getPodMetrics(namespace: string | undefined): PodMetrics[];
-  /** `metrics.k8s.io` NodeMetrics of this node; undefined until it has a CPU rate. */
-  getNodeMetrics(): NodeMetrics | undefined;
+  readonly stats?: HostStats | undefined;
   /**
    * The change feeds behind `?watch=true` (pods, events, the node) on the node's one
    * resourceVersion clock; list answers read their resourceVersions from them too.
