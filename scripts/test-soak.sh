@@ -63,7 +63,7 @@ for (const r of rows) {
   mine.forEach((f, i) => console.log((i === 0 ? first : " ".repeat(first.length)) + cell(f.figures)));
 }
 if (rows.length === 0) console.log("(no cases ran)");
-// The count as scripts/test.sh gives it, from tap's `# { total: N, pass: N, fail: N, … }` line:
+// The count as scripts/test.sh gives it, from the tap summary line `# { total: N, pass: N, fail: N, … }` line:
 // assertions passed, and the rest (a non-zero exit with nothing failed counts as one failure).
 const last = tap.split("\n").filter((l) => l.startsWith("# { total: ")).pop() ?? "";
 const n = (k) => Number(new RegExp(`${k}: (\\d+)`).exec(last)?.[1] ?? 0);

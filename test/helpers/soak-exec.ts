@@ -21,8 +21,8 @@ export interface ExecRequest {
   command: string[];
   protocol: Protocol;
   namespace?: string;
-  /** Random stdin: `bytes` in `chunk`-byte messages, then stdin EOF (v5 CLOSE / SPDY FIN). */
-  stdin?: { bytes: number; chunk: number };
+  /** Random stdin: `bytes` in `chunk`-byte messages, then stdin EOF (v5 CLOSE / SPDY FIN); not before `after` settled. */
+  stdin?: { bytes: number; chunk: number; after?: Promise<unknown> };
   /** A slow reader: stdout read at no more than `bps` for the first `forMs`, then at full speed. */
   slowRead?: { bps: number; forMs: number };
   /** Whole-session bound; past it the client is destroyed and the outcome is 'timeout'. */
@@ -158,6 +158,7 @@ export async function runExec(req: ExecRequest): Promise<ExecResult> {
       req.onOpen?.(() => c.socket.resetAndDestroy());
       if (req.stdin) {
         try {
+          await req.stdin.after;
           for (const b of chunks()) await c.writeRepeated(WsChannelClient.frame(0, b), 1);
           c.write(WsChannelClient.frame(undefined, Buffer.from([0xff, 0]))); // v5 CLOSE of stdin
         } catch {
@@ -184,6 +185,7 @@ export async function runExec(req: ExecRequest): Promise<ExecResult> {
         await c.openStream('stdout');
         await c.openStream('stderr');
         if (req.stdin) {
+          await req.stdin.after;
           for (const b of chunks()) await c.writeRepeated(SpdyExecClient.dataFrame(stdinId, b), 1);
           c.write(SpdyExecClient.dataFrame(stdinId, Buffer.alloc(0), true));
         }

@@ -166,3 +166,29 @@ export function peakRss(pid: number | undefined, everyMs = 100): { stop(): numbe
     },
   };
 }
+
+/** A counting semaphore: at most `n` holders at once. */
+export class Semaphore {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(n: number) {
+    this.#free = n;
+  }
+
+  async acquire(): Promise<void> {
+    if (this.#free > 0) {
+      this.#free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.#waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#free++;
+  }
+}
+
+export const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
