@@ -29,7 +29,7 @@ const SPECS = [
   '[sig-node] RuntimeClass should reject a Pod requesting a non-existent RuntimeClass [NodeConformance] [Conformance]',
   '[sig-storage] ConfigMap should be consumable from pods in volume [NodeConformance] [Conformance]',
   '[sig-storage] Secrets should be consumable from pods in volume [NodeConformance] [Conformance]',
-  '[sig-storage] EmptyDir volumes should support (non-root,0644,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]',
+  '[sig-storage] Downward API volume should provide podname only [NodeConformance] [Conformance]',
   '[sig-storage] Projected combined should project all components that make up the projection API [Projection] [NodeConformance] [Conformance]',
 ];
 
