@@ -7,7 +7,6 @@ import { readFileSync } from 'node:fs';
  */
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
-export const nodeletVersion: string = pkg.version;
 export const serverVersion = Object.freeze({
   major: '1',
   minor: '30',

@@ -14,4 +14,4 @@ export type {
   Namespace,
   ObjectReference,
 } from 'kubernetes-types/core/v1.js';
-export type { ObjectMeta, Status, StatusCause, APIResourceList, APIResource, ListMeta, Time } from 'kubernetes-types/meta/v1.js';
+export type { ObjectMeta, Status, StatusCause, APIResourceList, APIResource, ListMeta } from 'kubernetes-types/meta/v1.js';

@@ -11,7 +11,7 @@ import { WebhookAuthorizer } from './webhook-authz.js';
 import { X509Authenticator } from './x509.js';
 
 export { developmentSecurity, type SecurityOptions } from './options.js';
-export type { Attributes, Authenticator, Authorizer, UserInfo } from './types.js';
+export type { Authenticator, Authorizer } from './types.js';
 
 /**
  * The main port's authenticators and authorizer from the resolved Config (see
