@@ -20,6 +20,7 @@ import { CpuMeter, findShimPid } from './lib/proc.js';
 import { median, round, spread } from './lib/stats.js';
 import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portForward, slowReader, type PartResult } from './lib/extra.js';
 import { clusterPart } from './lib/cluster.js';
+import { watchPart } from './lib/watch.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -51,10 +52,12 @@ interface Options {
   clusterPods: number;
   clusterKills: number;
   clusterRounds: number;
+  watchers: number;
+  watchChanges: number;
 }
 
 const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
-const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'cluster'];
+const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'cluster', 'watch'];
 
 const USAGE = `usage: npm run bench -- [options]
   --rounds N          interleaved rounds (default 5; 1 with --quick)
@@ -64,7 +67,7 @@ const USAGE = `usage: npm run bench -- [options]
   --stdout-mib N      stdout transfer size in MiB (default 1024)
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
-  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,cluster
+  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,cluster,watch
   --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
   --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
   --sessions N        idle exec sessions opened for the RSS figure (default 1000; 100 with --quick)
@@ -74,6 +77,8 @@ const USAGE = `usage: npm run bench -- [options]
   --cluster-pods N    pods per batch in the cluster part, through the apiserver and as static pods (default 100)
   --cluster-kills N   docker kills for the cluster part's death → apiserver figure (default 24; 20 with --quick)
   --cluster-rounds N  rounds of the cluster part's two batches (default 2; 1 with --quick)
+  --watchers N        concurrent pod watchers in the watch part (default 1000; 200 with --quick)
+  --watch-changes N   status changes per burst in the watch part (default 300)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --keep-logs         keep nodelet's log and work directory
@@ -112,6 +117,8 @@ function parseOptions(argv: string[]): Options {
       'cluster-pods': { type: 'string' },
       'cluster-kills': { type: 'string' },
       'cluster-rounds': { type: 'string' },
+      watchers: { type: 'string' },
+      'watch-changes': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -160,6 +167,8 @@ function parseOptions(argv: string[]): Options {
     clusterPods: int(values['cluster-pods'], 100, 'cluster-pods'),
     clusterKills: int(values['cluster-kills'], quick ? 20 : 24, 'cluster-kills'),
     clusterRounds: int(values['cluster-rounds'], quick ? 1 : 2, 'cluster-rounds'),
+    watchers: int(values.watchers, quick ? 200 : 1000, 'watchers'),
+    watchChanges: int(values['watch-changes'], 300, 'watch-changes'),
   };
 }
 
@@ -413,6 +422,11 @@ async function main(): Promise<void> {
           defer: (fn) => void cleanups.push(fn),
         }),
       );
+    }
+
+    if (opts.only.has('watch')) {
+      log(`watch: ${opts.watchers} pod watchers, bursts of ${opts.watchChanges} status changes`);
+      extra.push(await watchPart({ nodelet, workDir: nodelet.workDir, watchers: opts.watchers, changes: opts.watchChanges, rounds: opts.quick ? 1 : 3, log }));
     }
 
     const meta = {

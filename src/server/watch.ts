@@ -1,5 +1,4 @@
 import type { ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest } from '../api/errors.js';
 import type { CloseReason, WatchEvent, WatchHub } from '../watch/hub.js';
@@ -11,11 +10,12 @@ import type { Table } from './table.js';
 /**
  * `?watch=true` over HTTP, the apiserver's way: `200`, `application/json`, chunked, one
  * `{"type":…,"object":…}` per line, the headers flushed at once (clients block on them). Each
- * event's bytes are encoded once per format and shared by every watcher that gets the same event;
- * a watcher's queue is drained only as fast as its socket takes bytes (stream backpressure), and
- * the hub closes a watcher that falls too far behind. Ends on `timeoutSeconds` (default: a random
- * 30–60 min, the apiserver's `minRequestTimeout` spread), when the client leaves, or when the
- * server closes (`WatchStreams.closeAll`).
+ * event's bytes are encoded once per format and shared by every watcher that gets the same event,
+ * and written to each socket without a copy; a watcher's queue is drained only as fast as its
+ * socket takes bytes (`drain`), and the hub closes a watcher that falls too far behind. Ends on
+ * `timeoutSeconds` (default: a random 30–60 min, the apiserver's `minRequestTimeout` spread), when
+ * the client leaves, or when the server closes (`WatchStreams.closeAll`), always with the last
+ * chunk, so clients see a clean end of stream.
  */
 
 export interface WatchParams {
@@ -63,19 +63,19 @@ export type TableOf<T> = (items: readonly T[], now: Date, version: TableVersion,
 
 /** The watches a server has open, so closing the server ends them cleanly first. */
 export class WatchStreams {
-  readonly #open = new Set<WatchBody<KubeObject>>();
+  readonly #open = new Set<WatchWriter<KubeObject>>();
 
   get size(): number {
     return this.#open.size;
   }
 
   /** @internal */
-  add(body: WatchBody<KubeObject>): void {
+  add(body: WatchWriter<KubeObject>): void {
     this.#open.add(body);
   }
 
   /** @internal */
-  delete(body: WatchBody<KubeObject>): void {
+  delete(body: WatchWriter<KubeObject>): void {
     this.#open.delete(body);
   }
 
@@ -96,6 +96,11 @@ export class WatchStreams {
 
 type Encode<T> = (ev: WatchEvent<T>, first: boolean) => Buffer;
 
+/** Queued events at which a watcher is pumped at once rather than at the end of the turn. */
+const PUMP_NOW = 256;
+/** Bytes written per push at most (events are never split). */
+const BATCH_BYTES = 256 * 1024;
+
 /** Bytes per (event, format), shared by every watcher that writes the same event. */
 const encoded = new WeakMap<object, Map<string, Buffer>>();
 
@@ -115,50 +120,93 @@ function cachedEncoding<T>(format: string, encode: (ev: WatchEvent<T>) => unknow
   };
 }
 
-/** A watcher's queue as a readable byte stream (pull: events are taken only when the socket wants more). */
-class WatchBody<T> extends Readable {
+/**
+ * Writes a watcher's queue to its connection as HTTP/1.1 chunks, zero-copy: the event Buffers are
+ * the shared, cached encodings, handed to the socket as they are (one corked `writev` per batch),
+ * and events are taken from the queue only while the socket keeps up (`drain`), so what a slow
+ * client has not read stays bounded by the hub's per-watcher queue.
+ */
+class WatchWriter<T> {
   readonly watcher: ReturnType<WatchHub<T>['watch']>;
   /** The answer is complete (its last chunk handed to the socket) or the connection is gone. */
   readonly finished: Promise<void>;
+  readonly #res: ServerResponse;
   readonly #encode: Encode<T>;
-  #wanted = false;
+  #blocked = false;
+  #scheduled = false;
   #first = true;
   #ended = false;
 
   constructor(watcher: ReturnType<WatchHub<T>['watch']>, encode: Encode<T>, res: ServerResponse) {
-    super({ highWaterMark: 64 * 1024 });
     this.watcher = watcher;
     this.#encode = encode;
+    this.#res = res;
     this.finished = new Promise<void>((resolve) => {
       res.once('finish', resolve);
-      res.once('close', resolve);
+      res.once('close', () => {
+        this.#ended = true;
+        watcher.close('stopped');
+        resolve();
+      });
     });
-    watcher.onChange(() => this.#pump());
+    watcher.onChange(() => this.#schedule());
   }
 
-  override _read(): void {
-    this.#wanted = true;
+  /** Writes what is queued already (the initial events), then follows the watcher. */
+  start(): void {
     this.#pump();
   }
 
-  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    this.watcher.close('stopped');
-    callback(err);
+  /**
+   * Events that arrive together (a burst of status changes is published in one turn of the event
+   * loop) are written together: one pump per turn. A queue that grows large is pumped at once
+   * instead, so a long burst cannot overflow a reader that keeps up.
+   */
+  #schedule(): void {
+    if (this.watcher.pending >= PUMP_NOW || this.watcher.closed !== undefined) {
+      this.#pump();
+      return;
+    }
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#pump();
+    });
   }
 
   #pump(): void {
-    while (this.#wanted && !this.#ended) {
-      const ev = this.watcher.shift();
-      if (!ev) {
+    const socket = this.#res.socket;
+    while (!this.#ended && !this.#blocked) {
+      if (!socket || socket.destroyed) return;
+      const batch: Buffer[] = [];
+      let bytes = 0;
+      for (let ev = this.watcher.shift(); ev; ev = bytes < BATCH_BYTES ? this.watcher.shift() : undefined) {
+        const b = this.#encode(ev, this.#first);
+        this.#first = false;
+        batch.push(b);
+        bytes += b.length;
+      }
+      if (batch.length === 0) {
         if (this.watcher.closed !== undefined) {
+          // The last chunk (`0\r\n\r\n`): a clean end of the stream.
           this.#ended = true;
-          this.push(null);
+          this.#res.end();
         }
         return;
       }
-      const bytes = this.#encode(ev, this.#first);
-      this.#first = false;
-      this.#wanted = this.push(bytes);
+      socket.cork();
+      socket.write(`${bytes.toString(16)}\r\n`, 'latin1');
+      for (const b of batch) socket.write(b);
+      const ok = socket.write('\r\n', 'latin1');
+      socket.uncork();
+      if (!ok) {
+        this.#blocked = true;
+        socket.once('drain', () => {
+          this.#blocked = false;
+          this.#pump();
+        });
+      }
     }
   }
 }
@@ -191,23 +239,32 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
     ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),
   });
   const encode = tableVersion ? tableEncoder(opts.table, tableVersion) : jsonEncoder<T>();
-  const body = new WatchBody<T>(watcher, encode, reply.raw);
+  // The stream is written straight to the socket (see WatchWriter), so Fastify's reply is
+  // hijacked: the headers the root hooks would add are set here.
+  void reply.hijack();
+  const res = reply.raw;
+  const writer = new WatchWriter<T>(watcher, encode, res);
   const streams = opts.streams;
-  streams.add(body as unknown as WatchBody<KubeObject>);
+  const entry = writer as unknown as WatchWriter<KubeObject>;
+  streams.add(entry);
   const timeoutMs = (params.timeoutSeconds ?? 1800 * (1 + Math.random())) * 1000;
   const timer = setTimeout(() => watcher.close('timeout'), timeoutMs);
   timer.unref();
-  body.once('close', () => {
+  void writer.finished.then(() => {
     clearTimeout(timer);
-    streams.delete(body as unknown as WatchBody<KubeObject>);
-    watcher.close('stopped');
+    streams.delete(entry);
     opts.onEnd?.(watcher.closed);
   });
-  // Headers go out at once: clients (client-go, client-node) wait for them before reading events.
-  reply.raw.once('pipe', () => {
-    if (!reply.raw.headersSent) reply.raw.flushHeaders();
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'transfer-encoding': 'chunked',
+    'cache-control': 'no-cache, private',
+    'x-content-type-options': 'nosniff',
   });
-  return reply.code(200).header('content-type', 'application/json').header('transfer-encoding', 'chunked').header('cache-control', 'no-cache, private').send(body);
+  // Headers go out at once: clients (client-go, client-node) wait for them before reading events.
+  res.flushHeaders();
+  writer.start();
+  return reply;
 }
 
 function jsonEncoder<T>(): Encode<T> {
