@@ -22,7 +22,8 @@ import { ContainerConfigError } from '../volumes/errors.js';
  * | seccompProfile RuntimeDefault/Unconfined | Docker's default profile / `seccomp=unconfined` (unset: Unconfined, the kubelet's default) |
  * | appArmorProfile RuntimeDefault/Unconfined | Docker's default profile / `apparmor=unconfined` |
  * | sysctls                                | `Sysctls` on the sandbox (safe set only) |
- * | seccomp/appArmor Localhost, seLinuxOptions, windowsOptions, procMount Unmasked, hostUsers: false | refused |
+ * | seccomp/appArmor Localhost, windowsOptions, procMount Unmasked, hostUsers: false | refused |
+ * | seLinuxOptions | Docker `label=` options (a no-op where the host has no SELinux) |
  */
 
 /** The kubelet's safe sysctls (`SafeSysctlAllowlist`); others need `--allowed-unsafe-sysctls`, which nodelet does not offer. */
@@ -105,7 +106,6 @@ export function containerSecurity(pod: Pod, container: Container, image: ImageIn
     throw new ContainerConfigError(message);
   };
 
-  if (sc.seLinuxOptions || psc.seLinuxOptions) refuse('securityContext.seLinuxOptions is not supported by nodelet (no SELinux labelling)');
   if (sc.windowsOptions || psc.windowsOptions) refuse('securityContext.windowsOptions is not supported by nodelet (Linux containers only)');
   if (sc.procMount && sc.procMount !== 'Default') refuse(`securityContext.procMount ${sc.procMount} is not supported by nodelet (only Default)`);
   const groupsPolicy = (psc as { supplementalGroupsPolicy?: string }).supplementalGroupsPolicy;
@@ -158,5 +158,17 @@ export function containerSecurity(pod: Pod, container: Container, image: ImageIn
     capDrop: sc.capabilities?.drop ?? [],
     seccomp: seccompMode,
     appArmor: appArmorMode,
+    seLinuxLabels: seLinuxLabels(sc.seLinuxOptions ?? psc.seLinuxOptions),
   };
+}
+
+/**
+ * `seLinuxOptions` as dockershim passes them: Docker `label=` security options (container fields
+ * over pod fields, field by field, as the kubelet merges them). On a host without SELinux Docker
+ * accepts and ignores them, as the kubelet's runtime does — the label only means something where
+ * the host enforces SELinux.
+ */
+function seLinuxLabels(o: { user?: string; role?: string; type?: string; level?: string } | undefined): string[] {
+  if (!o) return [];
+  return (['user', 'role', 'type', 'level'] as const).flatMap((k) => (o[k] ? [`label=${k}:${o[k]}`] : []));
 }

@@ -114,6 +114,8 @@ export interface ContainerSecurity {
   readonly seccomp: 'RuntimeDefault' | 'Unconfined';
   /** The runtime's default AppArmor profile (where the host has AppArmor), or none. */
   readonly appArmor: 'RuntimeDefault' | 'Unconfined';
+  /** SELinux label options (`label=level:s0:c1`), from `seLinuxOptions`. */
+  readonly seLinuxLabels?: readonly string[];
 }
 
 /**

@@ -12,6 +12,7 @@ export function dockerSecurity(sec: ContainerSecurity): { User?: string; HostCon
     ...(sec.noNewPrivileges ? ['no-new-privileges'] : []),
     ...(sec.seccomp === 'Unconfined' ? ['seccomp=unconfined'] : []),
     ...(sec.appArmor === 'Unconfined' ? ['apparmor=unconfined'] : []),
+    ...(sec.seLinuxLabels ?? []),
   ];
   return {
     ...(sec.user !== undefined ? { User: sec.user } : {}),

@@ -13,7 +13,7 @@ const host = { appArmorEnabled: false };
 const sec = (p: Pod, image = root, h = host) => containerSecurity(p, p.spec!.containers[0]!, image, h);
 
 t.test('defaults: the image user, no extra privileges, seccomp unconfined as the kubelet defaults', async (t) => {
-  t.same(sec(pod()), { groupAdd: [], privileged: false, readOnlyRootfs: false, noNewPrivileges: false, capAdd: [], capDrop: [], seccomp: 'Unconfined', appArmor: 'RuntimeDefault' });
+  t.same(sec(pod()), { groupAdd: [], privileged: false, readOnlyRootfs: false, noNewPrivileges: false, capAdd: [], capDrop: [], seccomp: 'Unconfined', appArmor: 'RuntimeDefault', seLinuxLabels: [] });
   t.same(dockerSecurity(sec(pod())), { HostConfig: { SecurityOpt: ['seccomp=unconfined'] } });
 });
 
@@ -52,10 +52,14 @@ t.test('runAsNonRoot, with the kubelet messages', async (t) => {
   t.equal(sec(pod({ securityContext: { runAsNonRoot: false } }, { runAsNonRoot: true })).user, undefined, 'the container may allow root');
 });
 
+t.test('seLinuxOptions become Docker label options, the container\'s over the pod\'s', async (t) => {
+  t.same(sec(pod({ securityContext: { seLinuxOptions: { level: 's0:c1,c2' } } })).seLinuxLabels, ['label=level:s0:c1,c2']);
+  t.same(sec(pod({}, { seLinuxOptions: { user: 'system_u', role: 'system_r', type: 'spc_t', level: 's0' } })).seLinuxLabels, ['label=user:system_u', 'label=role:system_r', 'label=type:spc_t', 'label=level:s0']);
+  t.same(sec(pod({ securityContext: { seLinuxOptions: { level: 's1' } } }, { seLinuxOptions: { level: 's0' } })).seLinuxLabels, ['label=level:s1']);
+});
+
 t.test('refused fields are named, never ignored', async (t) => {
   const refused: Array<[Pod, RegExp | string, typeof host?]> = [
-    [pod({ securityContext: { seLinuxOptions: { level: 's0' } } }), 'securityContext.seLinuxOptions is not supported by nodelet (no SELinux labelling)'],
-    [pod({}, { seLinuxOptions: { level: 's0' } }), /seLinuxOptions is not supported/],
     [pod({}, { windowsOptions: { runAsUserName: 'x' } }), 'securityContext.windowsOptions is not supported by nodelet (Linux containers only)'],
     [pod({ securityContext: { procMount: 'Unmasked' } }), 'securityContext.procMount Unmasked is not supported by nodelet (only Default)'],
     [pod({ securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' } } }), 'seccompProfile type Localhost is not supported by nodelet (only RuntimeDefault and Unconfined)'],
