@@ -1,0 +1,137 @@
+/**
+ * Clients SIGKILLed mid-session (reliability-security.md §5 F1, §3.2; issue 13 "clients SIGKILLed
+ * mid-exec, mid-attach, mid-port-forward and mid-log-follow over both protocols"): real kubectl
+ * processes (1.33: WebSocket, port-forward tunnelled in it; 1.27: SPDY) killed while streaming.
+ * nodelet (a child, --exec-disconnect-grace-period 1s) must end the session, close the Docker
+ * side, kill an abandoned exec after the grace period, leave an attached container running, and
+ * give back its descriptors and children.
+ */
+import http from 'node:http';
+import t from 'tap';
+import { kubectlFor } from '../helpers/kubectl.js';
+import { ChildNode, podManifest } from '../helpers/soak-node.js';
+import { KUBECTLS, kubectlPortForward, kubectlProcess } from '../helpers/soak-kubectl.js';
+import { MiB, figures, poll, round, sized } from '../helpers/soak.js';
+
+/** From the SIGKILL: the session gone, and an abandoned exec killed (grace 1 s + Docker's view). */
+const SESSION_GONE_MS = 10_000;
+const EXEC_GONE_MS = 15_000;
+const ROUNDS = sized({ ci: 1, full: 5 });
+
+const node = await ChildNode.start(t, { flags: ['--exec-disconnect-grace-period', '1s'] });
+await node.writeManifest(
+  'victim.yaml',
+  podManifest('victim', {
+    app: ['sleep', '2147483647'],
+    talker: ['sh', '-c', 'i=0; while :; do echo "tick $i"; i=$((i+1)); usleep 200000; done'],
+    web: ['sh', '-c', 'mkdir -p /www && dd if=/dev/zero of=/www/big bs=1048576 count=64 2>/dev/null && exec httpd -f -p 127.0.0.1:8080 -h /www'],
+  }),
+);
+const pod = node.podName('victim');
+await poll('victim running', async () => {
+  const p = await node.pod('victim');
+  return p?.status?.containerStatuses?.every((c) => c.state?.running) ? true : undefined;
+}, 60_000, 200);
+await poll('httpd serving', async () => {
+  const r = await fetch(`${node.url}/run/default/${pod}/web?cmd=${encodeURIComponent('ls -l /www/big')}`, { method: 'POST' });
+  return (await r.text()).includes(String(64 * MiB)) ? true : undefined;
+}, 60_000, 250);
+const liveExecs = async (container: string) => {
+  const { id } = await node.containerOf('victim', container);
+  return (await node.docker.getContainer(id).inspect()).ExecIDs?.length ?? 0;
+};
+/** The baseline after a kill: no session, no socat child, descriptors where they were. */
+const settled = async (fds0: number, what: string) => {
+  const t0 = Date.now();
+  await poll(`${what}: sessions, children and descriptors back`, async (why) => {
+    const [s, c, f] = [await node.sessions(), node.children(), node.fds()];
+    why(`${s} sessions, ${c} children, ${f} fds (baseline ${fds0})`);
+    return s === 0 && c === 0 && f <= fds0 + 1 ? true : undefined;
+  }, SESSION_GONE_MS, 50);
+  return round((Date.now() - t0) / 1000, 2);
+};
+
+for (const k of KUBECTLS) {
+  t.test(`kubectl ${k.version} (${k.transport}) SIGKILLed mid-exec, mid-attach, mid-port-forward, mid-log-follow`, { timeout: sized({ ci: 180_000, full: 900_000 }) }, async (t) => {
+    const kubectl = await kubectlFor(t, k.version, node.url);
+    for (let round_ = 0; round_ < ROUNDS; round_++) {
+      // exec: one writing every second (it would also die of SIGPIPE), one silent (only nodelet's kill ends it).
+      for (const [kind, script] of [
+        ['exec-writer', 'while :; do date; sleep 1; done'],
+        ['exec-silent', 'echo started; exec sleep 600'],
+      ] as const) {
+        const fds0 = node.fds();
+        const execs0 = await liveExecs('app');
+        const p = kubectlProcess(t, kubectl, ['exec', pod, '-c', 'app', '--', 'sh', '-c', script]);
+        await p.waitOutput('first output', /\S/);
+        t.equal(await liveExecs('app'), execs0 + 1, `${kind}: the exec runs`);
+        p.child.kill('SIGKILL');
+        await p.exited;
+        const t0 = Date.now();
+        const sessionGone = await settled(fds0, kind);
+        await poll(`${kind}: the abandoned exec killed`, async () => ((await liveExecs('app')) === execs0 ? true : undefined), EXEC_GONE_MS, 100);
+        figures(t, { kind, session_gone_s: sessionGone, exec_gone_s: round((Date.now() - t0) / 1000, 2), fds_before: fds0, fds_after: node.fds() });
+      }
+
+      // attach: the session ends, the container's own process does not.
+      {
+        const fds0 = node.fds();
+        const before = await node.containerOf('victim', 'talker');
+        const p = kubectlProcess(t, kubectl, ['attach', pod, '-c', 'talker']);
+        await p.waitOutput('a tick', /tick \d+/);
+        p.child.kill('SIGKILL');
+        await p.exited;
+        const sessionGone = await settled(fds0, 'attach');
+        const after = await node.containerOf('victim', 'talker');
+        t.equal(after.id, before.id, 'attach: the attached container still runs (same container)');
+        const restarts = (await node.pod('victim'))?.status?.containerStatuses?.find((c) => c.name === 'talker')?.restartCount;
+        t.equal(restarts, 0, 'attach: and was never restarted');
+        figures(t, { kind: 'attach', session_gone_s: sessionGone, fds_before: fds0, fds_after: node.fds() });
+      }
+
+      // port-forward: killed while a 64 MiB download is held mid-way by a reader that stopped.
+      {
+        const fds0 = node.fds();
+        const { proc, local } = await kubectlPortForward(t, kubectl, pod, [8080]);
+        let got = 0;
+        let clientClosed!: () => void;
+        const closed = new Promise<void>((resolve) => (clientClosed = resolve));
+        let response: http.IncomingMessage | undefined;
+        const req = http.get({ host: '127.0.0.1', port: local.get(8080), path: '/big', agent: false }, (res) => {
+          response = res;
+          res.on('data', (c: Buffer) => {
+            got += c.length;
+            if (got > MiB && !killed) res.pause(); // a reader that stopped mid-way
+          });
+          res.on('close', () => clientClosed());
+          res.on('error', () => clientClosed());
+        });
+        req.on('error', () => clientClosed());
+        let killed = false;
+        await poll('the download under way', () => (got > MiB ? true : undefined), 30_000, 25);
+        await poll('its socat running', () => (node.children() === 1 ? true : undefined), 10_000, 25);
+        proc.child.kill('SIGKILL');
+        killed = true;
+        await proc.exited;
+        const sessionGone = await settled(fds0, 'port-forward');
+        // The reader resumes: it gets what was in flight, then the cut.
+        response?.resume();
+        await poll('the client saw its connection end', () => Promise.race([closed.then(() => true), new Promise<undefined>((r) => setTimeout(r, 50))]), 30_000, 0);
+        t.ok(got < 64 * MiB, `port-forward: the download was cut (${got} of ${64 * MiB} B read)`);
+        figures(t, { kind: 'port-forward', session_gone_s: sessionGone, bytes_read: got, fds_before: fds0, fds_after: node.fds() });
+      }
+
+      // logs -f: a plain HTTP stream; its Docker log stream must go too.
+      {
+        const fds0 = node.fds();
+        const p = kubectlProcess(t, kubectl, ['logs', '-f', pod, '-c', 'talker']);
+        await p.waitOutput('a tick', /tick \d+/);
+        await poll('the log stream held', () => (node.fds() > fds0 ? true : undefined), 5000, 25);
+        p.child.kill('SIGKILL');
+        await p.exited;
+        const sessionGone = await settled(fds0, 'logs -f');
+        figures(t, { kind: 'logs-follow', session_gone_s: sessionGone, fds_before: fds0, fds_after: node.fds() });
+      }
+    }
+  });
+}
