@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { randomBytes, webcrypto } from 'node:crypto';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import type { ServerOptions as HttpServerOptions } from 'node:http';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import * as x509 from '@peculiar/x509';
 import type { Config } from '../config/types.js';
 import { isLoopbackAddress, isUnspecifiedAddress } from '../config/host.js';
 import type { Logger } from '../logging/index.js';
@@ -77,8 +77,8 @@ const exists = (path: string) => stat(path).then(() => true, () => false);
 
 /**
  * The serving certificate: `--tls-cert-file`/`--tls-private-key-file`, else (like the kubelet)
- * a self-signed one in `--cert-dir` (`nodelet.crt`, `nodelet.key`), generated once with the
- * system's `openssl` (Node's crypto cannot issue X.509 certificates) and reused afterwards.
+ * a self-signed one in `--cert-dir` (`nodelet.crt`, `nodelet.key`), generated once (ECDSA P-256
+ * with Node's WebCrypto, the certificate encoded by @peculiar/x509: no system binary) and reused.
  */
 export async function loadTlsMaterial(config: Config, log: Logger): Promise<TlsMaterial> {
   const clientCA = config.clientCAFile !== '' ? await readFile(config.clientCAFile) : undefined;
@@ -107,15 +107,42 @@ export function subjectAltNames(config: Pick<Config, 'nodeName' | 'nodeIP' | 'ad
   return [...names];
 }
 
-async function generateSelfSigned(certFile: string, keyFile: string, config: Config): Promise<void> {
+/** Signing algorithm of the self-signed serving certificate. */
+const ECDSA_P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+
+/** The self-signed serving certificate, PEM: `{ cert, key }` (the key PKCS#8). */
+export async function selfSignedCertificate(config: Pick<Config, 'nodeName' | 'nodeIP' | 'address'>, now = new Date()): Promise<{ cert: string; key: string }> {
+  const keys = await webcrypto.subtle.generateKey(ECDSA_P256, true, ['sign', 'verify']);
   // The kubelet names its self-signed certificate `<host>@<unix time>`.
-  const cn = `${config.nodeName}@${Math.floor(Date.now() / 1000)}`;
-  await promisify(execFile)('openssl', [
-    'req', '-x509', '-nodes', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
-    '-days', '365', '-subj', `/CN=${cn}`,
-    '-addext', `subjectAltName=${subjectAltNames(config).join(',')}`,
-    '-addext', 'extendedKeyUsage=serverAuth',
-    '-keyout', keyFile, '-out', certFile,
-  ], { timeout: 30_000 });
-  await chmod(keyFile, 0o600);
+  const cn = `${config.nodeName}@${Math.floor(now.getTime() / 1000)}`;
+  const serial = randomBytes(16);
+  serial[0] = (serial[0] ?? 0) & 0x7f; // a positive INTEGER
+  const names = subjectAltNames(config).map((n) => (n.startsWith('IP:') ? { type: 'ip' as const, value: n.slice(3) } : { type: 'dns' as const, value: n.slice(4) }));
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: serial.toString('hex'),
+      // A name parsed from text would split on the CN's characters; give it as an attribute list.
+      name: [{ CN: [cn] }],
+      notBefore: new Date(now.getTime() - 60_000),
+      notAfter: new Date(now.getTime() + 365 * 24 * 3600_000),
+      keys,
+      signingAlgorithm: ECDSA_P256,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        new x509.SubjectAlternativeNameExtension(names),
+      ],
+    },
+    webcrypto as unknown as Crypto,
+  );
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+  const key = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END PRIVATE KEY-----\n`;
+  return { cert: cert.toString('pem') + '\n', key };
+}
+
+async function generateSelfSigned(certFile: string, keyFile: string, config: Config): Promise<void> {
+  const { cert, key } = await selfSignedCertificate(config);
+  await writeFile(keyFile, key, { mode: 0o600 });
+  await writeFile(certFile, cert, { mode: 0o644 });
 }
