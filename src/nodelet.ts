@@ -83,11 +83,14 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     infraImage: config.podInfraContainerImage,
     podNetwork: config.podNetwork,
     execDisconnectGraceMs: config.execDisconnectGracePeriodMs,
+    containerUlimits: config.containerUlimits,
     log,
   });
   const runtime = instrumentRuntime(dockerRuntime, metrics);
   try {
     await runtime.ping();
+    // Docker or Podman, logged with the rlimits its containers get; asked again later if it fails.
+    await dockerRuntime.engine();
   } catch (err) {
     // Keep going: the relist retries, and /healthz reports the engine unreachable meanwhile.
     log.warn({ err, endpoint: config.dockerEndpoint }, 'Docker engine does not answer yet');
@@ -188,6 +191,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       return counts;
     },
     sessions: () => sessions.size,
+    runtime: () => dockerRuntime.currentEngine,
   });
   const app = buildServer({
     host,

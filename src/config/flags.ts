@@ -122,6 +122,10 @@ const TABLE = [
     help: 'Docker network that pod sandboxes join (nodelet-specific; "none" gives pods only a loopback interface)',
   },
   {
+    name: 'container-ulimits', kind: 'string', target: 'containerUlimits', default: 'auto', nonEmpty: true,
+    help: 'Rlimits set on every container and sandbox (nodelet-specific): "auto" sets none on Docker (containers get the engine\'s limits, as under the kubelet) and nofile and nproc within nodelet\'s own hard limits on Podman (whose default of 1048576 fails above them); "none" always leaves the engine\'s defaults; or name=soft[:hard] pairs separated by \',\' (e.g. nofile=1024:4096,nproc=4096), "unlimited" allowed, set on either engine',
+  },
+  {
     name: 'streaming-connection-idle-timeout', kind: 'duration', target: 'streamingConnectionIdleTimeoutMs', default: '4h0m0s', fileField: 'streamingConnectionIdleTimeout',
     help: 'Maximum time a streaming connection (exec, attach, port-forward) can be idle before it is closed; pings count as traffic. 0 means no timeout',
     allowZero: true,

@@ -10,6 +10,7 @@ import { dns1123SubdomainError, firstExternalIPv4, isUnspecifiedAddress, type Ho
 import { parseFlags } from './parse.js';
 import { resolveSecurity } from './security.js';
 import { parseNodeLabels, parseTaints } from './node-flags.js';
+import { parseContainerUlimits } from './ulimits.js';
 import type { Config } from './types.js';
 
 export { ConfigError } from './errors.js';
@@ -80,6 +81,7 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     verbosity: get('verbosity'),
     loggingFormat: get('loggingFormat'),
     podNetwork: get('podNetwork'),
+    containerUlimits: checked(get('containerUlimits'), parseContainerUlimits, '--container-ulimits'),
     streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
     maxStreamingSessions: get('maxStreamingSessions'),
     maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),

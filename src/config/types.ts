@@ -30,6 +30,8 @@ export interface Config {
   readonly loggingFormat: 'text' | 'json';
   /** Docker network of pod sandboxes (`--pod-network`, nodelet's own flag; default `none`). */
   readonly podNetwork: string;
+  /** `--container-ulimits` as given (`auto`, `none` or `nofile=S:H,…`; nodelet's own), checked at start-up; parsed by config/ulimits. */
+  readonly containerUlimits: string;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */

@@ -80,7 +80,13 @@ export class Metrics {
   });
 
   /** Gauges computed at scrape time from live state, so they can never drift. */
-  collectFrom(sources: { runningPods: () => number; containersByState: () => Record<string, number>; sessions: () => number }): void {
+  collectFrom(sources: {
+    runningPods: () => number;
+    containersByState: () => Record<string, number>;
+    sessions: () => number;
+    /** The container engine, once it answered (no sample before). */
+    runtime?: () => { name: string; version: string } | undefined;
+  }): void {
     new Gauge({
       name: 'kubelet_running_pods',
       help: 'Number of pods that have a running pod sandbox',
@@ -105,6 +111,17 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(sources.sessions());
+      },
+    });
+    new Gauge({
+      name: 'nodelet_container_runtime_info',
+      help: 'The container engine behind the Docker Engine API (docker or podman) and its version; always 1',
+      labelNames: ['runtime', 'version'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const engine = sources.runtime?.();
+        if (engine) this.set({ runtime: engine.name, version: engine.version }, 1);
       },
     });
   }

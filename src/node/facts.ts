@@ -2,6 +2,7 @@ import { readFile, statfs } from 'node:fs/promises';
 import { cpus, hostname, release, totalmem } from 'node:os';
 import type Docker from 'dockerode';
 import type { NodeFacts } from './object.js';
+import { engineOf } from '../runtime/docker/engine.js';
 
 /** GOARCH spelling of Node's `process.arch`. */
 export function goArch(arch: string = process.arch): string {
@@ -22,11 +23,9 @@ export function parseOsRelease(text: string): string {
   return (m?.[1] ?? m?.[2] ?? '').trim() || 'Linux';
 }
 
-/** `docker://<version>`, or `podman://<version>` when the engine's components say Podman. */
+/** `docker://<version>`, or `podman://<version>` when the engine is Podman (runtime/docker/engine.ts). */
 export function runtimeVersionOf(version: Docker.DockerVersion): string {
-  const components = (version as { Components?: { Name?: string; Version?: string }[] }).Components ?? [];
-  const podman = components.find((c) => /podman/i.test(c.Name ?? ''));
-  return podman ? `podman://${podman.Version ?? version.Version}` : `docker://${version.Version}`;
+  return engineOf(version).runtimeVersion;
 }
 
 /**

@@ -18,6 +18,7 @@ import { forwardPort } from './portforward.js';
 import { dockerSecurity } from './security.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
+import { EngineProbe, containerUlimits, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
   docker: Docker;
@@ -27,6 +28,8 @@ export interface DockerRuntimeOptions {
   podNetwork: string;
   /** How long an exec'd process may outlive its disconnected client before it is killed. */
   execDisconnectGraceMs?: number;
+  /** `--container-ulimits` (default `auto`: what the engine needs, see engine.ts). */
+  containerUlimits?: string;
   log: Logger;
 }
 
@@ -67,14 +70,56 @@ export class DockerRuntime implements Runtime {
   readonly #stale = new Set<string>();
   /** Inspections in flight, shared by relists (one per container at a time). */
   readonly #inspecting = new Map<string, Promise<Docker.ContainerInspectInfo | undefined>>();
+  readonly #probe: EngineProbe;
+  /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
+  #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
     this.#opts = opts;
+    this.#probe = new EngineProbe(opts.docker);
   }
 
   get docker(): Docker {
     return this.#docker;
+  }
+
+  /** The engine, once it answered `/version` (Docker or Podman; engine.ts). */
+  get currentEngine(): Engine | undefined {
+    return this.#probe.current;
+  }
+
+  /**
+   * Detects the engine on first use (retried while it does not answer) and logs it once, with the
+   * rlimits nodelet will set on its containers.
+   */
+  async engine(): Promise<Engine> {
+    return (await this.#detect()).engine;
+  }
+
+  #detect(): Promise<{ engine: Engine; ulimits: DockerUlimit[] }> {
+    if (this.#detected) return this.#detected;
+    const detected = (async () => {
+      const [engine, host] = await Promise.all([this.#probe.get(), readHostLimits()]);
+      const { ulimits = [], aboveOwnLimits } = containerUlimits(this.#opts.containerUlimits ?? 'auto', engine, host);
+      const ulimitText = ulimits.map((u) => `${u.Name}=${u.Soft}:${u.Hard}`).join(',') || 'engine defaults';
+      this.#opts.log.info({ runtime: engine.name, version: engine.version, apiVersion: engine.apiVersion, ulimits: ulimitText }, 'Container runtime');
+      if (aboveOwnLimits.length) {
+        this.#opts.log.warn({ ulimits: aboveOwnLimits }, '--container-ulimits above nodelet\'s own hard limits: containers fail to start unless the engine may raise them');
+      }
+      return { engine, ulimits };
+    })();
+    this.#detected = detected;
+    detected.catch(() => {
+      if (this.#detected === detected) this.#detected = undefined;
+    });
+    return detected;
+  }
+
+  /** `HostConfig.Ulimits` for a new container or sandbox, or nothing (the engine's defaults). */
+  async #ulimitsConfig(): Promise<{ Ulimits?: DockerUlimit[] }> {
+    const { ulimits } = await this.#detect();
+    return ulimits.length ? { Ulimits: ulimits.map((u) => ({ ...u })) } : {};
   }
 
   async ping(): Promise<void> {
@@ -224,6 +269,7 @@ export class DockerRuntime implements Runtime {
     const hostNetwork = pod.spec?.hostNetwork === true;
     // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
     const sysctls = sandboxSysctls(pod);
+    const ulimits = await this.#ulimitsConfig();
     const created = await this.#docker.createContainer({
       name: makeSandboxName(parts, attempt),
       Image: this.#opts.infraImage,
@@ -235,6 +281,7 @@ export class DockerRuntime implements Runtime {
         IpcMode: pod.spec?.hostIPC ? 'host' : 'shareable',
         ...(pod.spec?.hostPID ? { PidMode: 'host' } : {}),
         ...(Object.keys(sysctls).length ? { Sysctls: sysctls } : {}),
+        ...ulimits,
         RestartPolicy: { Name: 'no' },
       },
     });
@@ -248,6 +295,7 @@ export class DockerRuntime implements Runtime {
     const sandboxMode = `container:${sandbox.id}`;
     const limits = container.resources?.limits ?? {};
     const security = dockerSecurity(config.security);
+    const ulimits = await this.#ulimitsConfig();
     const created = await this.#docker.createContainer({
       name: makeContainerName(container.name, parts, attempt),
       Image: container.image,
@@ -279,6 +327,7 @@ export class DockerRuntime implements Runtime {
         ...(limits.memory ? { Memory: Number(ceilUnits(quantityOf(limits.memory))) } : {}),
         ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
         CpuShares: cpuShares(container),
+        ...ulimits,
       },
     });
     await this.#start(created);
@@ -323,8 +372,11 @@ export class DockerRuntime implements Runtime {
     return attachToContainer(this.#docker, containerId, io);
   }
 
-  logs(containerId: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
-    return containerLogs(this.#docker, containerId, opts, out, signal);
+  async logs(containerId: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
+    // Whole-second stamps (Podman): keep every line of the second `since` falls in (engine.ts).
+    const wholeSeconds = this.#probe.current?.quirks.logTimestampsWholeSeconds === true;
+    const since = wholeSeconds && opts.since ? { since: new Date(Math.floor(opts.since.getTime() / 1000) * 1000) } : {};
+    return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal);
   }
 
   portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {

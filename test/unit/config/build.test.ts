@@ -48,6 +48,7 @@ t.test('defaults', async (t) => {
     verbosity: 2,
     loggingFormat: 'text',
     podNetwork: 'none',
+    containerUlimits: 'auto',
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -98,6 +99,16 @@ t.test('--help returns usage instead of a config', async (t) => {
   if ('help' in r) t.match(r.help, /Usage:/);
   t.notOk('help' in buildConfig(['--help=false'], {}, HOST));
   fails(t, () => buildConfig(['--help', '--nope'], {}, HOST), 'unknown flag: --nope');
+});
+
+t.test('--container-ulimits: auto, none or name=soft[:hard] pairs, checked at start-up', async (t) => {
+  t.equal(build(['--container-ulimits=none']).containerUlimits, 'none');
+  t.equal(build(['--container-ulimits', 'nofile=1024:4096,nproc=unlimited']).containerUlimits, 'nofile=1024:4096,nproc=unlimited');
+  fails(t, () => build(['--container-ulimits=nofile=4096:1024']), /invalid argument "nofile=4096:1024" for "--container-ulimits" flag: nofile: soft limit 4096 is above hard limit 1024/);
+  fails(t, () => build(['--container-ulimits=files=1']), /unknown ulimit "files"/);
+  fails(t, () => build(['--container-ulimits=nofile=many']), /nofile soft limit "many" is not a non-negative integer/);
+  fails(t, () => build(['--container-ulimits=nofile=1,nofile=2']), /given twice/);
+  fails(t, () => build(['--container-ulimits=']), /--container-ulimits/);
 });
 
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {
