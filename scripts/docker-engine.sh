@@ -5,12 +5,20 @@
 #                                          default socket, else a private engine started here
 #   scripts/docker-engine.sh private DIR   start a private engine with its state in DIR and print
 #                                          its DOCKER_HOST (tests use this: never the host's engine)
-#   scripts/docker-engine.sh stop DIR      stop the private engine in DIR and delete DIR
+#   scripts/docker-engine.sh podman DIR    start a private Podman API service (Docker-compatible)
+#                                          with its state in DIR and print its DOCKER_HOST
+#   scripts/docker-engine.sh stop DIR      stop the private engine (dockerd or Podman) in DIR and
+#                                          delete DIR
 #   scripts/docker-engine.sh images        build the local images (busybox, pause) when missing
 #
 # A private engine runs as `dockerd --iptables=false --bridge=none` with its own socket, data root
 # and exec root, so it never touches the host's networking or another engine's containers.
-# No registry is needed: images are built from Debian's busybox-static with `docker import`.
+# A private Podman service is `podman system service --time=0` with its own socket, storage
+# (graphroot, runroot), tmp dir, file locks and event log under DIR, chosen by a containers.conf
+# and a storage.conf there (CONTAINERS_CONF, CONTAINERS_STORAGE_CONF): it never sees the host's
+# Podman containers or images. cgroupfs unless systemd runs the machine.
+# No registry is needed: images are built from Debian's busybox-static with `docker import`
+# (the docker CLI talks to either engine).
 set -euo pipefail
 
 BUSYBOX_IMAGE=${NODELET_BUSYBOX_IMAGE:-nodelet.local/busybox:1.35}
@@ -36,6 +44,22 @@ need_packages() {
   fi
 }
 
+need_podman() {
+  local missing=()
+  command -v podman >/dev/null 2>&1 || missing+=(podman)
+  command -v conmon >/dev/null 2>&1 || missing+=(conmon)
+  # runc, as dockerd uses: crun 1.8 refuses a hybrid cgroup hierarchy (v1 with a v2 mount).
+  command -v runc >/dev/null 2>&1 || missing+=(runc)
+  if [ ${#missing[@]} -gt 0 ]; then
+    [ "$(id -u)" = 0 ] || { log "missing ${missing[*]} and not root: install them first"; exit 1; }
+    log "installing ${missing[*]} from Debian"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    # Pods use network none: no slirp4netns, netavark or CNI plugins; storage is kernel overlay.
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  fi
+}
+
 answers() { DOCKER_HOST="$1" timeout 5 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
 start_private() {
@@ -58,6 +82,33 @@ start_private() {
   exit 1
 }
 
+start_podman() {
+  local dir=$1
+  need_packages
+  need_podman
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  local sock="unix://$dir/podman.sock"
+  local cgroups=cgroupfs
+  [ -d /run/systemd/system ] && cgroups=systemd
+  printf '%s\n' '[containers]' 'log_driver = "k8s-file"' \
+    '[network]' "network_config_dir = \"$dir/networks\"" \
+    '[engine]' 'runtime = "runc"' "cgroup_manager = \"$cgroups\"" 'events_logger = "file"' \
+    "events_logfile_path = \"$dir/events.log\"" 'lock_type = "file"' "tmp_dir = \"$dir/tmp\"" \
+    "static_dir = \"$dir/root/libpod\"" "volume_path = \"$dir/root/volumes\"" >"$dir/containers.conf"
+  printf '%s\n' '[storage]' 'driver = "overlay"' "graphroot = \"$dir/root\"" \
+    "runroot = \"$dir/run\"" >"$dir/storage.conf"
+  CONTAINERS_CONF="$dir/containers.conf" CONTAINERS_STORAGE_CONF="$dir/storage.conf" \
+    podman system service --time=0 "$sock" >"$dir/podman.log" 2>&1 &
+  echo $! >"$dir/podman.pid"
+  for _ in $(seq 1 150); do
+    if answers "$sock"; then echo "$sock"; return 0; fi
+    sleep 0.2
+  done
+  log "private Podman service did not answer; its log:"; tail -20 "$dir/podman.log" >&2
+  exit 1
+}
+
 stop_private() {
   local dir=$1
   if [ -f "$dir/docker.pid" ]; then
@@ -68,6 +119,15 @@ stop_private() {
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
+  fi
+  if [ -f "$dir/podman.pid" ]; then
+    local pid; pid=$(cat "$dir/podman.pid")
+    DOCKER_HOST="unix://$dir/podman.sock" timeout 60 sh -c \
+      'ids=$(docker ps -aq); [ -z "$ids" ] || docker rm -f $ids >/dev/null' 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    umount -R "$dir/root/overlay" 2>/dev/null || true
   fi
   if [ -f "$dir/execroot" ]; then
     local er; er=$(cat "$dir/execroot")
@@ -119,7 +179,8 @@ case "${1:-}" in
     log "no Docker engine answers; starting a private one in $dir"
     start_private "$dir" ;;
   private) start_private "${2:?state directory}" ;;
+  podman) start_podman "${2:?state directory}" ;;
   stop) stop_private "${2:?state directory}" ;;
   images) build_images ;;
-  *) echo "usage: $0 ensure | private DIR | stop DIR | images" >&2; exit 2 ;;
+  *) echo "usage: $0 ensure | private DIR | podman DIR | stop DIR | images" >&2; exit 2 ;;
 esac

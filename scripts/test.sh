@@ -2,12 +2,19 @@
 # `npm test`: the whole suite (unit, real-Docker integration, kubectl e2e) against a private Docker
 # engine started here and removed afterwards. Ends with the line `N passed, N failed`.
 # Extra arguments go to tap, e.g. `npm test -- test/unit`.
+# NODELET_TEST_ENGINE=podman runs them against a private Podman API service instead of dockerd.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-state=$(mktemp -d /tmp/nodelet-test-docker.XXXXXX)
+engine=${NODELET_TEST_ENGINE:-docker}
+case "$engine" in
+  docker) start=private ;;
+  podman) start=podman ;;
+  *) echo "NODELET_TEST_ENGINE must be docker or podman, not $engine" >&2; exit 2 ;;
+esac
+state=$(mktemp -d "/tmp/nodelet-test-$engine.XXXXXX")
 cleanup() { scripts/docker-engine.sh stop "$state"; }
 trap cleanup EXIT
-DOCKER_HOST=$(scripts/docker-engine.sh private "$state") || exit 1
+DOCKER_HOST=$(scripts/docker-engine.sh "$start" "$state") || exit 1
 export DOCKER_HOST
 scripts/docker-engine.sh images || exit 1
 

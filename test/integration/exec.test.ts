@@ -118,11 +118,14 @@ t.test('a killed client ends the Docker exec and the session', async (t) => {
     await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
     t.equal(node.nodelet.sessions.size, 1, `${version}: one session open`);
     const id = (await node.pod('box'))?.status?.containerStatuses?.[0]?.containerID?.replace('docker://', '') ?? '';
-    t.equal((await docker.getContainer(id).inspect()).ExecIDs?.length, 1, `${version}: the exec runs`);
+    // Docker lists only live execs in ExecIDs, Podman finished ones too: ask each exec.
+    const liveExecs = async () => {
+      const ids = (await docker.getContainer(id).inspect()).ExecIDs ?? [];
+      return (await Promise.all(ids.map(async (e) => (await docker.getExec(e).inspect()).Running))).filter(Boolean).length;
+    };
+    t.equal(await liveExecs(), 1, `${version}: the exec runs`);
     child.kill('SIGKILL');
     await node.waitFor(`${version}: session closed`, () => (node.nodelet.sessions.size === 0 ? true : undefined), 10_000);
-    // Docker lists only live execs in ExecIDs.
-    const liveExecs = async () => (await docker.getContainer(id).inspect()).ExecIDs?.length ?? 0;
     await node.waitFor(`${version}: exec killed after the grace period (1 s in tests)`, async () => ((await liveExecs()) === 0 ? true : undefined), 15_000);
     t.pass(`${version}: the abandoned exec is gone`);
   }
