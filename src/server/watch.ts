@@ -98,8 +98,10 @@ type Encode<T> = (ev: WatchEvent<T>, first: boolean) => Buffer;
 
 /** Queued events at which a watcher is pumped at once rather than at the end of the turn. */
 const PUMP_NOW = 256;
-/** Bytes written per push at most (events are never split). */
+/** Bytes handed to the socket per write at most (events are never split). */
 const BATCH_BYTES = 256 * 1024;
+/** How long a closed watch waits for a client that stopped reading before its connection is cut. */
+const UNREAD_GRACE_MS = 10_000;
 
 /** Bytes per (event, format), shared by every watcher that writes the same event. */
 const encoded = new WeakMap<object, Map<string, Buffer>>();
@@ -134,6 +136,7 @@ class WatchWriter<T> {
   readonly #encode: Encode<T>;
   #blocked = false;
   #scheduled = false;
+  #cutoff: NodeJS.Timeout | undefined;
   #first = true;
   #ended = false;
 
@@ -145,6 +148,7 @@ class WatchWriter<T> {
       res.once('finish', resolve);
       res.once('close', () => {
         this.#ended = true;
+        if (this.#cutoff) clearTimeout(this.#cutoff);
         watcher.close('stopped');
         resolve();
       });
@@ -163,7 +167,16 @@ class WatchWriter<T> {
    * instead, so a long burst cannot overflow a reader that keeps up.
    */
   #schedule(): void {
-    if (this.watcher.pending >= PUMP_NOW || this.watcher.closed !== undefined) {
+    if (this.watcher.closed !== undefined) {
+      this.#pump();
+      // A client that stopped reading cannot be sent the end of the stream: cut it off.
+      if (this.#blocked && !this.#cutoff) {
+        this.#cutoff = setTimeout(() => this.#res.socket?.destroy(), UNREAD_GRACE_MS);
+        this.#cutoff.unref();
+      }
+      return;
+    }
+    if (this.watcher.pending >= PUMP_NOW) {
       this.#pump();
       return;
     }
