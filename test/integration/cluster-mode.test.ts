@@ -257,6 +257,9 @@ t.test('the apiserver away: nodelet keeps serving; when it returns it holds exac
   await apply(podOf('flappy', 'sleep 2; exit 1', { restartPolicy: 'Always' }));
   const before = await node.waitFor('flappy running on the apiserver', async () => ((await getPod('flappy'))?.status?.phase === 'Running' ? await getPod('flappy') : undefined), 60_000);
   const uid = before?.metadata?.uid ?? '';
+  // Reading /pods is authorized by a SubjectAccessReview: made (and cached, 5 min) before the
+  // outage, as any client that was already reading gets; a new one would get 500 meanwhile.
+  t.equal((await node.getLocal('/pods')).status, 200);
   await cp.stopApiserver();
   const outageMs = Number(process.env.NODELET_OUTAGE_MS ?? 20_000);
   const outageEnd = Date.now() + outageMs;
