@@ -127,7 +127,12 @@ stop_private() {
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
-    umount -R "$dir/root/overlay" 2>/dev/null || true
+    # Exec monitors (conmon) wait out their --exit-delay after the engine is gone: end those whose
+    # paths are under this DIR (a unique temp dir), and only those.
+    local left; left=$(pgrep -f -- "--exit-dir $dir/" || true)
+    [ -z "$left" ] || kill $left 2>/dev/null || true
+    for _ in $(seq 1 50); do pgrep -f -- "$dir/" >/dev/null || break; sleep 0.1; done
+    umount -R "$dir/root/overlay" 2>/dev/null || umount -R -l "$dir/root/overlay" 2>/dev/null || true
   fi
   if [ -f "$dir/execroot" ]; then
     local er; er=$(cat "$dir/execroot")
