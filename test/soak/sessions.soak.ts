@@ -15,7 +15,7 @@ import { Semaphore, figures, mib, poll, range, round, selfFds, settledHeap, sha2
 
 const CAP = sized({ ci: 300, full: 1000 });
 const BEYOND = sized({ ci: 40, full: 200 });
-const SHORT = sized({ ci: 2000, full: 20_000 });
+const SHORT = sized({ ci: 1000, full: 20_000 });
 /** Short execs run in this many lanes, each one exec after the other. */
 const LANES = 4;
 const CONTAINERS = 8;
