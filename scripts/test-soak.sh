@@ -18,11 +18,17 @@ esac
 state=$(mktemp -d /tmp/nodelet-soak-docker.XXXXXX)
 report=$(mktemp /tmp/nodelet-soak-report.XXXXXX)
 log=$(mktemp /tmp/nodelet-soak-log.XXXXXX)
-cleanup() { scripts/docker-engine.sh stop "$state"; rm -f "$report" "$log"; }
+# The cases' nodelet work dirs go here, so an interrupted run leaves nothing behind either.
+work=$(mktemp -d /tmp/nodelet-soak-run.XXXXXX)
+cleanup() {
+  scripts/docker-engine.sh stop "$state"
+  grep -o " $work/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  rm -rf "$report" "$log" "$work"
+}
 trap cleanup EXIT
 DOCKER_HOST=$(scripts/docker-engine.sh private "$state") || exit 1
 # The cases restart the engine through this directory (test/helpers/docker.ts).
-export DOCKER_HOST NODELET_DOCKER_STATE_DIR=$state NODELET_SOAK_REPORT=$report
+export DOCKER_HOST NODELET_DOCKER_STATE_DIR=$state NODELET_SOAK_REPORT=$report NODELET_SOAK_TMPDIR=$work
 scripts/docker-engine.sh images || exit 1
 
 files=()
@@ -33,8 +39,19 @@ started=$(date +%s)
 # One file at a time (the engine is shared and restarted); no coverage (npm test measures it, and
 # another run in the same tree may have left its data in .tap/: never judged here);
 # --expose-gc for heap figures after a full collection.
-npx tap --jobs=1 --disable-coverage --allow-empty-coverage --allow-incomplete-coverage --coverage-report=none --timeout="$file_timeout" --node-arg=--expose-gc "$@" 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
+# In its own process group, in the background with `wait`: a SIGTERM (CI's timeout) stops tap,
+# the test processes and their nodelets and kubectls (tap itself forwards no signal), and the
+# cleanup still runs. The output goes through tee to the terminal and the log, read below.
+exec 3> >(tee "$log")
+tee_pid=$!
+setsid node_modules/.bin/tap --jobs=1 --disable-coverage --allow-empty-coverage --allow-incomplete-coverage --coverage-report=none --timeout="$file_timeout" --node-arg=--expose-gc "$@" >&3 2>&1 &
+tap_pid=$!
+trap 'kill -TERM -- "-$tap_pid" 2>/dev/null; wait "$tap_pid"; exit 143' TERM INT
+wait "$tap_pid"
+rc=$?
+trap - TERM INT
+exec 3>&-
+wait "$tee_pid"
 seconds=$(($(date +%s) - started))
 
 echo

@@ -25,7 +25,8 @@ interface Teardown {
 /** Spawns kubectl `args`; killed (SIGKILL) at teardown if still running. */
 export function kubectlProcess(t: Teardown, kubectl: Kubectl, args: string[], opts: { env?: Record<string, string>; stdin?: boolean } = {}): KubectlProcess {
   const [cmd, ...rest] = kubectl.argv(...args);
-  const child = spawn(cmd ?? kubectl.bin, rest, { env: { ...process.env, ...opts.env }, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+  // setpriv --pdeathsig: kubectl dies with the test process, however that ends.
+  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', cmd ?? kubectl.bin, ...rest], { env: { ...process.env, ...opts.env }, stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });

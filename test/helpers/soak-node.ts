@@ -53,7 +53,8 @@ export class ChildNode {
   static async start(t: Teardown, opts: ChildNodeOptions = {}): Promise<ChildNode> {
     if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first`);
     const nodeName = `soak${randomBytes(3).toString('hex')}`;
-    const workDir = await mkdtemp(join(tmpdir(), 'nodelet-soak-'));
+    // Under the run's directory when test-soak.sh gives one (removed even if the case is killed).
+    const workDir = await mkdtemp(join(process.env.NODELET_SOAK_TMPDIR ?? tmpdir(), 'nodelet-soak-'));
     const manifestDir = join(workDir, opts.manifestLink ? 'manifests' : 'manifests.d');
     if (!opts.manifestLink) await mkdir(manifestDir);
     const port = await freePort();
@@ -83,7 +84,8 @@ export class ChildNode {
 
   #spawn(): [ChildProcess, Promise<void>] {
     const fd = openSync(join(this.workDir, 'nodelet.log'), 'a');
-    const child = spawn(process.execPath, this.args, { stdio: ['ignore', fd, fd], cwd: this.workDir });
+    // setpriv --pdeathsig: nodelet dies with the test process, however that ends (a tap timeout).
+    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', process.execPath, ...this.args], { stdio: ['ignore', fd, fd], cwd: this.workDir });
     closeSync(fd);
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     return [child, exited];
