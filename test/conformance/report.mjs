@@ -2,7 +2,7 @@
 // The conformance run's bookkeeping (scripts/conformance.sh), plain Node with no build step:
 //
 //   node test/conformance/report.mjs skip-regex SKIP.yaml
-//       prints the ginkgo --skip regex: every entry's `spec` regex, joined with |
+//       prints the ginkgo --skip regex: every entry's `spec` regex as (?:…), joined with |
 //   node test/conformance/report.mjs summary JUNIT.xml SKIP.yaml [--focus RE] [--out FILE]
 //       a Markdown summary of the specs matching the focus (default \[NodeConformance\]): totals,
 //       then one row per spec (passed / failed / skipped, and why), to FILE and stdout; exits 1
@@ -163,7 +163,7 @@ function main(argv) {
   };
   if (cmd === 'skip-regex') {
     const skips = loadSkipList(rest[0]);
-    process.stdout.write(skips.map((s) => s.spec).join('|') + '\n');
+    process.stdout.write(skips.map((s) => `(?:${s.spec})`).join('|') + '\n');
     return 0;
   }
   if (cmd === 'summary') {
