@@ -181,7 +181,14 @@ const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${encod
  */
 export function statusPatch(uid: string, current: PodStatus | undefined, next: PodStatus): { metadata: { uid: string }; status: Record<string, unknown> } {
   const status: Record<string, unknown> = { ...next };
-  status.conditions = (next.conditions ?? []).filter((c) => KUBELET_POD_CONDITIONS.has(c.type));
+  // Conditions merge by type, field by field: a reason or message the new condition no longer
+  // has must be cleared explicitly, or `Ready: True` would keep `reason: ContainersNotReady`.
+  status.conditions = (next.conditions ?? [])
+    .filter((c) => KUBELET_POD_CONDITIONS.has(c.type))
+    .map((c) => {
+      const old = current?.conditions?.find((o) => o.type === c.type);
+      return { ...c, ...(old?.reason && !c.reason ? { reason: null } : {}), ...(old?.message && !c.message ? { message: null } : {}) };
+    });
   const owned = ['message', 'reason', 'podIP', 'podIPs', 'hostIP', 'hostIPs', 'initContainerStatuses', 'ephemeralContainerStatuses', 'startTime', 'qosClass'];
   for (const key of owned) if (current && key in current && !(key in next)) status[key] = null;
   return { metadata: { uid }, status };

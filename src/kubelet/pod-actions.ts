@@ -98,6 +98,10 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   const initState = inits.length === 0 || (regularStarted && actions.createSandbox === undefined)
     ? 'done'
     : initContainerActions(pod, inits, instances, actions, backoff, now, policy, unhealthy);
+  // Init containers that have not run yet wait with `PodInitializing`, as the kubelet reports them.
+  if (initState !== 'done') {
+    for (const c of inits) if (!instances.get(c.name)?.length && !actions.waiting.has(c.name)) actions.waiting.set(c.name, { reason: 'PodInitializing', message: '' });
+  }
 
   for (const c of specs) {
     const list = instances.get(c.name) ?? [];

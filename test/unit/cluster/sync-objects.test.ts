@@ -28,6 +28,12 @@ t.test('status patch: UID precondition, only kubelet conditions, cleared fields 
   t.equal(patch.status.phase, 'Running');
   t.notOk('hostIP' in patch.status, 'fields absent on both sides stay out of the patch');
   t.notOk('qosClass' in statusPatch('u', undefined, { phase: 'Running' }).status);
+  const ready = statusPatch(
+    'u',
+    { conditions: [{ type: 'Ready', status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [c]' }] },
+    { conditions: [{ type: 'Ready', status: 'True' }] },
+  );
+  t.same(ready.status.conditions, [{ type: 'Ready', status: 'True', reason: null, message: null }], 'a condition that turned True drops its old reason and message');
 });
 
 t.test('mirror pod: a copy of metadata and spec, the mirror annotation, exactly one Node owner, bound to the node', async (t) => {

@@ -121,6 +121,7 @@ t.test('init containers run one at a time, in order, before any regular containe
   t.equal(fresh.createSandbox, 0);
   t.same(fresh.start.map((s) => s.container.name), ['init-1'], 'only the first init container starts');
   t.same(fresh.waiting.get('app'), { reason: 'PodInitializing', message: '' });
+  t.same([fresh.waiting.get('init-1')?.reason, fresh.waiting.get('init-2')?.reason], ['PodInitializing', 'PodInitializing'], 'init containers not run yet wait with PodInitializing');
 
   const running = computePodActions(p, rpod([sandbox()], [inst(i1, 0, 'running')]), new Backoff(), NOW);
   t.same(running.start, [], 'nothing starts while an init container runs');
