@@ -184,7 +184,7 @@ t.test('the caps: extra connections are refused with a reason before nodelet run
   t.equal(c.children(), 40, 'one socat each');
   const h = await healthz(c.url);
   t.equal(h.status, 200, `/healthz answers while the caps are reached (${Math.round(h.ms)} ms)`);
-  t.ok(h.ms < 1000);
+  t.ok(h.ms < 3000, "a liveness bound, not a speed target");
   t.notMatch(c.stderr(), /EMFILE|ENFILE/, 'never out of descriptors');
   // A slot freed in session a is usable again.
   a.client.data(heldA[0]!.data, '', true);
