@@ -44,7 +44,7 @@ const digest = async (file: string) => {
 };
 const blob = await digest('/www/blob');
 
-t.test(`stdin → cat → stdout, byte-exact, 1 MiB and ${mib(BIG)} MiB, chunks ${CHUNKS.map((c) => c / KiB).join('/')} KiB`, { timeout: sized({ ci: 240_000, full: 3_600_000 }) }, async (t) => {
+t.test(`exec stdin → cat → stdout, 1 MiB + ${mib(BIG)} MiB at ${CHUNKS.map((c) => c / KiB).join('/')} KiB chunks, sha256`, { timeout: sized({ ci: 240_000, full: 3_600_000 }) }, async (t) => {
   for (const protocol of PROTOCOLS) {
     const rssBefore = node.rss();
     const fdsBefore = node.fds();
@@ -81,7 +81,7 @@ t.test(`stdin → cat → stdout, byte-exact, 1 MiB and ${mib(BIG)} MiB, chunks 
   }
 });
 
-t.test(`a slow reader of ${mib(BIG)} MiB: nodelet's memory bounded, /healthz responsive`, { timeout: sized({ ci: 180_000, full: 1_800_000 }) }, async (t) => {
+t.test(`a slow reader of ${mib(BIG)} MiB: RSS bounded, /healthz p99`, { timeout: sized({ ci: 180_000, full: 1_800_000 }) }, async (t) => {
   for (const protocol of PROTOCOLS) {
     const rssBefore = node.rss();
     const fdsBefore = node.fds();
@@ -116,7 +116,7 @@ t.test(`a slow reader of ${mib(BIG)} MiB: nodelet's memory bounded, /healthz res
   }
 });
 
-t.test(`port-forward: ${mib(BIG)} MiB down and up through kubectl, sha256 checked`, { timeout: sized({ ci: 180_000, full: 1_800_000 }) }, async (t) => {
+t.test(`port-forward ${mib(BIG)} MiB down and up through kubectl, sha256`, { timeout: sized({ ci: 180_000, full: 1_800_000 }) }, async (t) => {
   for (const k of KUBECTLS) {
     const kubectl = await kubectlFor(t, k.version, node.url);
     const fdsBefore = node.fds();

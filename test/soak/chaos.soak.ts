@@ -36,7 +36,7 @@ const FAULTS: readonly Fault[] = ['docker-restart', 'nodelet-kill', 'client-kill
 
 const seed = fuzzSeed('NODELET_SOAK_SEED');
 
-t.test(`${DURATION_MS / 1000} s of seeded faults under exec and log load (seed ${seed})`, { timeout: DURATION_MS + 900_000 }, async (t) => {
+t.test(`${DURATION_MS / 1000} s of seeded faults under load, seed ${seed}`, { timeout: DURATION_MS + 900_000 }, async (t) => {
   t.comment(`seed ${seed} (replay: NODELET_SOAK_SEED=${seed} npm run test:soak -- test/soak/chaos.soak.ts)`);
   const node = await ChildNode.start(t, { manifestLink: true, flags: ['--exec-disconnect-grace-period', '1s'] });
   const base: Record<string, string> = {

@@ -52,7 +52,7 @@ const settled = async (fds0: number, what: string) => {
 };
 
 for (const k of KUBECTLS) {
-  t.test(`kubectl ${k.version} (${k.transport}) SIGKILLed mid-exec, mid-attach, mid-port-forward, mid-log-follow`, { timeout: sized({ ci: 180_000, full: 900_000 }) }, async (t) => {
+  t.test(`kubectl ${k.version} (${k.transport}) SIGKILLed mid-exec/attach/port-forward/logs`, { timeout: sized({ ci: 180_000, full: 900_000 }) }, async (t) => {
     const kubectl = await kubectlFor(t, k.version, node.url);
     for (let round_ = 0; round_ < ROUNDS; round_++) {
       // exec: one writing every second (it would also die of SIGPIPE), one silent (only nodelet's kill ends it).

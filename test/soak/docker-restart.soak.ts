@@ -46,7 +46,7 @@ const kubectlSpdy = await kubectlFor(t, '1.27', node.url);
 
 const exitZero = (r: ExecResult) => r.outcome === 'exited' && r.exitCode === 0;
 
-t.test(`Docker stopped and started ${CYCLES} times with ${PODS + 1} pods running and sessions open`, { timeout: sized({ ci: 420_000, full: 1_800_000 }) }, async (t) => {
+t.test(`Docker stopped and started ${CYCLES}x, ${PODS + 1} pods, sessions open`, { timeout: sized({ ci: 420_000, full: 1_800_000 }) }, async (t) => {
   const fds0 = node.fds();
   const rss0 = node.rss();
   figures(t, { pods: PODS + 1, first_converge_s: round(firstConverge), fds: fds0, rss_mib: mib(rss0) });

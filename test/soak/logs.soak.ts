@@ -59,7 +59,7 @@ function follow(url: string): Follower {
   return f;
 }
 
-t.test(`${FOLLOWERS} log followers on one chatty container, which is then killed`, { timeout: sized({ ci: 180_000, full: 600_000 }) }, async (t) => {
+t.test(`${FOLLOWERS} log followers on a chatty container, then killed`, { timeout: sized({ ci: 180_000, full: 600_000 }) }, async (t) => {
   const node = await ChildNode.start(t);
   await node.writeManifest('chatty.yaml', podManifest('chatty', { talk: ['sh', '-c', chatter] }, { restartPolicy: 'Never' }));
   const { id } = await poll('the chatty container running', () => node.containerOf('chatty', 'talk'), 60_000, 200);

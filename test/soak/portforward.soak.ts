@@ -71,7 +71,7 @@ async function phase(local: Map<number, number>): Promise<{ p50: number; p99: nu
 }
 
 for (const k of KUBECTLS) {
-  t.test(`kubectl ${k.version} (${k.transport}): one session, ports 8080 8081 8082, 8082 stalled`, { timeout: sized({ ci: 240_000, full: 1_800_000 }) }, async (t) => {
+  t.test(`kubectl ${k.version} (${k.transport}): one session, 3 ports, 1 stalled`, { timeout: sized({ ci: 240_000, full: 1_800_000 }) }, async (t) => {
     const kubectl = await kubectlFor(t, k.version, node.url);
     const fds0 = node.fds();
     const rss0 = node.rss();

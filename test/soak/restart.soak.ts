@@ -21,7 +21,7 @@ const KILLS = sized({ ci: 8, full: 24 });
 const SWAPS = sized({ ci: 3, full: 12 });
 const CONVERGE_MS = sized({ ci: 90_000, full: 180_000 });
 
-t.test(`nodelet SIGKILLed ${KILLS} times while creating a pod, restarted each time`, { timeout: sized({ ci: 300_000, full: 1_800_000 }) }, async (t) => {
+t.test(`nodelet SIGKILLed ${KILLS}x while creating a pod`, { timeout: sized({ ci: 300_000, full: 1_800_000 }) }, async (t) => {
   const seed = fuzzSeed('NODELET_SOAK_SEED');
   t.comment(`seed ${seed} (replay: NODELET_SOAK_SEED=${seed})`);
   const random = prng(seed);
@@ -72,7 +72,7 @@ t.test(`nodelet SIGKILLed ${KILLS} times while creating a pod, restarted each ti
   });
 });
 
-t.test(`the static pod directory swapped atomically ${SWAPS * 2} times while pods start`, { timeout: sized({ ci: 300_000, full: 1_800_000 }) }, async (t) => {
+t.test(`manifest dir swapped atomically ${SWAPS * 2}x while pods start`, { timeout: sized({ ci: 300_000, full: 1_800_000 }) }, async (t) => {
   const node = await ChildNode.start(t, { manifestLink: true });
   let version = 0;
   /** A new directory holding `pods` (name → command), then the link renamed over the old one. */

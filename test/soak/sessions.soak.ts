@@ -36,7 +36,7 @@ const containerIds = podObj.status!.containerStatuses!.map((c) => c.containerID!
 const liveExecs = async () => (await Promise.all(containerIds.map(async (id) => (await docker.getContainer(id).inspect()).ExecIDs?.length ?? 0))).reduce((a, b) => a + b, 0);
 const protocolOf = (i: number): Protocol => (i % 2 === 0 ? 'websocket' : 'spdy');
 
-t.test(`${CAP} concurrent exec sessions (the cap), then ${BEYOND} more refused with 429 + Retry-After`, { timeout: sized({ ci: 240_000, full: 900_000 }) }, async (t) => {
+t.test(`${CAP} concurrent execs (the cap), ${BEYOND} beyond it refused with 429`, { timeout: sized({ ci: 240_000, full: 900_000 }) }, async (t) => {
   const fds0 = selfFds();
   const heap0 = settledHeap();
   const rss0 = process.memoryUsage().rss;
@@ -116,7 +116,7 @@ t.test(`${CAP} concurrent exec sessions (the cap), then ${BEYOND} more refused w
   });
 });
 
-t.test(`${SHORT} short execs in a row (WebSocket and SPDY alternating, ${LANES} lanes): fds, heap and Docker execs back to baseline`, { timeout: sized({ ci: 360_000, full: 3_600_000 }) }, async (t) => {
+t.test(`${SHORT} short execs in ${LANES} lanes: fds, heap, Docker execs back`, { timeout: sized({ ci: 360_000, full: 3_600_000 }) }, async (t) => {
   const one = async (i: number) => {
     const r = await runExec({ port, pod, container: `c${i % CONTAINERS}`, command: ['echo', String(i)], protocol: protocolOf(i), timeoutMs: 30_000 });
     return r.outcome === 'exited' && r.exitCode === 0 && r.stdoutSha === sha256(`${i}\n`) ? undefined : `#${i} ${protocolOf(i)} ${describe(r)}`;

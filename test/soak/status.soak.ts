@@ -94,7 +94,7 @@ async function startBatch(batch: string): Promise<number> {
   return clock();
 }
 
-t.test(`a storm: ${PODS} pods finish at the same instant`, { timeout: START_MS + 120_000 }, async (t) => {
+t.test(`status storm: ${PODS} pods finish at once`, { timeout: START_MS + 120_000 }, async (t) => {
   const startSeconds = await startBatch('storm');
   const heap0 = settledHeap();
   const sent0 = sync.sent;
@@ -130,7 +130,7 @@ t.test(`a storm: ${PODS} pods finish at the same instant`, { timeout: START_MS +
   });
 });
 
-t.test(`an apiserver outage while ${PODS} pods finish`, { timeout: START_MS + OUTAGE_MS + RECOVER_MS + 120_000 }, async (t) => {
+t.test(`apiserver outage while ${PODS} pods finish`, { timeout: START_MS + OUTAGE_MS + RECOVER_MS + 120_000 }, async (t) => {
   const startSeconds = await startBatch('outage');
   const heap0 = settledHeap();
   await cp.stopApiserver();
