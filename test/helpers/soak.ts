@@ -128,7 +128,7 @@ export function probeHealthz(url: string, everyMs = 50): HealthProbe {
         failures++;
       }
       ms.push(performance.now() - t0);
-      await sleep(everyMs);
+      await new Promise((r) => setTimeout(r, everyMs).unref());
     }
   })();
   return {
@@ -159,6 +159,8 @@ export function peakRss(pid: number | undefined, everyMs = 100): { stop(): numbe
     const now = rssOf(pid);
     if (now > peak) peak = now;
   }, everyMs);
+  // A case that fails before stop() must not keep its test process alive.
+  timer.unref();
   return {
     stop() {
       clearInterval(timer);

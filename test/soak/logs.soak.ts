@@ -12,7 +12,12 @@ import { figures, mib, peakRss, poll, range, sized, stopwatch } from '../helpers
 const FOLLOWERS = sized({ ci: 50, full: 200 });
 /** How long the container chats with every follower attached before it is killed. */
 const CHAT_MS = sized({ ci: 8000, full: 30_000 });
-const END_WITHIN_MS = 15_000;
+/**
+ * From the kill: every stream has delivered the rest of the log and ended. The followers may lag
+ * the container (nodelet's log relay costs CPU per line per follower: 200 followers of 1000
+ * lines/s keep two cores busy), so this is the bound on catching up, not on noticing the death.
+ */
+const END_WITHIN_MS = sized({ ci: 15_000, full: 60_000 });
 /** RSS may grow with the readers (buffers per stream), never with the amount of log served. */
 const RSS_GROWTH_MAX = 32 * 1024 * 1024 + FOLLOWERS * 2 * 1024 * 1024;
 
@@ -80,6 +85,7 @@ t.test(`${FOLLOWERS} log followers on a chatty container, then killed`, { timeou
   // the slowest follower has seen CHAT_MS worth of lines (about 1 per ms).
   await poll('the container chatting with everyone attached', () => (Math.min(...followers.map((f) => f.lines)) >= CHAT_MS ? true : undefined), CHAT_MS * 4 + 30_000, 100);
   const killedAt = Date.now();
+  const slowestAtKill = Math.min(...followers.map((f) => f.lines));
   await node.docker.getContainer(id).kill();
   await poll('every stream ended', (why) => {
     why(`${followers.filter((f) => !f.ended).length} still open`);
@@ -107,6 +113,7 @@ t.test(`${FOLLOWERS} log followers on a chatty container, then killed`, { timeou
     lines: total,
     mib_served: mib(reference.length * FOLLOWERS),
     attach_seconds: attachSeconds,
+    slowest_lag_at_kill_lines: total - slowestAtKill,
     streams_ended_s_after_kill: endSeconds,
     fds_before: fds0,
     fds_attached: fdsAttached,
