@@ -290,3 +290,25 @@ export function podManifest(name: string, containers: Record<string, readonly st
     '',
   ].join('\n');
 }
+
+/** What `web` of the session pod serves: /big, 64 MiB of zeros. */
+export const SESSION_POD_BIG = 64 * 1024 * 1024;
+
+/**
+ * The containers of a pod for streaming sessions: `app` to exec into, `talker` printing
+ * `tick <n>` every 200 ms (attach, logs -f), `web` (busybox httpd on 127.0.0.1:8080) serving
+ * /big for port-forward.
+ */
+export const sessionPodContainers: Record<string, readonly string[]> = {
+  app: ['sleep', '2147483647'],
+  talker: ['sh', '-c', 'i=0; while :; do echo "tick $i"; i=$((i+1)); usleep 200000; done'],
+  web: ['sh', '-c', `mkdir -p /www && dd if=/dev/zero of=/www/big bs=1048576 count=${SESSION_POD_BIG / 1024 / 1024} 2>/dev/null && exec httpd -f -p 127.0.0.1:8080 -h /www`],
+};
+
+/** Resolves once `web` of session pod `name` has written /big (httpd answers from then on). */
+export async function webServing(node: ChildNode, name: string): Promise<void> {
+  await poll('httpd serving', async () => {
+    const r = await fetch(`${node.url}/run/default/${node.podName(name)}/web?cmd=${encodeURIComponent('ls -l /www/big')}`, { method: 'POST' });
+    return (await r.text()).includes(String(SESSION_POD_BIG)) ? true : undefined;
+  }, 60_000, 250);
+}

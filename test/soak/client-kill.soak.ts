@@ -9,7 +9,7 @@
 import http from 'node:http';
 import t from 'tap';
 import { kubectlFor } from '../helpers/kubectl.js';
-import { ChildNode, podManifest } from '../helpers/soak-node.js';
+import { ChildNode, SESSION_POD_BIG, podManifest, sessionPodContainers, webServing } from '../helpers/soak-node.js';
 import { KUBECTLS, kubectlPortForward, kubectlProcess } from '../helpers/soak-kubectl.js';
 import { MiB, figures, poll, round, sized } from '../helpers/soak.js';
 
@@ -19,23 +19,13 @@ const EXEC_GONE_MS = 15_000;
 const ROUNDS = sized({ ci: 1, full: 5 });
 
 const node = await ChildNode.start(t, { flags: ['--exec-disconnect-grace-period', '1s'] });
-await node.writeManifest(
-  'victim.yaml',
-  podManifest('victim', {
-    app: ['sleep', '2147483647'],
-    talker: ['sh', '-c', 'i=0; while :; do echo "tick $i"; i=$((i+1)); usleep 200000; done'],
-    web: ['sh', '-c', 'mkdir -p /www && dd if=/dev/zero of=/www/big bs=1048576 count=64 2>/dev/null && exec httpd -f -p 127.0.0.1:8080 -h /www'],
-  }),
-);
+await node.writeManifest('victim.yaml', podManifest('victim', sessionPodContainers));
 const pod = node.podName('victim');
 await poll('victim running', async () => {
   const p = await node.pod('victim');
   return p?.status?.containerStatuses?.every((c) => c.state?.running) ? true : undefined;
 }, 60_000, 200);
-await poll('httpd serving', async () => {
-  const r = await fetch(`${node.url}/run/default/${pod}/web?cmd=${encodeURIComponent('ls -l /www/big')}`, { method: 'POST' });
-  return (await r.text()).includes(String(64 * MiB)) ? true : undefined;
-}, 60_000, 250);
+await webServing(node, 'victim');
 const liveExecs = async (container: string) => {
   const { id } = await node.containerOf('victim', container);
   return (await node.docker.getContainer(id).inspect()).ExecIDs?.length ?? 0;
@@ -117,7 +107,7 @@ for (const k of KUBECTLS) {
         // The reader resumes: it gets what was in flight, then the cut.
         response?.resume();
         await poll('the client saw its connection end', () => Promise.race([closed.then(() => true), new Promise<undefined>((r) => setTimeout(r, 50))]), 30_000, 0);
-        t.ok(got < 64 * MiB, `port-forward: the download was cut (${got} of ${64 * MiB} B read)`);
+        t.ok(got < SESSION_POD_BIG, `port-forward: the download was cut (${got} of ${SESSION_POD_BIG} B read)`);
         figures(t, { kind: 'port-forward', session_gone_s: sessionGone, bytes_read: got, fds_before: fds0, fds_after: node.fds() });
       }
 

@@ -12,7 +12,7 @@ import http from 'node:http';
 import t from 'tap';
 import { startTestEngine, stopTestEngine } from '../helpers/docker.js';
 import { kubectlFor } from '../helpers/kubectl.js';
-import { ChildNode, converge, podManifest } from '../helpers/soak-node.js';
+import { ChildNode, converge, podManifest, sessionPodContainers, webServing } from '../helpers/soak-node.js';
 import { describe, runExec, type ExecResult } from '../helpers/soak-exec.js';
 import { kubectlPortForward, kubectlProcess } from '../helpers/soak-kubectl.js';
 import { MiB, figures, mib, poll, range, round, sized, stopwatch } from '../helpers/soak.js';
@@ -31,14 +31,7 @@ const RECOVER_MS = sized({ ci: 120_000, full: 300_000 });
 const node = await ChildNode.start(t, { flags: ['--exec-disconnect-grace-period', '1s'] });
 const names = [...range(PODS).map((i) => `p${i}`), 'sess'];
 for (const i of range(PODS)) await node.writeManifest(`p${i}.yaml`, podManifest(`p${i}`, { app: ['sleep', '2147483647'] }));
-await node.writeManifest(
-  'sess.yaml',
-  podManifest('sess', {
-    app: ['sleep', '2147483647'],
-    talker: ['sh', '-c', 'i=0; while :; do echo "tick $i"; i=$((i+1)); usleep 200000; done'],
-    web: ['sh', '-c', 'mkdir -p /www && dd if=/dev/zero of=/www/big bs=1048576 count=64 2>/dev/null && exec httpd -f -p 127.0.0.1:8080 -h /www'],
-  }),
-);
+await node.writeManifest('sess.yaml', podManifest('sess', sessionPodContainers));
 const pod = node.podName('sess');
 const firstConverge = await converge(node, names, RECOVER_MS);
 const kubectlWs = await kubectlFor(t, '1.33', node.url);
@@ -51,10 +44,7 @@ t.test(`Docker stopped and started ${CYCLES}x, ${PODS + 1} pods, sessions open`,
   const rss0 = node.rss();
   figures(t, { pods: PODS + 1, first_converge_s: round(firstConverge), fds: fds0, rss_mib: mib(rss0) });
   for (const cycle of range(CYCLES)) {
-    await poll('httpd serving', async () => {
-      const r = await fetch(`${node.url}/run/default/${pod}/web?cmd=${encodeURIComponent('ls -l /www/big')}`, { method: 'POST' });
-      return (await r.text()).includes(String(64 * MiB)) ? true : undefined;
-    }, 60_000, 250);
+    await webServing(node, 'sess');
 
     // The open sessions.
     let up = 0;
