@@ -8,6 +8,14 @@ export function podFullName(pod: Pick<Pod, 'metadata'>): string {
   return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? ''}`;
 }
 
+/**
+ * The pod's hostname (`GeneratePodHostNameAndDomain`, `truncatePodHostnameIfNeeded`):
+ * `spec.hostname` or the pod name, cut to 63 characters without a trailing `-` or `.`.
+ */
+export function podHostname(pod: Pick<Pod, 'metadata' | 'spec'>): string {
+  return (pod.spec?.hostname ?? pod.metadata?.name ?? '').slice(0, 63).replace(/[-.]+$/, '');
+}
+
 // Formats and messages are apimachinery's (k8s.io/apimachinery/pkg/util/validation), verbatim,
 // so clients see the same text as from an apiserver.
 const dns1123LabelFmt = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';

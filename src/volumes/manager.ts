@@ -1,4 +1,4 @@
-import { chmod, lstat, mkdir, realpath, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import type { ConfigMap, Container, Pod, Secret, Volume } from 'kubernetes-types/core/v1.js';
 import { quantityOf } from '../api/quantity.js';
@@ -7,6 +7,7 @@ import type { Mount } from '../runtime/types.js';
 import { writeAtomically, type FileProjection } from './atomic-writer.js';
 import type { PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
+import { etcHostsContent, etcHostsPath, mountsEtcHosts } from './etc-hosts.js';
 import { expand } from './expansion.js';
 import { checkHostPath } from './host-path.js';
 import { isMountPoint, mountTmpfs, setVolumeOwnership, unmountUnder } from './host.js';
@@ -30,6 +31,8 @@ export interface VolumeManagerOptions {
   refreshPeriodMs?: number;
   /** Clock (token refresh); tests pass their own. */
   now?: () => number;
+  /** The node's hosts file, copied for host-network pods (default /etc/hosts); tests pass their own. */
+  nodeHostsFile?: string;
 }
 
 interface SetUpVolume {
@@ -166,6 +169,21 @@ export class VolumeManager {
       });
     }
     return mounts;
+  }
+
+  /**
+   * The bind mount of the pod's generated hosts file over `container`'s /etc/hosts
+   * (`makeHostsMount`), written to `<rootDir>/pods/<uid>/etc-hosts` on every container start so
+   * it follows the pod's IPs; undefined when the container mounts its own /etc/hosts.
+   */
+  async etcHostsMount(pod: Pod, container: Container, podIPs: readonly string[]): Promise<Mount | undefined> {
+    const uid = pod.metadata?.uid ?? '';
+    if (!mountsEtcHosts(container) || !safeUID.test(uid)) return undefined;
+    const file = join(this.podDir(uid), 'etc-hosts');
+    await mkdir(this.podDir(uid), { recursive: true });
+    await writeFile(file, await etcHostsContent(pod, podIPs, this.#o.nodeHostsFile), { mode: 0o644 });
+    await chmod(file, 0o644);
+    return { hostPath: file, containerPath: etcHostsPath, readOnly: false };
   }
 
   /** Unmounts the pod's tmpfs volumes and deletes `<rootDir>/pods/<uid>` (its containers are gone). */

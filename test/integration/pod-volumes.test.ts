@@ -217,3 +217,34 @@ ${container('main', 'sleep 3600', `      volumeMounts: [{ name: data, mountPath:
   await removeAndWaitTeardown(node, 'pvc.yaml', pvcUID);
   await removeAndWaitTeardown(node, 'prop.yaml', propUID);
 });
+
+t.test('/etc/hosts: the kubelet-managed file with hostAliases, unless the container mounts its own; hostNetwork copies the node\'s', async (t) => {
+  const node = await startTestNode(t);
+  const spec = `  hostAliases:
+    - { ip: 123.45.67.89, hostnames: [foo, bar] }
+  volumes:
+    - name: node-hosts
+      hostPath: { path: /etc/hosts, type: File }
+  containers:
+${container('managed', 'sleep 3600')}
+${container('own', 'sleep 3600', `      volumeMounts:
+        - { name: node-hosts, mountPath: /etc/hosts }
+`)}`;
+  await node.writeManifest('hosts.yaml', podYaml('hosts', spec));
+  const pod = await runningPod(node, 'hosts');
+  const managed = await exec(idOf(pod, 'managed'), 'cat /etc/hosts');
+  t.match(managed, /^# Kubernetes-managed hosts file\.\n127\.0\.0\.1\tlocalhost\n/, 'the managed header and localhost lines');
+  t.match(managed, /\n# Entries added by HostAliases\.\n123\.45\.67\.89\tfoo\tbar\n$/, 'the host aliases at the end');
+  t.equal(await exec(idOf(pod, 'own'), 'cat /etc/hosts'), await readFile('/etc/hosts', 'utf8'), 'a container mounting /etc/hosts keeps its own');
+
+  await node.writeManifest('hosts-net.yaml', podYaml('hosts-net', `  hostNetwork: true
+  hostAliases:
+    - { ip: 123.45.67.89, hostnames: [foo] }
+  containers:
+${container('main', 'sleep 3600')}`));
+  const hostPod = await runningPod(node, 'hosts-net');
+  t.equal(
+    await exec(idOf(hostPod, 'main'), 'cat /etc/hosts'),
+    `# Kubernetes-managed hosts file (host network).\n${await readFile('/etc/hosts', 'utf8')}\n# Entries added by HostAliases.\n123.45.67.89\tfoo\n`,
+  );
+});

@@ -3,6 +3,7 @@ import type { Container, Pod } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
+import { podHostname } from '../../api/names.js';
 import type { ContainerConfig, ContainerStatsSample, ImageInfo, ImagePullPolicy, Mount, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
@@ -273,8 +274,7 @@ export class DockerRuntime implements Runtime {
     const created = await this.#docker.createContainer({
       name: makeSandboxName(parts, attempt),
       Image: this.#opts.infraImage,
-      // The pod's hostname is its name (truncated to a DNS label), as the kubelet sets it.
-      ...(hostNetwork ? {} : { Hostname: (pod.spec?.hostname ?? parts.pod).slice(0, 63).replace(/[-.]+$/, '') }),
+      ...(hostNetwork ? {} : { Hostname: podHostname(pod) }),
       Labels: sandboxLabels(pod, this.#opts.nodeName),
       HostConfig: {
         NetworkMode: hostNetwork ? 'host' : this.#opts.podNetwork,

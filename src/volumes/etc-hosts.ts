@@ -1,0 +1,54 @@
+import { readFile } from 'node:fs/promises';
+import { podHostname } from '../api/names.js';
+import type { Container, Pod } from '../api/types.js';
+
+/** Where containers see the pod's hosts file, and the header that marks it as the kubelet's. */
+export const etcHostsPath = '/etc/hosts';
+const managedHeader = '# Kubernetes-managed hosts file.\n';
+const managedHeaderHostNetwork = '# Kubernetes-managed hosts file (host network).\n';
+
+type HostAlias = NonNullable<NonNullable<Pod['spec']>['hostAliases']>[number];
+
+/**
+ * Whether the kubelet bind-mounts the pod's generated hosts file over `container`'s /etc/hosts
+ * (`makeMounts`): always, unless the container mounts something at /etc/hosts itself.
+ *
+ * The kubelet also waits for a pod IP on the pod network; nodelet's pods run on network `none`
+ * and never get one, so their file carries the localhost lines and host aliases only — still
+ * the kubelet's content, where Docker would otherwise write its own.
+ */
+export function mountsEtcHosts(container: Container): boolean {
+  return !(container.volumeMounts ?? []).some((m) => m.mountPath === etcHostsPath);
+}
+
+/**
+ * The content of a pod's hosts file (`ensureHostsFile`): for a host-network pod the node's
+ * own hosts file under the host-network header, else the managed file with the localhost lines
+ * and one line per pod IP for the pod's hostname; `hostAliases` appended to both.
+ */
+export async function etcHostsContent(pod: Pod, podIPs: readonly string[], nodeHostsFile = etcHostsPath): Promise<string> {
+  const aliases = hostAliasEntries(pod.spec?.hostAliases ?? []);
+  if (pod.spec?.hostNetwork === true) return managedHeaderHostNetwork + (await readFile(nodeHostsFile, 'utf8')) + aliases;
+  return managedHostsContent(podIPs, podHostname(pod), aliases);
+}
+
+/** `managedHostsFileContent`, byte for byte (no DNS domain: nodelet has no `--cluster-domain`). */
+export function managedHostsContent(podIPs: readonly string[], hostname: string, aliasEntries: string): string {
+  let out = managedHeader;
+  out += '127.0.0.1\tlocalhost\n';
+  out += '::1\tlocalhost ip6-localhost ip6-loopback\n';
+  out += 'fe00::0\tip6-localnet\n';
+  out += 'fe00::0\tip6-mcastprefix\n';
+  out += 'fe00::1\tip6-allnodes\n';
+  out += 'fe00::2\tip6-allrouters\n';
+  for (const ip of podIPs) out += `${ip}\t${hostname}\n`;
+  return out + aliasEntries;
+}
+
+/** `hostsEntriesFromHostAliases`: one line per alias IP, its hostnames tab-separated. */
+export function hostAliasEntries(aliases: readonly HostAlias[]): string {
+  if (!aliases.length) return '';
+  let out = '\n# Entries added by HostAliases.\n';
+  for (const a of aliases) out += `${a.ip ?? ''}\t${(a.hostnames ?? []).join('\t')}\n`;
+  return out;
+}
