@@ -1,6 +1,18 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
+ * Labels of `nodelet_streaming_upgrades_total`: the kubelet's path bucket (as in
+ * `kubelet_http_requests_total`), the transport the 101 switched to, and the subprotocol
+ * nodelet chose (from its own list, so the label set is bounded; empty when the client offered
+ * none, i.e. v1).
+ */
+export interface StreamingUpgradeLabels {
+  path: 'exec' | 'attach' | 'portForward';
+  transport: 'websocket' | 'spdy';
+  protocol: string;
+}
+
+/**
  * nodelet's metrics, with the kubelet's names and labels (pkg/kubelet/metrics, server/metrics)
  * plus a few of its own (`nodelet_*`). One registry per nodelet instance, never prom-client's
  * global one, so several nodelets can live in one process (tests).
@@ -70,6 +82,16 @@ export class Metrics {
     help: 'Duration in seconds of runtime operations. Broken down by operation type.',
     labelNames: ['operation_type'] as const,
     buckets: [0.005, 0.0125, 0.03125, 0.078125, 0.1953125, 0.48828125, 1.220703125, 3.0517578125, 7.62939453125, 19.073486328125, 47.6837158203125, 119.20928955078125, 298.0232238769531, 745.0580596923828],
+    registers: [this.registry],
+  });
+  /**
+   * Streaming sessions that got their 101, by transport and subprotocol. kubectl ≥ 1.30 tries
+   * WebSocket first and silently falls back to SPDY on any refusal: this says which one it used.
+   */
+  readonly streamingUpgrades = new Counter({
+    name: 'nodelet_streaming_upgrades_total',
+    help: 'Streaming sessions (exec, attach, port-forward) upgraded with a 101, by path, transport (websocket, spdy) and negotiated subprotocol',
+    labelNames: ['path', 'transport', 'protocol'] as const,
     registers: [this.registry],
   });
   readonly dockerErrors = new Counter({

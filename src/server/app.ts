@@ -28,7 +28,7 @@ import { DEFAULT_MAX_PORT_FORWARD_CONNECTIONS, DEFAULT_MAX_PORT_FORWARD_CONNECTI
 export interface ServerOptions {
   host: Host;
   /** exec/attach/port-forward limits; defaults are the kubelet's. */
-  streaming?: Partial<Omit<StreamingOptions, 'sessions' | 'portForwardConnections'>> & {
+  streaming?: Partial<Omit<StreamingOptions, 'sessions' | 'portForwardConnections' | 'upgraded'>> & {
     /** Node-wide forwarded port-forward connections (default 256). */
     maxPortForwardConnections?: number;
   };
@@ -158,6 +158,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     closeWaitMs: s.closeWaitMs ?? 60_000,
     maxPortForwardConnectionsPerSession: s.maxPortForwardConnectionsPerSession ?? DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION,
     portForwardConnections: new ForwardLimiter(s.maxPortForwardConnections ?? DEFAULT_MAX_PORT_FORWARD_CONNECTIONS),
+    upgraded: (labels) => metrics.streamingUpgrades.inc(labels),
   };
   routeUpgrades(app);
   // Upgraded sockets are no longer the HTTP server's: close them so `app.close()` completes.

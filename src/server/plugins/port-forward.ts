@@ -99,6 +99,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
         delete request.raw.headers['sec-websocket-protocol'];
         tunnelWss.handleUpgrade(request.raw, socket, head, (ws) => {
           slot.track(socket);
+          streaming.upgraded({ path: 'portForward', transport: 'websocket', protocol: PORT_FORWARD_TUNNEL_PROTOCOL });
           log.debug('port-forward: SPDY over WebSocket started');
           const conn = new SpdyConnection(tunnelStream(ws, log), { log, idleTimeoutMs: streaming.idleTimeoutMs });
           supervise(serveSpdyPortForward(conn, spdyOptions), ref, slot);
@@ -117,6 +118,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
       else delete request.raw.headers['sec-websocket-protocol'];
       channelWss.handleUpgrade(request.raw, socket, head, (ws) => {
         slot.track(socket);
+        streaming.upgraded({ path: 'portForward', transport: 'websocket', protocol: mode.protocol });
         log.debug({ protocol: mode.protocol, ports: parsed.ports }, 'port-forward: WebSocket started');
         const session = serveWebSocketPortForward(ws, {
           base64: mode.base64,
@@ -145,6 +147,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
       reply.hijack();
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n${STREAM_PROTOCOL_HEADER}: ${negotiated.protocol}\r\n\r\n`);
       slot.track(socket);
+      streaming.upgraded({ path: 'portForward', transport: 'spdy', protocol: negotiated.protocol });
       log.debug('port-forward: SPDY started');
       const conn = new SpdyConnection(socket, { head, log, idleTimeoutMs: streaming.idleTimeoutMs });
       supervise(serveSpdyPortForward(conn, spdyOptions), ref, slot);

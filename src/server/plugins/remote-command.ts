@@ -11,6 +11,7 @@ import type { CommandResult, StreamIO } from '../../streaming/types.js';
 import { serveWebSocketRemoteCommand } from '../../streaming/websocket/session.js';
 import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
 import type { Host } from '../../host/index.js';
+import type { StreamingUpgradeLabels } from '../../metrics/registry.js';
 import { upgradeOf, type StreamingSessions } from '../upgrade.js';
 
 export interface StreamingOptions {
@@ -25,6 +26,8 @@ export interface StreamingOptions {
   maxPortForwardConnectionsPerSession: number;
   /** Forwarded connections on the node, shared by every session (`--max-port-forward-connections`). */
   portForwardConnections: ForwardLimiter;
+  /** Called once per session at its 101 (`nodelet_streaming_upgrades_total`). */
+  upgraded: (labels: StreamingUpgradeLabels) => void;
 }
 
 type Kind = 'exec' | 'attach';
@@ -101,6 +104,7 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
       reply.hijack();
       wss.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (ws) => {
         slot.track(upgrade.socket);
+        streaming.upgraded({ path: kind, transport: 'websocket', protocol });
         log.debug({ protocol }, 'WebSocket remote command started');
         void serveWebSocketRemoteCommand(ws, { protocol, options, idleTimeoutMs: streaming.idleTimeoutMs, closeWaitMs: streaming.closeWaitMs, log, run, command: options.command, kind })
           .finally(() => slot.release());
@@ -124,6 +128,7 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
       const { socket, head } = upgrade;
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n${STREAM_PROTOCOL_HEADER}: ${negotiated.protocol}\r\n\r\n`);
       slot.track(socket);
+      streaming.upgraded({ path: kind, transport: 'spdy', protocol: negotiated.protocol });
       const connection = new SpdyConnection(socket, { head, log, idleTimeoutMs: streaming.idleTimeoutMs });
       log.debug({ protocol: negotiated.protocol }, 'SPDY remote command started');
       void serveSpdyRemoteCommand(connection, {
