@@ -13,6 +13,7 @@ import { dockerClient } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
 import { buildServer } from './server/index.js';
 import { loadTlsMaterial, servesTLS } from './server/tls.js';
+import { loadEmbeddedCredentials, writeAdminKubeconfig } from './server/embedded.js';
 import { Metrics } from './metrics/registry.js';
 import { instrumentRuntime } from './metrics/runtime.js';
 import { StreamingSessions } from './server/upgrade.js';
@@ -46,6 +47,8 @@ export interface Nodelet {
   readonly readOnlyUrl: string | undefined;
   /** Cluster mode's loops (node, lease, pods, statuses, mirror pods, events), with `--kubeconfig`. */
   readonly cluster: ClusterMode | undefined;
+  /** The admin kubeconfig written for the embedded default (`generatedCredentials`), else undefined. */
+  readonly adminKubeconfig: string | undefined;
   /** Stops serving and syncing. Pods keep running, as they do when a kubelet stops. */
   close(): Promise<void>;
 }
@@ -67,14 +70,16 @@ export interface StartOptions {
 export async function startNodelet(config: Config, opts: StartOptions): Promise<Nodelet> {
   const { log } = opts;
   // Credentials, policy and certificates first: a bad file stops nodelet before anything runs.
+  // The embedded default makes (once) and reuses its CA, serving certificate and admin token.
+  const embedded = config.generatedCredentials ? await loadEmbeddedCredentials(config, log) : undefined;
   const securityWarnings: string[] = [];
-  const security = securityFromConfig(config, securityWarnings, log);
+  const security = securityFromConfig(config, securityWarnings, log, embedded?.adminToken);
   const closeSecurity = (): void => {
     if (security.kind === 'authenticated') security.close?.();
   };
   for (const warning of securityWarnings) log.warn({ file: config.tokenAuthFile }, `token file: ${warning}`);
   // Bearer tokens checked by the webhook are real cluster credentials: never over plain HTTP.
-  const tls = servesTLS(config) || config.authenticationTokenWebhook ? await loadTlsMaterial(config, log) : undefined;
+  const tls = embedded ? embedded.tls : servesTLS(config) || config.authenticationTokenWebhook ? await loadTlsMaterial(config, log) : undefined;
   const docker = dockerClient(config.dockerEndpoint);
   const metrics = new Metrics();
   const dockerRuntime = new DockerRuntime({
@@ -231,6 +236,21 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     throw err;
   }
   servingPort = Number(new URL(url).port);
+  let adminKubeconfig: string | undefined;
+  if (embedded) {
+    try {
+      adminKubeconfig = await writeAdminKubeconfig(config, servingPort, embedded);
+    } catch (err) {
+      await source?.stop();
+      await app.close();
+      await readOnly?.close();
+      await stats.stop();
+      await kubelet.stop();
+      await volumes.stop();
+      closeSecurity();
+      throw err;
+    }
+  }
   nodeSource.start();
   if (apiClient) {
     cluster = startClusterMode({
@@ -252,8 +272,16 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       ...(opts.clusterTiming ? { timing: opts.clusterTiming } : {}),
     });
   }
-  const posture = { tls: tls !== undefined, anonymousAuth: config.anonymousAuth, authorizationMode: config.authorizationMode, tokenWebhook: config.authenticationTokenWebhook || undefined };
+  const posture = {
+    tls: tls !== undefined,
+    anonymousAuth: config.anonymousAuth,
+    authorizationMode: config.authorizationMode,
+    tokenWebhook: config.authenticationTokenWebhook || undefined,
+    insecureDev: config.insecureDev || undefined,
+    adminKubeconfig,
+  };
   log.info({ url, readOnlyUrl, node: config.nodeName, staticPodPath: config.staticPodPath || undefined, ...posture }, 'nodelet is serving');
+  if (adminKubeconfig) log.info({ kubeconfig: adminKubeconfig }, `Admin kubeconfig: KUBECONFIG=${adminKubeconfig} kubectl get pods`);
   if (readOnlyUrl) log.warn({ readOnlyUrl }, 'The read-only port serves /pods (including env values) without authentication');
 
   return {
@@ -266,6 +294,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     url,
     readOnlyUrl,
     cluster,
+    adminKubeconfig,
     async close() {
       await source?.stop();
       nodeSource.stop();

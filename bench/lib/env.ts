@@ -130,6 +130,8 @@ export class NodeletProcess {
         '--address', '127.0.0.1',
         '--port', String(port),
         '--hostname-override', NodeletProcess.nodeName,
+        // Plain HTTP, anonymous: the bench's clients carry no credentials.
+        '--insecure-dev',
         '--file-check-frequency', '1s',
         '--logging-format', 'json',
         '-v', '0',

@@ -84,6 +84,16 @@ export class TokenFileAuthenticator implements Authenticator {
     return new TokenFileAuthenticator(users);
   }
 
+  /** Tokens given in code (the embedded default's generated admin token); an empty token is refused. */
+  static fromEntries(entries: readonly { readonly token: string; readonly user: UserInfo }[]): TokenFileAuthenticator {
+    const users = new Map<string, UserInfo>();
+    for (const { token, user } of entries) {
+      if (token === '') throw new TokenFileError('empty token');
+      users.set(digest(token), user);
+    }
+    return new TokenFileAuthenticator(users);
+  }
+
   static fromFile(path: string, warnings: string[] = []): TokenFileAuthenticator {
     let text: string;
     try {

@@ -49,3 +49,5 @@ export interface Authorizer {
 export const ANONYMOUS_USER = 'system:anonymous';
 export const UNAUTHENTICATED_GROUP = 'system:unauthenticated';
 export const AUTHENTICATED_GROUP = 'system:authenticated';
+/** The apiserver's superuser group (`user.SystemPrivilegedGroup`): the embedded default's admin is in it. */
+export const PRIVILEGED_GROUP = 'system:masters';

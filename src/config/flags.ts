@@ -2,8 +2,10 @@ import type { Config } from './types.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
+/** Config fields no flag sets: decided by buildConfig from the others. */
+type Resolved = 'generatedCredentials';
 /** Everything a flag can set: the Config fields plus the two flags that only steer the CLI. */
-export type FlagValues = Mutable<Config> & { configFile: string; help: boolean };
+export type FlagValues = Mutable<Omit<Config, Resolved>> & { configFile: string; help: boolean };
 export type FlagTarget = keyof FlagValues;
 
 /** Targets whose type is exactly T, so a flag cannot feed e.g. a string into an enum field. */
@@ -67,7 +69,7 @@ export const DEFAULT_DOCKER_ENDPOINT = 'unix:///var/run/docker.sock';
 const TABLE = [
   {
     name: 'address', kind: 'string', target: 'address', default: '127.0.0.1', fileField: 'address', nonEmpty: true,
-    help: 'The IP address for nodelet to serve on. A non-loopback address requires authentication (--client-ca-file, --token-auth-file or --authentication-token-webhook) and --authorization-mode=Policy or Webhook, and is always served over TLS',
+    help: 'The IP address for nodelet to serve on. Always served over TLS (except with --insecure-dev). A non-loopback address requires authentication (--client-ca-file, --token-auth-file or --authentication-token-webhook) and --authorization-mode=Policy or Webhook',
   },
   {
     name: 'port', kind: 'port', target: 'port', default: 10250, fileField: 'port',
@@ -153,7 +155,7 @@ const TABLE = [
   },
   {
     name: 'tls-cert-file', kind: 'string', target: 'tlsCertFile', default: '', fileField: 'tlsCertFile',
-    help: 'File containing the x509 certificate for HTTPS (CA cert, if any, concatenated after the server cert). If unset and TLS is needed, a self-signed certificate and key are generated in --cert-dir',
+    help: 'File containing the x509 certificate for HTTPS (CA cert, if any, concatenated after the server cert). If unset: with no authenticator either, a CA and a serving certificate signed by it are generated in --cert-dir (with an admin token and <root-dir>/kubeconfig); with an authenticator, a self-signed certificate and key are generated there',
   },
   {
     name: 'tls-private-key-file', kind: 'string', target: 'tlsPrivateKeyFile', default: '', fileField: 'tlsPrivateKeyFile',
@@ -161,7 +163,7 @@ const TABLE = [
   },
   {
     name: 'cert-dir', kind: 'string', target: 'certDir', default: '',
-    help: 'The directory where the generated TLS certificate and key are located (empty: <root-dir>/pki). Ignored if --tls-cert-file and --tls-private-key-file are given',
+    help: 'The directory where the generated TLS certificates, keys and admin token are located (empty: <root-dir>/pki). Ignored if --tls-cert-file and --tls-private-key-file are given',
   },
   {
     name: 'client-ca-file', kind: 'string', target: 'clientCAFile', default: '', fileField: 'authentication.x509.clientCAFile',
@@ -173,7 +175,11 @@ const TABLE = [
   },
   {
     name: 'anonymous-auth', kind: 'bool', target: 'anonymousAuth', default: false, fileField: 'authentication.anonymous.enabled',
-    help: 'Enables anonymous requests: requests no other authenticator rejects get user system:anonymous and group system:unauthenticated. Unset on loopback with no authenticator and AlwaysAllow, anonymous requests are allowed (development posture)',
+    help: 'Enables anonymous requests: requests no other authenticator rejects get user system:anonymous and group system:unauthenticated. Unset on loopback with no authenticator and AlwaysAllow, anonymous requests are allowed with --insecure-dev or --tls-cert-file, refused (401) otherwise',
+  },
+  {
+    name: 'insecure-dev', kind: 'bool', target: 'insecureDev', default: false,
+    help: 'INSECURE, development only (nodelet-specific): serve plain HTTP with anonymous requests allowed (AlwaysAllow) on a loopback address, so curl and kubectl need no credentials, and any local user can exec into every container. A warning is logged. Without it, and without --tls-cert-file or an authenticator, nodelet serves HTTPS with a generated CA and admin token and writes <root-dir>/kubeconfig',
   },
   {
     name: 'kubeconfig', kind: 'string', target: 'kubeconfig', default: '',

@@ -108,6 +108,9 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     ...security,
   };
   const warnings = [...file.warnings];
+  if (config.insecureDev) {
+    warnings.push('INSECURE: --insecure-dev serves plain HTTP with anonymous requests allowed (AlwaysAllow): any local user of this machine can read every pod and exec into every container. For development only; drop the flag for HTTPS with a generated admin kubeconfig');
+  }
   if (config.kubeconfig !== '' && config.clientCAFile === '') {
     warnings.push('cluster mode without --client-ca-file: the apiserver\'s client certificate cannot be authenticated, so kubectl logs/exec/port-forward through the apiserver will get 401');
   }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
-import { isLoopbackAddress } from './host.js';
+import { parseDocument, stringify } from 'yaml';
+import { isLoopbackAddress, isUnspecifiedAddress } from './host.js';
 
 /**
  * `--kubeconfig`: how to reach the apiserver. Only what the TokenReview and SubjectAccessReview
@@ -149,4 +149,41 @@ export function loadKubeconfig(path: string): ApiserverConnection {
     if (err instanceof KubeconfigError) throw new KubeconfigError(`kubeconfig ${JSON.stringify(path)}: ${err.message}`);
     throw err;
   }
+}
+
+/** What `renderKubeconfig` writes: one cluster, one user with a bearer token, one context. */
+export interface KubeconfigSpec {
+  /** Name of the cluster, user and context (e.g. the node name). */
+  readonly name: string;
+  /** `https://host:port`. */
+  readonly server: string;
+  /** PEM of the CA that signs the server's certificate, embedded as `certificate-authority-data`. */
+  readonly caPem: string;
+  readonly token: string;
+}
+
+/** Where a kubeconfig for a local listener should point: loopback for an unspecified bind address, IPv6 in brackets. */
+export function loopbackServerURL(address: string, port: number): string {
+  const host = isUnspecifiedAddress(address) ? '127.0.0.1' : address;
+  return `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * A kubeconfig (`kind: Config`) for kubectl and client-go: `parseKubeconfig` reads back what this
+ * writes. It holds a credential: write it mode 0600.
+ */
+export function renderKubeconfig(spec: KubeconfigSpec): string {
+  if (!/^https:\/\//.test(spec.server)) throw new KubeconfigError(`server must be https://, got ${JSON.stringify(spec.server)}`);
+  if (spec.token === '' || /\s/.test(spec.token)) throw new KubeconfigError('the token must be non-empty and hold no whitespace');
+  if (!spec.caPem.includes('-----BEGIN CERTIFICATE-----')) throw new KubeconfigError('the certificate authority must be a PEM certificate');
+  const { name } = spec;
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name, cluster: { server: spec.server, 'certificate-authority-data': Buffer.from(spec.caPem).toString('base64') } }],
+    users: [{ name, user: { token: spec.token } }],
+    contexts: [{ name, context: { cluster: name, user: name, namespace: 'default' } }],
+    'current-context': name,
+    preferences: {},
+  }, { lineWidth: 0 });
 }

@@ -8,10 +8,16 @@ type Get = <K extends FlagTarget>(k: K) => FlagValues[K];
 /**
  * The security posture, decided once at start-up (nodelet refuses to start rather than serve an
  * insecure configuration):
- *  - Loopback with no authenticator and AlwaysAllow is the development posture of a kubelet run
- *    with its legacy CLI defaults: anonymous requests are allowed (unless `--anonymous-auth` is
- *    given explicitly), so `npm start`, curl and kubectl work without credentials.
- *  - Anything else authenticates; anonymous requests get 401 unless `--anonymous-auth=true`.
+ *  - The embedded default — no serving certificate, no authenticator, no `--kubeconfig`, no
+ *    `--insecure-dev` — is secure on loopback too: HTTPS with a generated CA and serving
+ *    certificate, a generated admin token as the only credential, anonymous requests 401 unless
+ *    `--anonymous-auth=true` (`generatedCredentials`, see src/server/embedded.ts).
+ *  - `--insecure-dev` is the development posture of a kubelet run with its legacy CLI defaults:
+ *    plain HTTP, anonymous requests allowed (unless `--anonymous-auth` is given explicitly),
+ *    AlwaysAllow. Loopback only, and never together with certificates or authenticators.
+ *  - Given flags keep their meaning: with an authenticator, anonymous requests get 401 unless
+ *    `--anonymous-auth=true`; a serving certificate alone on loopback with AlwaysAllow keeps the
+ *    development posture over TLS.
  *  - A non-loopback address needs an authenticator (or explicit anonymous auth) and a
  *    non-AlwaysAllow authorizer: the CIS benchmarks' kubelet checks, enforced instead of audited.
  *  - `--authentication-token-webhook` and `--authorization-mode=Webhook` need `--kubeconfig`.
@@ -23,7 +29,7 @@ export function resolveSecurity(
   get: Get,
   given: (k: FlagTarget) => boolean,
   origin: (k: FlagTarget) => string,
-): Pick<Config, 'anonymousAuth' | 'authorizationMode' | 'authenticationTokenWebhook' | 'tlsCertFile' | 'tlsPrivateKeyFile'> {
+): Pick<Config, 'anonymousAuth' | 'authorizationMode' | 'authenticationTokenWebhook' | 'tlsCertFile' | 'tlsPrivateKeyFile' | 'insecureDev' | 'generatedCredentials'> {
   const tlsCertFile = get('tlsCertFile');
   const tlsPrivateKeyFile = get('tlsPrivateKeyFile');
   if ((tlsCertFile === '') !== (tlsPrivateKeyFile === '')) {
@@ -52,8 +58,26 @@ export function resolveSecurity(
 
   const authenticators = get('clientCAFile') !== '' || get('tokenAuthFile') !== '' || tokenWebhook;
   const loopback = isLoopbackAddress(address);
+  const insecureDev = get('insecureDev');
+  if (insecureDev) {
+    if (!loopback) {
+      throw new ConfigError(`--insecure-dev (from ${origin('insecureDev')}) serves plain HTTP without authentication and is only allowed on a loopback address, not ${quote(address)}`);
+    }
+    const conflicts = [
+      ...(tlsCertFile !== '' ? ['--tls-cert-file'] : []),
+      ...(get('clientCAFile') !== '' ? ['--client-ca-file'] : []),
+      ...(get('tokenAuthFile') !== '' ? ['--token-auth-file'] : []),
+      ...(hasKubeconfig ? ['--kubeconfig'] : []),
+    ];
+    if (conflicts.length > 0) {
+      throw new ConfigError(`--insecure-dev (plain HTTP, anonymous requests) cannot be combined with ${conflicts.join(', ')}; drop --insecure-dev to serve HTTPS with those`);
+    }
+  }
+  // Nothing given to serve or authenticate with: nodelet makes its own (CA, serving certificate,
+  // admin token, kubeconfig). Cluster mode has its own credentials (the apiserver's).
+  const generatedCredentials = !insecureDev && tlsCertFile === '' && !authenticators && !hasKubeconfig;
   let anonymousAuth = get('anonymousAuth');
-  if (loopback && !authenticators && mode === 'AlwaysAllow' && !given('anonymousAuth')) anonymousAuth = true;
+  if (loopback && !authenticators && !generatedCredentials && mode === 'AlwaysAllow' && !given('anonymousAuth')) anonymousAuth = true;
 
   if (!loopback) {
     if (mode === 'AlwaysAllow') {
@@ -65,5 +89,5 @@ export function resolveSecurity(
       throw new ConfigError(`serving on non-loopback address ${quote(address)} needs --client-ca-file, --token-auth-file or --authentication-token-webhook`);
     }
   }
-  return { anonymousAuth, authorizationMode: mode, authenticationTokenWebhook: tokenWebhook, tlsCertFile, tlsPrivateKeyFile };
+  return { anonymousAuth, authorizationMode: mode, authenticationTokenWebhook: tokenWebhook, tlsCertFile, tlsPrivateKeyFile, insecureDev, generatedCredentials };
 }

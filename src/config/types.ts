@@ -56,9 +56,22 @@ export interface Config {
   readonly tokenAuthFile: string;
   /**
    * Requests no authenticator claims become `system:anonymous` (`--anonymous-auth`). Resolved:
-   * true only in the loopback development posture (no authenticator, AlwaysAllow), see buildConfig.
+   * unless given, true only in the loopback development posture (no authenticator, AlwaysAllow, and
+   * `insecureDev` or a given serving certificate), see src/config/security.ts.
    */
   readonly anonymousAuth: boolean;
+  /**
+   * `--insecure-dev` (nodelet's own): the loopback development posture — plain HTTP, anonymous
+   * requests, AlwaysAllow. Refused off loopback and together with certificates or authenticators.
+   */
+  readonly insecureDev: boolean;
+  /**
+   * Resolved, the embedded default: no serving certificate, no authenticator, no `--kubeconfig`
+   * and not `insecureDev`. nodelet then serves HTTPS with a CA and serving certificate it
+   * generates in `certDir`, accepts only a generated admin token (group `system:masters`), and
+   * writes `<rootDir>/kubeconfig` for it (src/server/embedded.ts).
+   */
+  readonly generatedCredentials: boolean;
   /**
    * kubeconfig of the apiserver (`--kubeconfig`); empty = standalone. Given, nodelet is a node of
    * that cluster (src/cluster) and the TokenReview/SubjectAccessReview webhooks can use it.

@@ -1,4 +1,4 @@
-import { randomBytes, webcrypto } from 'node:crypto';
+import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import type { ServerOptions as HttpServerOptions } from 'node:http';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
@@ -39,13 +39,15 @@ const CIPHERS = [
 ].join(':');
 
 /**
- * Plain HTTP only on loopback: TLS whenever the address is not loopback, a certificate is given,
- * or a credential travels (client certificates need TLS; kubectl sends its bearer token only over
+ * Plain HTTP only on loopback: TLS in the embedded default (generated credentials), whenever the
+ * address is not loopback, a certificate is given, or a credential travels (client certificates need TLS; kubectl sends its bearer token only over
  * https, and a token on plain HTTP is a token on the wire).
  */
 export function servesTLS(config: Config): boolean {
   // Cluster mode too: the apiserver always dials its nodes over HTTPS.
-  return !isLoopbackAddress(config.address) || config.tlsCertFile !== '' || config.clientCAFile !== '' || config.tokenAuthFile !== '' || config.kubeconfig !== '';
+  return (
+    config.generatedCredentials || !isLoopbackAddress(config.address) || config.tlsCertFile !== '' || config.clientCAFile !== '' || config.tokenAuthFile !== '' || config.kubeconfig !== ''
+  );
 }
 
 /**
@@ -107,38 +109,113 @@ export function subjectAltNames(config: Pick<Config, 'nodeName' | 'nodeIP' | 'ad
   return [...names];
 }
 
-/** Signing algorithm of the self-signed serving certificate. */
+/** Signing algorithm of every certificate nodelet makes. */
 const ECDSA_P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+const DAY_MS = 24 * 3600_000;
+
+/** A certificate and its key, PEM (the key PKCS#8). */
+export interface CertificateAndKey {
+  readonly cert: string;
+  readonly key: string;
+}
+
+/** A positive INTEGER of 128 random bits, hex. */
+function randomSerial(): string {
+  const serial = randomBytes(16);
+  serial[0] = (serial[0] ?? 0) & 0x7f;
+  return serial.toString('hex');
+}
+
+async function pkcs8Pem(key: CryptoKey): Promise<string> {
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
+  return `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END PRIVATE KEY-----\n`;
+}
+
+const newKeys = (): Promise<CryptoKeyPair> => webcrypto.subtle.generateKey(ECDSA_P256, true, ['sign', 'verify']);
+const crypto = webcrypto as unknown as Crypto;
+
+function serverExtensions(config: Pick<Config, 'nodeName' | 'nodeIP' | 'address'>): x509.Extension[] {
+  const names = subjectAltNames(config).map((n) => (n.startsWith('IP:') ? { type: 'ip' as const, value: n.slice(3) } : { type: 'dns' as const, value: n.slice(4) }));
+  return [
+    new x509.BasicConstraintsExtension(false, undefined, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+    new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+    new x509.SubjectAlternativeNameExtension(names),
+  ];
+}
 
 /** The self-signed serving certificate, PEM: `{ cert, key }` (the key PKCS#8). */
-export async function selfSignedCertificate(config: Pick<Config, 'nodeName' | 'nodeIP' | 'address'>, now = new Date()): Promise<{ cert: string; key: string }> {
-  const keys = await webcrypto.subtle.generateKey(ECDSA_P256, true, ['sign', 'verify']);
+export async function selfSignedCertificate(config: Pick<Config, 'nodeName' | 'nodeIP' | 'address'>, now = new Date()): Promise<CertificateAndKey> {
+  const keys = await newKeys();
   // The kubelet names its self-signed certificate `<host>@<unix time>`.
   const cn = `${config.nodeName}@${Math.floor(now.getTime() / 1000)}`;
-  const serial = randomBytes(16);
-  serial[0] = (serial[0] ?? 0) & 0x7f; // a positive INTEGER
-  const names = subjectAltNames(config).map((n) => (n.startsWith('IP:') ? { type: 'ip' as const, value: n.slice(3) } : { type: 'dns' as const, value: n.slice(4) }));
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
     {
-      serialNumber: serial.toString('hex'),
+      serialNumber: randomSerial(),
       // A name parsed from text would split on the CN's characters; give it as an attribute list.
       name: [{ CN: [cn] }],
       notBefore: new Date(now.getTime() - 60_000),
-      notAfter: new Date(now.getTime() + 365 * 24 * 3600_000),
+      notAfter: new Date(now.getTime() + 365 * DAY_MS),
+      keys,
+      signingAlgorithm: ECDSA_P256,
+      extensions: serverExtensions(config),
+    },
+    crypto,
+  );
+  return { cert: cert.toString('pem') + '\n', key: await pkcs8Pem(keys.privateKey) };
+}
+
+/** How long a generated CA is valid (the kubelet's self-signed CA: ten years too). */
+export const CA_VALIDITY_MS = 10 * 365 * DAY_MS;
+/** How long a serving certificate signed by that CA is valid. */
+export const SERVING_VALIDITY_MS = 365 * DAY_MS;
+
+/**
+ * A certificate authority of its own for the embedded default (src/server/embedded.ts): like the
+ * kubelet's `GenerateSelfSignedCertKey`, named `<host>-ca@<unix time>`, signing certificates only.
+ */
+export async function certificateAuthority(nodeName: string, now = new Date()): Promise<CertificateAndKey> {
+  const keys = await newKeys();
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: randomSerial(),
+      name: [{ CN: [`${nodeName}-ca@${Math.floor(now.getTime() / 1000)}`] }],
+      notBefore: new Date(now.getTime() - 60_000),
+      notAfter: new Date(now.getTime() + CA_VALIDITY_MS),
       keys,
       signingAlgorithm: ECDSA_P256,
       extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-        new x509.SubjectAlternativeNameExtension(names),
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
       ],
     },
-    webcrypto as unknown as Crypto,
+    crypto,
   );
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const key = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END PRIVATE KEY-----\n`;
-  return { cert: cert.toString('pem') + '\n', key };
+  return { cert: cert.toString('pem') + '\n', key: await pkcs8Pem(keys.privateKey) };
+}
+
+/** A serving certificate for this node (`<host>@<unix time>`, the same names as the self-signed one) signed by `ca`. */
+export async function servingCertificate(config: Pick<Config, 'nodeName' | 'nodeIP' | 'address'>, ca: CertificateAndKey, now = new Date()): Promise<CertificateAndKey> {
+  const caCert = new x509.X509Certificate(ca.cert);
+  const caKey = await webcrypto.subtle.importKey('pkcs8', createPrivateKey(ca.key).export({ type: 'pkcs8', format: 'der' }), ECDSA_P256, false, ['sign']);
+  const keys = await newKeys();
+  const notAfter = Math.min(now.getTime() + SERVING_VALIDITY_MS, caCert.notAfter.getTime());
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: randomSerial(),
+      subject: [{ CN: [`${config.nodeName}@${Math.floor(now.getTime() / 1000)}`] }],
+      issuer: caCert.subjectName,
+      notBefore: new Date(now.getTime() - 60_000),
+      notAfter: new Date(notAfter),
+      publicKey: keys.publicKey,
+      signingKey: caKey,
+      signingAlgorithm: ECDSA_P256,
+      extensions: [...serverExtensions(config), await x509.AuthorityKeyIdentifierExtension.create(caCert, false, crypto)],
+    },
+    crypto,
+  );
+  return { cert: cert.toString('pem') + '\n', key: await pkcs8Pem(keys.privateKey) };
 }
 
 async function generateSelfSigned(certFile: string, keyFile: string, config: Config): Promise<void> {

@@ -63,13 +63,16 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     maxPortForwardConnections: 256,
     maxContainerLogStreams: 256,
     execDisconnectGracePeriodMs: 1000,
-    // The loopback development posture (anonymous + AlwaysAllow, plain HTTP), as buildConfig resolves it.
+    // The loopback development posture (anonymous + AlwaysAllow, plain HTTP), as buildConfig
+    // resolves `--insecure-dev`.
     tlsCertFile: '',
     tlsPrivateKeyFile: '',
     certDir: join(manifestDir, 'pki'),
     clientCAFile: '',
     tokenAuthFile: '',
     anonymousAuth: true,
+    insecureDev: true,
+    generatedCredentials: false,
     kubeconfig: '',
     registerNode: true,
     nodeLabels: '',

@@ -66,6 +66,8 @@ export class ChildNode {
       '--address', '127.0.0.1',
       '--port', String(port),
       '--hostname-override', nodeName,
+      // Plain HTTP, anonymous: the cases' clients carry no credentials.
+      '--insecure-dev',
       '--file-check-frequency', '1s',
       '--logging-format', 'json',
       '-v', '2',

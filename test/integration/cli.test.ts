@@ -47,7 +47,8 @@ t.test('the CLI serves static pods from a --config file, flags overriding it', a
   await writeFile(join(dir, 'pod.yaml'), `apiVersion: v1\nkind: Pod\nmetadata: {name: hello}\nspec:\n  terminationGracePeriodSeconds: 0\n  containers: [{name: c, image: ${BUSYBOX}, imagePullPolicy: Never, command: [sleep, "600"]}]\n`);
   await writeFile(join(dir, 'kubelet.yaml'), `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: ${dir}\nport: 1\naddress: 127.0.0.1\n`);
   const port = 20000 + (process.pid % 20000);
-  const child = spawn('node', [cli, '--config', join(dir, 'kubelet.yaml'), '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--logging-format=json', '-v=2'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Plain HTTP and anonymous requests, so fetch needs no credentials (secure-defaults.test.ts covers the default).
+  const child = spawn('node', [cli, '--config', join(dir, 'kubelet.yaml'), '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--insecure-dev', '--logging-format=json', '-v=2'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   t.teardown(() => {

@@ -61,7 +61,7 @@ async function startCli(t: Test, flags: string[]): Promise<Cli> {
   const node = `pfl${process.pid}${Math.floor(Math.random() * 1e6)}`;
   await writeFile(join(dir, 'web.yaml'), manifest);
   const port = await freePort();
-  const args = [`--nofile=${NOFILE}:${NOFILE}`, 'node', cli, '--pod-manifest-path', dir, '--root-dir', dir, '--file-check-frequency', '1s', '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--logging-format=json', '-v=2', ...flags];
+  const args = [`--nofile=${NOFILE}:${NOFILE}`, 'node', cli, '--pod-manifest-path', dir, '--root-dir', dir, '--file-check-frequency', '1s', '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--insecure-dev', '--logging-format=json', '-v=2', ...flags];
   const child = spawn('prlimit', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {

@@ -60,7 +60,9 @@ t.test('defaults', async (t) => {
     certDir: '/var/lib/nodelet/pki',
     clientCAFile: '',
     tokenAuthFile: '',
-    anonymousAuth: true,
+    anonymousAuth: false,
+    insecureDev: false,
+    generatedCredentials: true,
     kubeconfig: '',
     registerNode: true,
     nodeLabels: '',
@@ -172,10 +174,47 @@ t.test('a non-loopback address from the config file is refused too', async (t) =
   t.equal(build([`--config=${path}`, '--address=127.0.0.1']).address, '127.0.0.1', 'a flag can fix it');
 });
 
-t.test('security posture: development default on loopback, authentication otherwise', async (t) => {
-  const dev = build([]);
-  t.equal(dev.anonymousAuth, true, 'loopback, no authenticator, AlwaysAllow: anonymous allowed');
-  t.equal(dev.authorizationMode, 'AlwaysAllow');
+t.test('security posture: generated credentials by default, --insecure-dev only when asked for', async (t) => {
+  const secure = build([]);
+  t.same(
+    [secure.generatedCredentials, secure.insecureDev, secure.anonymousAuth, secure.authorizationMode],
+    [true, false, false, 'AlwaysAllow'],
+    'no certificate, no authenticator: nodelet generates its CA, serving certificate and admin token; anonymous is refused',
+  );
+  t.equal(build(['--anonymous-auth=true']).anonymousAuth, true, 'an explicit --anonymous-auth still wins');
+  t.equal(build(['--anonymous-auth=true']).generatedCredentials, true, 'anonymous auth is no authenticator: the admin token is still made');
+  t.equal(build(['--authorization-policy-file=/p']).generatedCredentials, true, 'a policy file alone: the generated admin is allowed in front of it');
+  t.equal(build(['--address=::1', '--port=1']).generatedCredentials, true);
+  for (const given of [['--tls-cert-file=/c', '--tls-private-key-file=/k'], ['--token-auth-file=/t'], ['--client-ca-file=/ca'], ['--kubeconfig=/kc'], ['--insecure-dev']]) {
+    t.equal(build(given).generatedCredentials, false, `nothing generated with ${given.join(' ')}`);
+  }
+  const tlsOnly = build(['--tls-cert-file=/c', '--tls-private-key-file=/k']);
+  t.equal(tlsOnly.anonymousAuth, true, 'a serving certificate alone keeps the loopback development posture, over TLS, as before');
+
+  const dev = build(['--insecure-dev']);
+  t.same([dev.insecureDev, dev.anonymousAuth, dev.authorizationMode], [true, true, 'AlwaysAllow'], '--insecure-dev: anonymous + AlwaysAllow (plain HTTP)');
+  t.equal(build(['--insecure-dev', '--anonymous-auth=false']).anonymousAuth, false, 'an explicit --anonymous-auth wins');
+  t.equal(build(['--insecure-dev', '--authorization-policy-file=/p']).anonymousAuth, false, 'Policy mode: anonymous off by default');
+  const r = buildConfig(['--insecure-dev'], {}, HOST);
+  if ('help' in r) throw new Error('unexpected help');
+  t.equal(r.warnings.length, 1, 'a warning to log at start');
+  t.match(r.warnings[0], /^INSECURE: --insecure-dev serves plain HTTP with anonymous requests allowed/);
+  const quiet = buildConfig([], {}, HOST);
+  t.same('help' in quiet ? undefined : quiet.warnings, [], 'no warning on the secure default');
+
+  fails(t, () => build(['--insecure-dev', '--address=0.0.0.0']), '--insecure-dev (from --insecure-dev) serves plain HTTP without authentication and is only allowed on a loopback address, not "0.0.0.0"');
+  fails(t, () => build(['--insecure-dev', '--address=10.0.0.1', '--authorization-policy-file=/p', '--token-auth-file=/t']), /only allowed on a loopback address, not "10\.0\.0\.1"/);
+  fails(
+    t,
+    () => build(['--insecure-dev', '--token-auth-file=/t', '--tls-cert-file=/c', '--tls-private-key-file=/k']),
+    '--insecure-dev (plain HTTP, anonymous requests) cannot be combined with --tls-cert-file, --token-auth-file; drop --insecure-dev to serve HTTPS with those',
+  );
+  fails(t, () => build(['--insecure-dev', '--client-ca-file=/ca']), /cannot be combined with --client-ca-file;/);
+  fails(t, () => build(['--insecure-dev', '--kubeconfig=/kc']), /cannot be combined with --kubeconfig;/);
+  fails(t, () => build(['--insecure-dev=maybe']), /invalid argument "maybe" for "--insecure-dev" flag/);
+});
+
+t.test('security posture: authentication with given credentials', async (t) => {
   t.equal(build(['--anonymous-auth=false']).anonymousAuth, false, 'an explicit --anonymous-auth wins');
   t.equal(build(['--token-auth-file=/t']).anonymousAuth, false, 'an authenticator turns anonymous off');
   t.equal(build(['--client-ca-file=/ca']).anonymousAuth, false);

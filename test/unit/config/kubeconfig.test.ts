@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { KubeconfigError, loadKubeconfig, parseKubeconfig } from '../../../src/config/kubeconfig.js';
+import { KubeconfigError, loadKubeconfig, loopbackServerURL, parseKubeconfig, renderKubeconfig } from '../../../src/config/kubeconfig.js';
 
 const files: Record<string, string> = { '/kc/ca.crt': 'CA-PEM', '/kc/token': 'file-token\n', '/abs/client.crt': 'CERT', '/kc/client.key': 'KEY' };
 const read = (p: string): Buffer => {
@@ -71,4 +71,24 @@ t.test('loadKubeconfig names the file and resolves relative paths against its di
   t.throws(() => loadKubeconfig(join(dir, 'nope')), /cannot read kubeconfig/);
   writeFileSync(path, kc({}));
   t.throws(() => loadKubeconfig(path), new RegExp(`kubeconfig ".*kubeconfig": cluster "c" has no server`));
+});
+
+t.test('renderKubeconfig: one cluster with the CA embedded, one token user, one context; parseKubeconfig reads it back', async (t) => {
+  const caPem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+  const text = renderKubeconfig({ name: 'node1', server: 'https://127.0.0.1:10250', caPem, token: 'tok_123-abc' });
+  t.match(text, /^apiVersion: v1\nkind: Config\n/);
+  t.match(text, /current-context: node1\n/);
+  t.match(text, /namespace: default\n/, 'kubectl get pods lists the default namespace');
+  t.same(parseKubeconfig(text, '/nowhere', read), { server: 'https://127.0.0.1:10250', insecureSkipTLSVerify: false, ca: Buffer.from(caPem), token: 'tok_123-abc' });
+  t.throws(() => renderKubeconfig({ name: 'n', server: 'http://127.0.0.1:1', caPem, token: 't' }), /server must be https:\/\//);
+  t.throws(() => renderKubeconfig({ name: 'n', server: 'https://127.0.0.1:1', caPem, token: '' }), /token must be non-empty/);
+  t.throws(() => renderKubeconfig({ name: 'n', server: 'https://127.0.0.1:1', caPem, token: 'a b' }), /no whitespace/);
+  t.throws(() => renderKubeconfig({ name: 'n', server: 'https://127.0.0.1:1', caPem: 'junk', token: 't' }), /PEM certificate/);
+
+  t.equal(loopbackServerURL('127.0.0.1', 10250), 'https://127.0.0.1:10250');
+  t.equal(loopbackServerURL('0.0.0.0', 1), 'https://127.0.0.1:1', 'an unspecified address is reached on loopback');
+  t.equal(loopbackServerURL('::', 1), 'https://127.0.0.1:1');
+  t.equal(loopbackServerURL('::1', 2), 'https://[::1]:2', 'IPv6 in brackets');
+  t.equal(loopbackServerURL('10.0.0.5', 3), 'https://10.0.0.5:3', 'a specific address as it is');
+  t.equal(loopbackServerURL('localhost', 4), 'https://localhost:4');
 });
