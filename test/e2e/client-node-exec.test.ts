@@ -3,6 +3,7 @@ import * as k8s from '@kubernetes/client-node';
 import t from 'tap';
 import { execPodManifest } from '../helpers/exec-suite.js';
 import { startTestNode } from '../helpers/nodelet.js';
+import { upgradesDuring } from '../helpers/streaming-metrics.js';
 
 /** Collects what a stream receives. */
 function sink(): { stream: Writable; text: () => string } {
@@ -43,7 +44,8 @@ t.test('@kubernetes/client-node Exec and Attach (WebSocket, offering v5…v1)', 
         .catch(reject);
     });
 
-  const ok = await exec(['sh', '-c', 'echo hello; echo oops >&2']);
+  const { result: ok, upgrades } = await upgradesDuring(node.url, () => exec(['sh', '-c', 'echo hello; echo oops >&2']));
+  t.same(upgrades, { 'exec websocket v5.channel.k8s.io': 1 }, 'one WebSocket v5 session, as nodelet counted it');
   t.equal(ok.out, 'hello\n');
   t.equal(ok.err, 'oops\n');
   t.equal(ok.status.status, 'Success');

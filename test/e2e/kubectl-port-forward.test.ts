@@ -7,6 +7,7 @@ import t, { type Test } from 'tap';
 import { BUSYBOX } from '../helpers/docker.js';
 import { kubectlFor } from '../helpers/kubectl.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
+import { upgradesDuring } from '../helpers/streaming-metrics.js';
 
 /** httpd on 8080 serving a 5 MB random file and its digest; nothing listens on 9999. */
 const manifest = `apiVersion: v1
@@ -94,7 +95,9 @@ t.test('kubectl port-forward and client-node PortForward against real Docker', a
   for (const v of variants) {
     await t.test(`kubectl ${v.version}, ${v.transport}`, async (t) => {
       const [local, closed] = [await freePort(), await freePort()];
-      const fwd = await portForward(t, node, v, pod, `${local}:8080`, `${closed}:9999`);
+      // kubectl dials (the 101) before it prints `Forwarding from`: the session is counted by then.
+      const { result: fwd, upgrades } = await upgradesDuring(node.url, () => portForward(t, node, v, pod, `${local}:8080`, `${closed}:9999`));
+      t.same(upgrades, v.tunnel ? { 'portForward websocket SPDY/3.1+portforward.k8s.io': 1 } : { 'portForward spdy portforward.k8s.io': 1 }, 'nodelet saw the expected transport');
       if (v.tunnel) t.match(fwd.output(), /tunneling_dialer.*negotiated protocol: portforward\.k8s\.io/, 'the WebSocket tunnel was accepted (no fallback)');
       else t.notMatch(fwd.output(), /tunneling_dialer/, 'plain SPDY');
       const base = `http://127.0.0.1:${local}`;
@@ -137,7 +140,8 @@ t.test('kubectl port-forward and client-node PortForward against real Docker', a
       await within(closed, 20_000, 'client-node WebSocket close');
       return { out: Buffer.concat(out), err: Buffer.concat(err).toString() };
     };
-    const page = await forward(8080, 'GET /index.html HTTP/1.0\r\n\r\n');
+    const { result: page, upgrades } = await upgradesDuring(node.url, () => forward(8080, 'GET /index.html HTTP/1.0\r\n\r\n'));
+    t.same(upgrades, { 'portForward websocket v4.channel.k8s.io': 1 }, 'WebSocket channel mode, as nodelet counted it');
     t.match(page.out.toString(), /^HTTP\/1\.[01] 200 OK\r\n[^]*\r\n\r\nhello\n$/, 'the answer arrives on output');
     t.equal(page.err, '', 'nothing on the error channel');
     const big = await forward(8080, 'GET /big.bin HTTP/1.0\r\n\r\n');

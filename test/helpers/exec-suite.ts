@@ -7,11 +7,15 @@ import type { Test } from 'tap';
 import { BUSYBOX } from './docker.js';
 import { kubectlFor } from './kubectl.js';
 import { startTestNode, type TestNode } from './nodelet.js';
+import { upgradesDuring } from './streaming-metrics.js';
 
 /** One kubectl binary with one transport choice (its default, or forced by env). */
 export interface Variant {
   version: string;
-  /** Which transport the environment makes kubectl use first, for the test name. */
+  /**
+   * The transport kubectl must end up on, checked against nodelet's
+   * `nodelet_streaming_upgrades_total` (kubectl falls back from WebSocket to SPDY silently).
+   */
   transport: 'spdy' | 'websocket';
   env?: Record<string, string>;
 }
@@ -64,8 +68,15 @@ export async function runExecSuite(t: Test, variants: Variant[]): Promise<void> 
       const kubectl = await kubectlFor(t, v.version, node.url);
       const env = v.env ?? {};
       const run = (opts: { input?: Buffer | string }, ...args: string[]) => kubectl.runWith({ env, ...opts }, ...args);
+      // The sessions each call opens, as nodelet counted them: WebSocket is v5 (kubectl offers
+      // only v5 there); over SPDY nodelet answers v4 whatever newer version kubectl offers.
+      const counted = async <R>(path: 'exec' | 'attach', call: () => Promise<R>, sessions = 1): Promise<R> => {
+        const { result, upgrades } = await upgradesDuring(node.url, call);
+        t.same(upgrades, { [`${path} ${v.transport} ${v.transport === 'websocket' ? 'v5' : 'v4'}.channel.k8s.io`]: sessions }, `${path} used ${v.transport}`);
+        return result;
+      };
 
-      const echo = await run({}, 'exec', pod, '-c', 'app', '--', 'echo', 'hi');
+      const echo = await counted('exec', () => run({}, 'exec', pod, '-c', 'app', '--', 'echo', 'hi'));
       t.equal(echo.code, 0, echo.stderr);
       t.equal(echo.stdout, 'hi\n');
 
@@ -96,13 +107,14 @@ export async function runExecSuite(t: Test, variants: Variant[]): Promise<void> 
       t.match(tty.out, /30 100/, 'the terminal size reached the process');
 
       await podReady(node);
-      const attach = await run({ input: 'hello-attach\n' }, 'attach', '-i', pod, '-c', 'catter');
+      const attach = await counted('attach', () => run({ input: 'hello-attach\n' }, 'attach', '-i', pod, '-c', 'catter'));
       t.equal(attach.code, 0, attach.stderr);
       t.match(attach.stdout, /hello-attach/);
       await podReady(node);
 
       const inPod = `/tmp/big-${v.version}-${v.transport}.bin`;
-      const up = await run({}, 'cp', join(scratch, 'big.bin'), `${pod}:${inPod}`, '-c', 'app');
+      // An upload is two execs: kubectl checks the destination (`test -d`), then runs `tar`.
+      const up = await counted('exec', () => run({}, 'cp', join(scratch, 'big.bin'), `${pod}:${inPod}`, '-c', 'app'), 2);
       t.equal(up.code, 0, up.stderr);
       const back = join(scratch, `back-${v.version}-${v.transport}.bin`);
       const down = await run({}, 'cp', `${pod}:${inPod}`, back, '-c', 'app');
