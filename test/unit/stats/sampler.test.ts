@@ -21,7 +21,11 @@ function pod(uid: string, containers: RuntimeContainer[], sandboxReady = true): 
   };
 }
 
-/** A runtime whose counters advance by `cpuPerRead[id]` per read and whose clock advances 1 s per round. */
+/**
+ * A runtime whose counters advance by `cpuPerRead[id]` per read and whose clock advances 1 s per
+ * round. Each call first waits for `hold` (a gate a test opens), then yields one turn of the event
+ * loop, so concurrent calls really overlap.
+ */
 class FakeStatsRuntime {
   reads: string[] = [];
   inFlight = 0;
@@ -29,13 +33,14 @@ class FakeStatsRuntime {
   round = 0;
   cpuPerRead: Record<string, number> = {};
   fail = new Set<string>();
-  delayMs = 0;
+  hold: Promise<void> | undefined;
   async containerStats(id: string): Promise<ContainerStatsSample> {
     this.reads.push(id);
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
-      await new Promise((r) => setTimeout(r, this.delayMs));
+      await this.hold;
+      await new Promise((r) => setImmediate(r));
       if (this.fail.has(id)) throw new Error(`no such container: ${id}`);
       const n = this.reads.filter((r) => r === id).length;
       return {
@@ -108,7 +113,6 @@ t.test('a reading no newer than the last keeps the previous one', async (t) => {
 
 t.test('at most `concurrency` stats calls at once, and rounds never overlap', async (t) => {
   const runtime = new FakeStatsRuntime();
-  runtime.delayMs = 5;
   const pods = Array.from({ length: 5 }, (_, i) => pod(`p${i}`, [container(`c${i}`, 'app'), container(`d${i}`, 'side')]));
   const sampler = new StatsSampler({ runtime, pods: () => pods, log, concurrency: 3 });
   const a = sampler.sampleNow();
@@ -171,32 +175,92 @@ t.test('node readings give the node a rate; a failing reader is counted', async 
   t.equal(sampler.snapshot().node?.cpuUsageCoreNanoSeconds, 2e9, 'the last reading stays');
 });
 
-t.test('start samples at once and then every period; stop waits and ends the timer', async (t) => {
+/** Counts rounds as they start (each round asks for the pods first, synchronously) and lets a test await the n-th. */
+class Rounds {
+  started = 0;
+  readonly #waiters: { n: number; resolve: () => void }[] = [];
+  readonly #pods: RuntimePod[];
+  constructor(pods: RuntimePod[]) {
+    this.#pods = pods;
+  }
+  readonly pods = (): RuntimePod[] => {
+    this.started++;
+    for (const w of this.#waiters.filter((w) => w.n <= this.started)) {
+      this.#waiters.splice(this.#waiters.indexOf(w), 1);
+      w.resolve();
+    }
+    return this.#pods;
+  };
+  /**
+   * Resolves when round `n` has started; rounds never overlap, so round `n - 1` is then done.
+   * The deadline is a failure bound only; its (ref'd) timer also keeps the process alive, as the
+   * sampler's own timers are unref'd.
+   */
+  reached(n: number, deadlineMs = 10_000): Promise<void> {
+    if (this.started >= n) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const deadline = setTimeout(() => reject(new Error(`round ${n} did not start within ${deadlineMs} ms (${this.started} so far)`)), deadlineMs);
+      this.#waiters.push({
+        n,
+        resolve: () => {
+          clearTimeout(deadline);
+          resolve();
+        },
+      });
+    });
+  }
+}
+
+/**
+ * Timer behaviour without sleeping: every wait is on a round starting, and "nothing happened
+ * meanwhile" is measured against a reference sampler on the same period, whose rounds are the
+ * clock (a timer left behind would have fired before the reference's later rounds).
+ */
+t.test('start samples at once and then every period; stop ends the timer', async (t) => {
   const runtime = new FakeStatsRuntime();
-  const sampler = new StatsSampler({ runtime, pods: () => [pod('a', [])], log, periodMs: 20 });
+  const rounds = new Rounds([pod('a', [])]);
+  const sampler = new StatsSampler({ runtime, pods: rounds.pods, log, periodMs: 20 });
+  const began = Date.now();
   sampler.start();
   sampler.start(); // idempotent
-  await new Promise((r) => setTimeout(r, 5));
-  t.equal(sampler.counts().rounds, 1, 'first round right at start');
-  await new Promise((r) => setTimeout(r, 110));
-  const rounds = sampler.counts().rounds;
-  t.ok(rounds >= 3 && rounds <= 7, `about one round per period (${rounds})`);
+  t.equal(rounds.started, 1, 'first round right at start, before any timer');
+  await rounds.reached(4);
+  // Timers never fire early: three periods passed at least (no upper bound: CI can be slow).
+  t.ok(Date.now() - began >= 3 * 20 - 2, `rounds follow the period, not a tight loop (${Date.now() - began} ms for 3 periods)`);
   await sampler.stop();
-  const after = sampler.counts().rounds;
-  await new Promise((r) => setTimeout(r, 60));
-  t.equal(sampler.counts().rounds, after, 'no rounds after stop');
+  const after = rounds.started;
+  t.equal(sampler.counts().rounds, after, 'stop waited for the round in flight');
 
-  // A restart while the old round still runs must leave one timer chain, not two.
-  const quick = new StatsSampler({ runtime, pods: () => [pod('a', [])], log, periodMs: 50 });
-  runtime.delayMs = 20;
+  const reference = new Rounds([pod('r', [])]);
+  const clock = new StatsSampler({ runtime, pods: reference.pods, log, periodMs: 20 });
+  clock.start();
+  await reference.reached(4);
+  await clock.stop();
+  t.equal(rounds.started, after, 'no rounds after stop while the reference ran three periods');
+});
+
+t.test('a restart while the old round still runs leaves one timer chain, not two', async (t) => {
+  const runtime = new FakeStatsRuntime();
+  let open = () => {};
+  runtime.hold = new Promise<void>((resolve) => (open = resolve));
+  const rounds = new Rounds([pod('a', [])]);
+  const quick = new StatsSampler({ runtime, pods: rounds.pods, log, periodMs: 20 });
   quick.start();
-  void quick.stop();
+  const stopped = quick.stop();
   quick.start();
-  await new Promise((r) => setTimeout(r, 30));
-  runtime.delayMs = 0;
-  const base = quick.counts().rounds;
-  await new Promise((r) => setTimeout(r, 250));
+  t.equal(rounds.started, 1, 'the round of the first start is still running; the restart waits for it');
+  open();
+  await stopped;
+  runtime.hold = undefined;
+
+  const reference = new Rounds([pod('r', [])]);
+  const clock = new StatsSampler({ runtime, pods: reference.pods, log, periodMs: 20 });
+  const base = rounds.started;
+  clock.start();
+  await reference.reached(6);
+  await clock.stop();
   await quick.stop();
-  const count = quick.counts().rounds - base;
-  t.ok(count >= 3 && count <= 8, `one timer chain after a quick restart (${count} rounds in 250 ms)`);
+  const count = rounds.started - base;
+  // One chain keeps pace with the reference (±1 for where each stood at the start); two would run about twice as often.
+  t.ok(count >= 3 && count <= 7, `one timer chain after a quick restart (${count} rounds while the reference ran 5)`);
 });
