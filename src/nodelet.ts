@@ -240,6 +240,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   if (embedded) {
     try {
       adminKubeconfig = await writeAdminKubeconfig(config, servingPort, embedded);
+      log.info({ kubeconfig: adminKubeconfig }, `Admin kubeconfig: KUBECONFIG=${adminKubeconfig} kubectl get pods`);
     } catch (err) {
       await source?.stop();
       await app.close();
@@ -281,7 +282,6 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     adminKubeconfig,
   };
   log.info({ url, readOnlyUrl, node: config.nodeName, staticPodPath: config.staticPodPath || undefined, ...posture }, 'nodelet is serving');
-  if (adminKubeconfig) log.info({ kubeconfig: adminKubeconfig }, `Admin kubeconfig: KUBECONFIG=${adminKubeconfig} kubectl get pods`);
   if (readOnlyUrl) log.warn({ readOnlyUrl }, 'The read-only port serves /pods (including env values) without authentication');
 
   return {
