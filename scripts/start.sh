@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `npm start`: nodelet on its embedded default — the local Docker engine (or a private one started
 # here), the example pods in examples/pods (images built locally, no registry), API on
-# 127.0.0.1:10250. Extra arguments are passed to nodelet: `npm start -- --port 10251 -v 4`.
+# https://127.0.0.1:10250 with a generated CA and admin token: nodelet prints the kubeconfig to use
+# (<root-dir>/kubeconfig). Extra arguments are passed to nodelet: `npm start -- --port 10251 -v 4`,
+# `npm start -- --insecure-dev` for plain HTTP without authentication (development only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER_HOST=$(scripts/docker-engine.sh ensure)
