@@ -281,7 +281,7 @@ export class Kubelet {
         if (k.name !== 'POD') recorder.record(containerSubject(pod, k.name), 'Normal', 'Killing', k.message);
         plog.info({ container: k.name }, k.message);
         if (k.name === 'POD') await runtime.stopContainer(k.id, 0);
-        else await this.#stopContainer(pod, k.name, k.id, grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
+        else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
       }),
     );
     for (const id of actions.remove) await runtime.removeContainer(id);

@@ -15,6 +15,17 @@ export interface ContainerKill {
   id: string;
   name: string;
   message: string;
+  /**
+   * The grace period of this kill when it is not the pod's: a failed liveness or startup probe's
+   * own `terminationGracePeriodSeconds` (the kubelet's `ProbeTerminationGracePeriod`).
+   */
+  graceSeconds?: number;
+}
+
+/** The kill of a container whose `probe` (liveness or startup) failed. */
+function probeKill(c: Container, id: string, probe: 'liveness' | 'startup'): ContainerKill {
+  const grace = (probe === 'liveness' ? c.livenessProbe : c.startupProbe)?.terminationGracePeriodSeconds;
+  return { id, name: c.name, message: `Container ${c.name} failed ${probe} probe, will be restarted`, ...(grace != null ? { graceSeconds: grace } : {}) };
 }
 
 export interface Waiting {
@@ -144,7 +155,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
         } else if (probe) {
           // The seed's "restart when the container is unhealthy": kill it; whether it comes back
           // is the restart policy's call, as after any exit.
-          actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} failed ${probe} probe, will be restarted` });
+          actions.kill.push(probeKill(c, newest.id, probe));
           if (policy !== 'Never') replaceCurrent('unhealthy');
         }
         break;
@@ -228,7 +239,7 @@ function initContainerActions(
     if (newest.state === 'running') {
       const probe = sidecar ? unhealthy(c.name, newest.id) : undefined;
       if (probe) {
-        actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} failed ${probe} probe, will be restarted` });
+        actions.kill.push(probeKill(c, newest.id, probe));
         start('unhealthy');
         return 'pending';
       }

@@ -181,3 +181,11 @@ t.test('a failed liveness or startup probe restarts the container; under Never i
   t.same(never.start, []);
   t.same(computePodActions(pod([c]), live, new Backoff(), NOW, () => undefined).kill, [], 'healthy: nothing');
 });
+
+t.test("a probe-triggered kill uses the probe's terminationGracePeriodSeconds, other kills the pod's", async (t) => {
+  const c = { ...spec('app'), livenessProbe: { exec: { command: ['false'] }, terminationGracePeriodSeconds: 5 }, startupProbe: { exec: { command: ['false'] } } };
+  const live = rpod([sandbox()], [inst(c, 0, 'running')]);
+  const kill = (probe: 'liveness' | 'startup') => computePodActions(pod([c]), live, new Backoff(), NOW, () => probe).kill;
+  t.equal(kill('liveness')[0]?.graceSeconds, 5, 'the liveness probe has its own grace period');
+  t.equal(kill('startup')[0]?.graceSeconds, undefined, "the startup probe has none: the pod's applies");
+});
