@@ -10,6 +10,7 @@ import { startClusterNode } from '../helpers/cluster-node.js';
 import { startControlPlane, type ControlPlane } from '../helpers/control-plane.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { kubectlBinary } from '../helpers/kubectl.js';
+import { streamingUpgrades, upgradeDelta, upgradesDuring } from '../helpers/streaming-metrics.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -178,6 +179,13 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
   });
   t.equal(lines(full).length, 21);
 
+  // nodelet's own count of the sessions the apiserver opened to it, scraped as the apiserver would.
+  const scrape = async () => {
+    const r = await node.requestLocal<string>('GET', '/metrics');
+    if (r.status !== 200) throw new Error(`GET /metrics answered ${r.status}`);
+    return r.body;
+  };
+
   const random = randomBytes(1024 * 1024);
   const big = randomBytes(5 * 1024 * 1024);
   await writeFile(join(scratch, 'big.bin'), big);
@@ -187,7 +195,9 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
       const run = (args: string[], input?: Buffer | string) => cp.kubectl(args, { version, ...(input !== undefined ? { input } : {}) });
 
       await t.test('exec: echo, exit codes, 1 MiB stdin, -it with a resize', async (t) => {
-        const echo = await run(['exec', 'shell', '-c', 'app', '--', 'echo', 'hi']);
+        // The apiserver talks SPDY to nodelet whatever kubectl spoke to it (1.33: WebSocket, translated).
+        const { result: echo, upgrades } = await upgradesDuring(scrape, () => run(['exec', 'shell', '-c', 'app', '--', 'echo', 'hi']));
+        t.same(upgrades, { 'exec spdy v4.channel.k8s.io': 1 }, 'one SPDY session from the apiserver to nodelet');
         t.equal(echo.code, 0, echo.stderr);
         t.equal(echo.stdout, 'hi\n');
 
@@ -220,7 +230,8 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
 
       await t.test('attach: stdin to a `stdin: true, tty: false` container, and a printing one', async (t) => {
         await running(cp, 'shell');
-        const attach = await run(['attach', '-i', 'shell', '-c', 'catter'], 'hello-attach\n');
+        const { result: attach, upgrades } = await upgradesDuring(scrape, () => run(['attach', '-i', 'shell', '-c', 'catter'], 'hello-attach\n'));
+        t.same(upgrades, { 'attach spdy v4.channel.k8s.io': 1 }, 'attach reached nodelet over SPDY');
         t.equal(attach.code, 0, attach.stderr);
         t.match(attach.stdout, /hello-attach/);
 
@@ -291,6 +302,7 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
         const [local, closed] = [await freePort(), await freePort()];
         // -v=6 logs the upgrade: kubectl 1.33 tunnels SPDY in a WebSocket to the apiserver, which
         // talks SPDY to nodelet; 1.27 speaks SPDY all the way.
+        const before = await streamingUpgrades(scrape);
         const fwd = spawnKubectl(t, cp, version, 'port-forward', '-v=6', '--address', '127.0.0.1', 'pod/web', `${local}:8080`, `${closed}:9999`);
         await waitFor(`kubectl ${version} forwarding`, async () => {
           if (fwd.child.exitCode !== null) throw new Error(`kubectl exited: ${fwd.out()} ${fwd.err()}`);
@@ -300,6 +312,8 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
         else t.notMatch(fwd.err(), /tunneling_dialer/, 'plain SPDY');
         const base = `http://127.0.0.1:${local}`;
         const [a, b, bigGet] = await Promise.all([fetch(`${base}/index.html`), fetch(`${base}/index.html`), fetch(`${base}/big.bin`)]);
+        // Answers arrived, so the apiserver's session to nodelet exists: SPDY, whatever kubectl spoke.
+        t.same(upgradeDelta(before, await streamingUpgrades(scrape)), { 'portForward spdy portforward.k8s.io': 1 }, 'one SPDY port-forward session from the apiserver to nodelet');
         t.equal(await a.text(), 'hello\n', 'first parallel GET');
         t.equal(await b.text(), 'hello\n', 'second parallel GET');
         const bytes = new Uint8Array(await bigGet.arrayBuffer());

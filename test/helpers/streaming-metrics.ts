@@ -7,9 +7,16 @@ export type UpgradeCounts = Record<string, number>;
 
 const METRIC = 'nodelet_streaming_upgrades_total';
 
+/**
+ * Where the metrics come from: nodelet's URL (plain loopback HTTP, scraped with fetch), or a
+ * function returning the exposition text (e.g. a scrape with a client certificate).
+ */
+export type MetricsSource = string | (() => Promise<string>);
+
 /** Scrapes `<url>/metrics` (loopback) and returns the counter's non-zero series. */
-export async function streamingUpgrades(url: string, init: RequestInit = {}): Promise<UpgradeCounts> {
-  const res = await fetch(`${url}/metrics`, init);
+export async function streamingUpgrades(source: MetricsSource, init: RequestInit = {}): Promise<UpgradeCounts> {
+  if (typeof source === 'function') return parseUpgrades(await source());
+  const res = await fetch(`${source}/metrics`, init);
   if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
   return parseUpgrades(await res.text());
 }
@@ -43,8 +50,8 @@ export function upgradeDelta(before: UpgradeCounts, after: UpgradeCounts): Upgra
  * The counter moves when the 101 is written, before the client can act on it, so a finished
  * call's sessions are all in the second scrape. Callers run such calls one at a time.
  */
-export async function upgradesDuring<T>(url: string, fn: () => Promise<T>, init: RequestInit = {}): Promise<{ result: T; upgrades: UpgradeCounts }> {
-  const before = await streamingUpgrades(url, init);
+export async function upgradesDuring<T>(source: MetricsSource, fn: () => Promise<T>, init: RequestInit = {}): Promise<{ result: T; upgrades: UpgradeCounts }> {
+  const before = await streamingUpgrades(source, init);
   const result = await fn();
-  return { result, upgrades: upgradeDelta(before, await streamingUpgrades(url, init)) };
+  return { result, upgrades: upgradeDelta(before, await streamingUpgrades(source, init)) };
 }
