@@ -6,6 +6,7 @@ import { BUSYBOX } from '../helpers/docker.js';
 import { kubectlFor } from '../helpers/kubectl.js';
 import { startTestNode } from '../helpers/nodelet.js';
 import { makePki } from '../helpers/pki.js';
+import { upgradesDuring } from '../helpers/streaming-metrics.js';
 import { POLICY, TOKENS } from '../unit/auth/fixtures/security.js';
 
 /**
@@ -76,13 +77,19 @@ t.test('curl-like: https only, and no credentials → 401', async (t) => {
   }
 });
 
+// nodelet's own count of upgrades, read in process (the listener wants credentials).
+const scrape = () => node.nodelet.metrics.registry.metrics();
+
 for (const version of ['1.27', '1.33']) {
+  // kubectl 1.33 falls back to SPDY if the WebSocket upgrade is refused: authenticated, it must not be.
+  const session = version === '1.27' ? 'exec spdy v4.channel.k8s.io' : 'exec websocket v5.channel.k8s.io';
   t.test(`kubectl ${version}`, async (t) => {
     const asAdmin = await kubectlFor(t, version, node.url, 'default', { token: 'admin-token' });
     const list = await asAdmin.run('get', 'pods');
     t.equal(list.code, 0, list.stderr);
     t.match(list.stdout, pod);
-    const echo = await asAdmin.run('exec', pod, '-c', 'app', '--', 'echo', 'hi');
+    const { result: echo, upgrades } = await upgradesDuring(scrape, () => asAdmin.run('exec', pod, '-c', 'app', '--', 'echo', 'hi'));
+    t.same(upgrades, { [session]: 1 }, `the bearer token's exec used ${session}`);
     t.equal(echo.code, 0, echo.stderr);
     t.equal(echo.stdout, 'hi\n');
 
@@ -90,7 +97,8 @@ for (const version of ['1.27', '1.33']) {
     const prober = await kubectlFor(t, version, node.url, 'default', { token: 'proxy-get-token' });
     const got = await prober.run('get', 'pod', pod, '-o', 'name');
     t.equal(got.code, 0, got.stderr);
-    const refused = await prober.run('exec', pod, '-c', 'app', '--', 'echo', 'hi');
+    const { result: refused, upgrades: none } = await upgradesDuring(scrape, () => prober.run('exec', pod, '-c', 'app', '--', 'echo', 'hi'));
+    t.same(none, {}, 'no session was upgraded, on either transport');
     t.not(refused.code, 0);
     t.match(refused.stderr, /Forbidden \(user=prober, verb=create, resource=nodes, subresource=proxy\)/);
     t.equal(refused.stdout, '');
@@ -101,7 +109,8 @@ for (const version of ['1.27', '1.33']) {
     t.match(denied.stderr, /You must be logged in to the server/);
 
     const cert = await kubectlFor(t, version, node.url, 'default', { clientCertificate: admin.cert, clientKey: admin.key });
-    const viaCert = await cert.run('exec', pod, '-c', 'app', '--', 'echo', 'cert');
+    const { result: viaCert, upgrades: certUpgrades } = await upgradesDuring(scrape, () => cert.run('exec', pod, '-c', 'app', '--', 'echo', 'cert'));
+    t.same(certUpgrades, { [session]: 1 }, `the client certificate's exec used ${session}`);
     t.equal(viaCert.code, 0, viaCert.stderr);
     t.equal(viaCert.stdout, 'cert\n');
 
