@@ -60,3 +60,71 @@ export function pathBucket(url: string): string {
   if (trimmed === 'api' || trimmed.startsWith('api/') || trimmed === 'apis' || trimmed.startsWith('apis/') || trimmed === 'version') return 'api';
   return 'other';
 }
+
+type ServerType = HttpLabels['server_type'];
+type LabelName = keyof HttpLabels;
+
+/**
+ * One label set's request figures, updated in place per request (two additions, no label object,
+ * no hashing): prom-client's labelled `inc`/`dec` hash and validate their labels on every call,
+ * which cost more than serving a cached `/podInfo`. The registry reads them when scraped.
+ */
+export class HttpSeries {
+  readonly labels: Readonly<HttpLabels>;
+  inflight = 0;
+  /** Requests completed (the response closed). */
+  completed = 0;
+  /** `completed` as the counter was last told. */
+  exported = 0;
+
+  constructor(labels: HttpLabels) {
+    this.labels = Object.freeze(labels);
+  }
+}
+
+/**
+ * The `kubelet_http_*` series by label set, created once per (method, bucket, server type) and
+ * reused; the set stays bounded because the label values are bucketed.
+ */
+export class HttpSeriesSet {
+  readonly #series = new Map<string, HttpSeries>();
+  /** By method and route pattern: a route's bucket is found once, not per request. */
+  readonly #byRoute = new Map<string, HttpSeries>();
+
+  /** The series of a request matched to route `pattern` (bounded: routes are finite). */
+  forRoute(method: string, pattern: string, serverType: ServerType): HttpSeries {
+    const key = `${method} ${pattern} ${serverType}`;
+    let s = this.#byRoute.get(key);
+    if (s === undefined) {
+      s = this.forPath(method, pattern, serverType);
+      this.#byRoute.set(key, s);
+    }
+    return s;
+  }
+
+  /** The series of a request to `url`, a raw path that matched no route. */
+  forPath(method: string, url: string, serverType: ServerType): HttpSeries {
+    const labels = httpLabels(method, url, serverType);
+    const key = `${labels.method} ${labels.path} ${serverType}`;
+    let s = this.#series.get(key);
+    if (s === undefined) {
+      s = new HttpSeries(labels);
+      this.#series.set(key, s);
+    }
+    return s;
+  }
+
+  /** Counter `collect()`: adds what completed since the last scrape. */
+  exportCompleted(counter: { inc(labels: Partial<Record<LabelName, string>>, value: number): void }): void {
+    for (const s of this.#series.values()) {
+      if (s.completed === s.exported) continue;
+      counter.inc(s.labels, s.completed - s.exported);
+      s.exported = s.completed;
+    }
+  }
+
+  /** Gauge `collect()`: the requests in flight right now. */
+  exportInflight(gauge: { set(labels: Partial<Record<LabelName, string>>, value: number): void }): void {
+    for (const s of this.#series.values()) gauge.set(s.labels, s.inflight);
+  }
+}

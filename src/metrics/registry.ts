@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { HttpSeriesSet } from './http.js';
 
 /**
  * Labels of `nodelet_streaming_upgrades_total`: the kubelet's path bucket (as in
@@ -20,11 +21,15 @@ export interface StreamingUpgradeLabels {
 export class Metrics {
   readonly registry = new Registry();
 
+  /** The HTTP request counts as plain numbers, recorded per request and read into the two metrics below when scraped. */
+  readonly http = new HttpSeriesSet();
+
   readonly httpRequests = new Counter({
     name: 'kubelet_http_requests_total',
     help: 'Number of the http requests received since the server started',
     labelNames: ['method', 'path', 'server_type', 'long_running'] as const,
     registers: [this.registry],
+    collect: completedInto(this.http),
   });
   readonly httpDuration = new Histogram({
     name: 'kubelet_http_requests_duration_seconds',
@@ -37,6 +42,7 @@ export class Metrics {
     help: 'Number of the inflight http requests',
     labelNames: ['method', 'path', 'server_type', 'long_running'] as const,
     registers: [this.registry],
+    collect: inflightInto(this.http),
   });
 
   readonly startedPods = new Counter({ name: 'kubelet_started_pods_total', help: 'Cumulative number of pods started', registers: [this.registry] });
@@ -147,4 +153,16 @@ export class Metrics {
       },
     });
   }
+}
+
+/** prom-client `collect` functions: bring a metric up to date with the HTTP series before it is read. */
+function completedInto(http: HttpSeriesSet): (this: Counter<string>) => void {
+  return function (this: Counter<string>) {
+    http.exportCompleted(this);
+  };
+}
+function inflightInto(http: HttpSeriesSet): (this: Gauge<string>) => void {
+  return function (this: Gauge<string>) {
+    http.exportInflight(this);
+  };
 }

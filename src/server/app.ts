@@ -4,7 +4,7 @@ import { installSecurity } from './security.js';
 import type { Logger } from '../logging/index.js';
 import { handleError, handleFrameworkError, handleNotFound, rejectUnknownRoute } from './errors.js';
 import type { Host } from '../host/index.js';
-import { checkPathParams } from './params.js';
+import { checkPathParamsPerRoute } from './params.js';
 import { apiEventsPlugin } from './plugins/api-events.js';
 import { apiNamespacesPlugin } from './plugins/api-namespaces.js';
 import { apiNodesPlugin } from './plugins/api-nodes.js';
@@ -68,16 +68,16 @@ class RequestLogController extends LogController {
  * Redirects are never legitimate here: a kubelet that answers 3xx can steer the apiserver's
  * upgrade proxy (CVE-2020-8559), so a 3xx that slips out of a future plugin becomes a 500.
  */
-async function responseHeaders(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-  const type = reply.getHeader('content-type');
-  if (type === 'application/json; charset=utf-8') void reply.header('content-type', 'application/json');
+function responseHeaders(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload?: unknown) => void): void {
+  if (reply.getHeader('content-type') === 'application/json; charset=utf-8') void reply.header('content-type', 'application/json');
   void reply.header('x-content-type-options', 'nosniff');
   if (reply.statusCode >= 300 && reply.statusCode < 400) {
     request.log.error({ statusCode: reply.statusCode }, 'refusing to send a redirect');
     void reply.removeHeader('location').code(500).type('text/plain; charset=utf-8');
-    return 'Internal Error: redirect refused\n';
+    done(null, 'Internal Error: redirect refused\n');
+    return;
   }
-  return payload;
+  done(null, payload);
 }
 
 /**
@@ -123,7 +123,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   // Authentication and authorization (or the read-only allow-list) before anything else looks at the request.
   installSecurity(app, security);
   app.addHook('onRequest', rejectUnknownRoute);
-  app.addHook('onRequest', checkPathParams);
+  checkPathParamsPerRoute(app);
   app.addHook('onSend', responseHeaders);
 
   const { host } = opts;

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { StatusError, type StatusDetails } from '../api/errors.js';
 import type { Status } from '../api/types.js';
 
@@ -115,8 +115,9 @@ export async function handleNotFound(): Promise<never> {
  * Root `onRequest` hook: settle unknown routes before Fastify parses a body for them, so an
  * unknown path is a 404 whatever its payload (not a 400 or 415 from a content-type parser).
  */
-export async function rejectUnknownRoute(request: FastifyRequest): Promise<void> {
+export function rejectUnknownRoute(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
   if (request.is404) throw pageNotFound();
+  done();
 }
 
 /** Errors Fastify raises before routing (bad percent-encoding, over-long params). */

@@ -1,10 +1,10 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { badRequest, StatusError } from '../api/errors.js';
 import { isDNS1123Label, isDNS1123Subdomain, isValidUID } from '../api/names.js';
 
 /**
- * Input hygiene for every route, run as a root `onRequest` hook so it precedes body parsing and
- * any `Host` call. Route parameters are named by convention and checked by name:
+ * Input hygiene for every route with parameters, run as the route's first `onRequest` hook so it
+ * precedes body parsing and any `Host` call. Route parameters are named by convention and checked by name:
  *   ns, namespace, podNamespace → DNS-1123 label (the apiserver's namespace rule)
  *   name, pod, podID            → DNS-1123 subdomain (pod names)
  *   container, containerName    → DNS-1123 label
@@ -56,13 +56,29 @@ export function checkParam(param: string, value: string): void {
   }
 }
 
-/** Root `onRequest` hook: validates every path parameter of the matched route. */
-export async function checkPathParams(request: FastifyRequest): Promise<void> {
+/**
+ * Adds the parameter check to every route that has parameters, as its first own `onRequest`
+ * hook: after the root hooks (metrics, authentication), before the route's others and before
+ * body parsing. Routes without parameters (`/pods`, `/podInfo`, `/healthz`) pay nothing.
+ */
+export function checkPathParamsPerRoute(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (!/[:*]/.test(route.url)) return;
+    const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    route.onRequest = [checkPathParams, ...own];
+  });
+}
+
+/** Validates every path parameter of the matched route. */
+function checkPathParams(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const params = request.params as Record<string, unknown> | undefined;
-  if (!params) return;
-  for (const [param, value] of Object.entries(params)) {
-    if (typeof value === 'string') checkParam(param, value);
+  if (params) {
+    for (const param in params) {
+      const value = params[param];
+      if (typeof value === 'string') checkParam(param, value);
+    }
   }
+  done();
 }
 
 /** A query value as Go's `url.Values.Get` reads it: the first occurrence, '' when absent. */

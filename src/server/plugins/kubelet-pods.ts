@@ -14,37 +14,39 @@ import { queryValue } from '../params.js';
  */
 
 /** The podInfo query pair, checked in the seed's order; invalid names never reach the host. */
-function podInfoQuery(request: FastifyRequest): { namespace: string; name: string } {
-  const name = queryValue(request, 'podID');
-  const namespace = queryValue(request, 'podNamespace');
+function checkPodInfoQuery(name: string, namespace: string): void {
   if (name === '') throw new PlainTextError(400, "Missing 'podID=' query entry.");
   if (namespace === '') throw new PlainTextError(400, "Missing 'podNamespace=' query entry.");
   const nameErrs = isDNS1123Subdomain(name);
   if (nameErrs.length > 0) throw new PlainTextError(400, `Invalid 'podID=' query entry: ${nameErrs.join(', ')}`);
   const nsErrs = isDNS1123Label(namespace);
   if (nsErrs.length > 0) throw new PlainTextError(400, `Invalid 'podNamespace=' query entry: ${nsErrs.join(', ')}`);
-  return { namespace, name };
 }
 
+/**
+ * The hot reads answer synchronously from bytes serialised once per revision of the pod set and
+ * the statuses (metrics agents poll `/pods`); no promise, no JSON work per request.
+ */
 export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host }): Promise<void> {
   const { host } = opts;
 
-  // The kubelet's hottest read (metrics agents poll it): serialised once per change, not per request.
   let cached: { revision: string; body: Buffer } | undefined;
-  getRoute(app, '/pods', async (_request, reply) => {
+  getRoute(app, '/pods', (_request, reply) => {
     const revision = host.podsRevision();
     if (cached?.revision !== revision) cached = { revision, body: Buffer.from(JSON.stringify(podList(host.getPods()))) };
-    return reply.type('application/json').send(cached.body);
+    void reply.type('application/json').send(cached.body);
   });
 
   // Registered with the kubelet's trailing slash; `ignoreTrailingSlash` serves `/runningpods` too.
   getRoute(app, '/runningpods/', async () => podList(await host.getRunningPods()));
 
-  // Serialised answers per pod, valid for one revision of the pod set and statuses.
+  // Serialised answers per pod, valid for one revision of the pod set and statuses. Only valid
+  // names are ever stored, and valid names hold no '/', so a hit needs no validation again.
   let podInfoRevision = '';
   const podInfoBytes = new Map<string, Buffer>();
-  const podInfo = (versioned: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const { namespace, name } = podInfoQuery(request);
+  const podInfo = (versioned: boolean) => (request: FastifyRequest, reply: FastifyReply) => {
+    const name = queryValue(request, 'podID');
+    const namespace = queryValue(request, 'podNamespace');
     const revision = host.podsRevision();
     if (revision !== podInfoRevision) {
       podInfoRevision = revision;
@@ -53,6 +55,7 @@ export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host
     const key = `${versioned ? 'v' : 's'}/${namespace}/${name}`;
     let body = podInfoBytes.get(key);
     if (!body) {
+      checkPodInfoQuery(name, namespace);
       const pod = host.getPodByName(namespace, name);
       if (!pod) throw new PlainTextError(404, 'Pod does not exist');
       const uid = pod.metadata?.uid;
@@ -63,7 +66,7 @@ export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host
       body = Buffer.from(JSON.stringify(answer));
       podInfoBytes.set(key, body);
     }
-    return reply.type('application/json').send(body);
+    void reply.type('application/json').send(body);
   };
   getRoute(app, '/podInfo', podInfo(false));
   getRoute(app, '/api/v1beta1/podInfo', podInfo(true));

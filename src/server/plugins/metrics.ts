@@ -1,23 +1,29 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { httpLabels } from '../../metrics/http.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { performance } from 'node:perf_hooks';
 import type { Metrics } from '../../metrics/registry.js';
 import { getRoute } from '../methods.js';
 
 /**
  * The kubelet's HTTP metrics for every request, as a root hook: counted and timed when the
  * response closes. Upgraded sessions (exec, attach, port-forward) close when the session does,
- * so their duration is the session's, as on the kubelet.
+ * so their duration is the session's, as on the kubelet. Synchronous and allocation-light: the
+ * series is found by route pattern (its bucket computed once per route), counts are plain
+ * additions read at scrape time, and only the duration goes through prom-client per request.
  */
 export function instrumentHttp(app: FastifyInstance, metrics: Metrics, serverType: 'readonly' | 'readwrite'): void {
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    const labels = httpLabels(request.method, request.url, serverType);
-    metrics.httpInflight.inc(labels);
-    const end = metrics.httpDuration.startTimer(labels);
-    reply.raw.once('close', () => {
-      metrics.httpInflight.dec(labels);
-      metrics.httpRequests.inc(labels);
-      end();
+  const { http, httpDuration } = metrics;
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    const series = request.is404
+      ? http.forPath(request.method, request.url, serverType)
+      : http.forRoute(request.method, request.routeOptions.url ?? request.url, serverType);
+    const started = performance.now();
+    series.inflight++;
+    reply.raw.on('close', () => {
+      series.inflight--;
+      series.completed++;
+      httpDuration.observe(series.labels, (performance.now() - started) / 1000);
     });
+    done();
   });
 }
 
