@@ -11,14 +11,17 @@
  * Prints a table (stdout), or with `--json` one JSON object per metric per line (the table then
  * goes to stderr). Traffic goes only to 127.0.0.1 and the engine's unix socket.
  */
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dockerClient } from '../src/runtime/docker/client.js';
-import { Engine, NodeletProcess, repoRoot } from './lib/env.js';
+import { Engine, GC_HOOK_ARGS, NodeletProcess, repoRoot } from './lib/env.js';
 import { CliPath, DirectPath, SpdyPath, WebSocketPath, type ExecPath, type LatencySample } from './lib/paths.js';
 import { CpuMeter, findShimPid } from './lib/proc.js';
 import { median, round, spread } from './lib/stats.js';
-import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portForward, slowReader, type PartResult } from './lib/extra.js';
+import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portForward, raiseFdLimit, scaleSessions, slowReader } from './lib/extra.js';
+import { TARGETS, fmt, markdownSummary, svgChart, table, target, verdict, type Metric, type PartResult } from './lib/report.js';
 import { clusterPart } from './lib/cluster.js';
 import { watchPart } from './lib/watch.js';
 
@@ -54,10 +57,13 @@ interface Options {
   clusterRounds: number;
   watchers: number;
   watchChanges: number;
+  scaleSessions: number;
+  /** Where the chart goes ('' = nowhere). */
+  svg: string;
 }
 
 const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
-const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'cluster', 'watch'];
+const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'scale', 'cluster', 'watch'];
 
 const USAGE = `usage: npm run bench -- [options]
   --rounds N          interleaved rounds (default 5; 1 with --quick)
@@ -67,10 +73,14 @@ const USAGE = `usage: npm run bench -- [options]
   --stdout-mib N      stdout transfer size in MiB (default 1024)
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
-  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,cluster,watch
+  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,scale,cluster,watch
   --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
   --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
   --sessions N        idle exec sessions opened for the RSS figure (default 1000; 100 with --quick)
+  --scale-sessions N  idle exec sessions of the scale part, nodelet run with --max-streaming-sessions N
+                      (default 10000; 1000 with --quick)
+  --svg PATH          write the chart there (default bench/results.svg for a run of every part;
+                      with --only, no chart unless given; --svg '' never)
   --slow-seconds N    how long the slow reader reads at 1 MB/s (default 30; 5 with --quick)
   --slow-mib N        size of the slow reader's stream in MiB (default 256)
   --pf-mib N          size of the port-forwarded download in MiB (default 256; 32 with --quick)
@@ -119,6 +129,8 @@ function parseOptions(argv: string[]): Options {
       'cluster-rounds': { type: 'string' },
       watchers: { type: 'string' },
       'watch-changes': { type: 'string' },
+      'scale-sessions': { type: 'string' },
+      svg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -169,6 +181,8 @@ function parseOptions(argv: string[]): Options {
     clusterRounds: int(values['cluster-rounds'], quick ? 1 : 2, 'cluster-rounds'),
     watchers: int(values.watchers, quick ? 200 : 1000, 'watchers'),
     watchChanges: int(values['watch-changes'], 300, 'watch-changes'),
+    scaleSessions: int(values['scale-sessions'], quick ? 1000 : 10_000, 'scale-sessions'),
+    svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
 }
 
@@ -214,39 +228,6 @@ const emptyByPath = <T>(): Record<PathName, T[]> => ({ direct: [], cli: [], webs
 
 // ---- output ----------------------------------------------------------------------------------
 
-interface Metric {
-  metric: string;
-  variant: string;
-  value: number | null;
-  unit: string;
-  baseline: number | null;
-  baseline_variant: string | null;
-  ratio: number | null;
-  min: number | null;
-  max: number | null;
-  rounds: number;
-  target?: number;
-  target_op?: '>=' | '<=';
-  target_of?: 'ratio' | 'value';
-  pass?: boolean;
-  [extra: string]: unknown;
-}
-
-function fmt(x: number | null | undefined, digits = 2): string {
-  return x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(digits);
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
-}
-
-function verdict(m: Metric): string {
-  if (m.target === undefined) return '';
-  const on = m.target_of === 'ratio' ? 'ratio' : 'value';
-  return `${m.target_op} ${m.target}${on === 'ratio' ? '×' : ''} ${m.pass ? 'PASS' : 'MISS'}`;
-}
-
 // ---- main ------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -285,6 +266,10 @@ async function main(): Promise<void> {
     });
   }
 
+  // The scale part holds every session's sockets in this process, nodelet and dockerd: raise the
+  // descriptor limit before they start (children inherit it).
+  const fdLimit = opts.only.has('scale') ? await raiseFdLimit(8 * opts.scaleSessions, log) : undefined;
+
   try {
     const engine = await Engine.start(root, log, (dir) =>
       cleanups.push(async () => {
@@ -294,12 +279,19 @@ async function main(): Promise<void> {
     );
     const dockerVersion = await engine.version();
 
-    const nodeArgs = [...(opts.traceGc ? ['--trace-gc'] : []), ...opts.nodeletNodeArgs, ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : [])];
+    const nodeArgs = [
+      ...(opts.traceGc ? ['--trace-gc'] : []),
+      // Memory figures are taken after a forced GC (SIGUSR2, see bench/lib/gc-hook.ts).
+      ...GC_HOOK_ARGS,
+      ...opts.nodeletNodeArgs,
+      ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []),
+    ];
     const nodelet = await NodeletProcess.start({
       root,
       dockerHost: engine.host,
       nodeArgs,
       cli: opts.nodeletCli,
+      args: opts.only.has('scale') ? ['--max-streaming-sessions', String(Math.max(opts.scaleSessions, 1000))] : [],
       extraManifests: extraManifests(opts.only, { freshnessSamples: opts.freshnessSamples, pfBytes: opts.pfMib * MiB }),
     });
     cleanups.push(async () => {
@@ -406,6 +398,10 @@ async function main(): Promise<void> {
       log(`idle sessions: opening ${opts.sessions}`);
       extra.push(await idleSessions(nodelet, { sessions: opts.sessions, log }));
     }
+    if (opts.only.has('scale')) {
+      log(`scale: opening ${opts.scaleSessions} idle exec sessions (nodelet --max-streaming-sessions ${Math.max(opts.scaleSessions, 1000)})`);
+      extra.push(await scaleSessions(nodelet, { sessions: opts.scaleSessions, fdLimit, log }));
+    }
     if (opts.only.has('cluster')) {
       log(`cluster mode: own control plane + nodelet --kubeconfig; ${opts.clusterPods} pods via the apiserver vs static, ${opts.clusterKills} kills`);
       extra.push(
@@ -479,7 +475,7 @@ function report(res: Results, meta: Record<string, string | number>, opts: Optio
     if (!opts.only.has(kind)) continue;
     const data = res[kind];
     const size = kind === 'stdout' ? opts.stdoutBytes : opts.stdinBytes;
-    const target = kind === 'stdout' ? 0.8 : 0.75;
+    const ratioTarget = kind === 'stdout' ? TARGETS.stdoutRatio : TARGETS.stdinRatio;
     const direct = data.direct.map((t) => t.mbps);
     const cli = data.cli.map((t) => t.mbps);
     const title =
@@ -511,7 +507,7 @@ function report(res: Results, meta: Record<string, string | number>, opts: Optio
         per_round: v.map((x) => round(x, 1)),
         bytes: size,
       };
-      if (RELAYS.includes(p)) Object.assign(m, { target, target_op: '>=', target_of: 'ratio', pass: rs.median >= target });
+      if (RELAYS.includes(p)) Object.assign(m, target(ratioTarget, '>=', 'ratio', rs.median));
       metrics.push(m);
       rows.push([
         `  ${LABEL[p]}`,
@@ -554,10 +550,7 @@ function report(res: Results, meta: Record<string, string | number>, opts: Optio
           rest_of_system_cpu_per_gib: round(median(col('rest')), 3),
           nodelet_full_gcs: round(median(data[p].map((t) => t.fullGcs)), 1),
           nodelet_full_gcs_per_round: data[p].map((t) => round(t.fullGcs, 0)),
-          target: 1.5,
-          target_op: '<=',
-          target_of: 'value',
-          pass: nodeletCpu.median <= 1.5,
+          ...target(TARGETS.cpuPerGiB, '<=', 'value', nodeletCpu.median),
         };
         metrics.push(m);
         verdictText = verdict(m);
@@ -629,10 +622,7 @@ function report(res: Results, meta: Record<string, string | number>, opts: Optio
           max: round(over.max, 2),
           per_round: res.setup[p].map((x) => round(x.overFirstMs, 2)),
           exit_overhead: round(overExit.median, 2),
-          target: 3,
-          target_op: '<=',
-          target_of: 'value',
-          pass: over.median <= 3,
+          ...target(TARGETS.setupOverheadMs, '<=', 'value', over.median),
         };
         metrics.push(m);
         verdictText = verdict(m);
@@ -667,6 +657,15 @@ function report(res: Results, meta: Record<string, string | number>, opts: Optio
     `targets: ${targets.length - missed.length}/${targets.length} met` +
       (missed.length ? `; MISSED: ${missed.map((m) => `${m.metric}[${m.variant}]`).join(', ')}` : ''),
   );
+  const summary = markdownSummary(metrics);
+  if (summary) lines.push('', 'issue #11 figures (markdown, for bench/README.md):', '', summary);
+  if (opts.svg) {
+    const chart = svgChart(metrics, `nodelet bench ${String(meta.date).slice(0, 16).replace('T', ' ')} UTC, ${meta.cpu}; load ${meta.load_at_start} → ${meta.load_at_end}`);
+    if (chart) {
+      writeFileSync(opts.svg, chart);
+      lines.push('', `chart written: ${opts.svg}`);
+    }
+  }
 
   const text = lines.join('\n') + '\n';
   if (opts.json) {

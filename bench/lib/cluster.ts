@@ -24,20 +24,13 @@ import { KubeClient, query, type WatchEvent } from '../../src/apiserver/client.j
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { BenchControlPlane } from './control-plane.js';
 import { BUSYBOX, freePort } from './env.js';
-import type { PartResult, XMetric } from './extra.js';
+import { fmt as f, table, verdict, type Metric as XMetric, type PartResult } from './report.js';
 import { median, round, spread } from './stats.js';
 import { waitFor } from '../../test/helpers/wait.js';
 
 type Log = (msg: string) => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const f = (x: number | null | undefined, d = 2): string => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(d));
-const verdict = (m: XMetric): string =>
-  m.target === undefined ? '' : `${m.target_op} ${m.target}${m.target_of === 'ratio' ? '×' : ''} ${m.pass ? 'PASS' : 'MISS'}`;
 
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
-}
 
 /** Nearest-rank percentile (p in 0..100). */
 export function percentile(xs: readonly number[], p: number): number {

@@ -88,7 +88,15 @@ export interface NodeletOptions {
   cli?: string | undefined;
   /** More static pods: file name (without .yaml) → manifest. */
   extraManifests?: Record<string, string>;
+  /** More nodelet flags (e.g. `--max-streaming-sessions`). */
+  args?: string[];
 }
+
+/**
+ * Node flags that let the bench force a full GC in nodelet: `--expose-gc` and a preloaded hook
+ * (`gc-hook.ts`) that collects on SIGUSR2 and logs the memory figures (`NodeletProcess.forceGc`).
+ */
+export const GC_HOOK_ARGS: readonly string[] = ['--expose-gc', '--import', new URL('./gc-hook.js', import.meta.url).href];
 
 /** nodelet as a child process (`node dist/cli.js …`), so its CPU time can be read from /proc. */
 export class NodeletProcess {
@@ -135,6 +143,7 @@ export class NodeletProcess {
         '--file-check-frequency', '1s',
         '--logging-format', 'json',
         '-v', '0',
+        ...(opts.args ?? []),
       ],
       { stdio: ['ignore', fd, fd], cwd: workDir },
     );
@@ -199,6 +208,25 @@ export class NodeletProcess {
     }
   }
 
+  /**
+   * A full GC in nodelet (it must run with `GC_HOOK_ARGS`), then its memory: RSS from /proc, the
+   * V8 heap and external memory from `process.memoryUsage()` as the hook logged them.
+   */
+  async forceGc(timeoutMs = 10_000): Promise<GcMemory> {
+    const marker = 'NODELET_BENCH_GC ';
+    const seen = () => readFileSync(this.logFile, 'latin1').split(marker).length;
+    const before = seen();
+    this.child.kill('SIGUSR2');
+    const deadline = Date.now() + timeoutMs;
+    while (seen() === before) {
+      if (Date.now() > deadline) throw new Error(`nodelet did not answer the GC signal; does it run with ${GC_HOOK_ARGS.join(' ')}?`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const text = readFileSync(this.logFile, 'latin1');
+    const line = text.slice(text.lastIndexOf(marker) + marker.length).split('\n', 1)[0]!;
+    return JSON.parse(line) as GcMemory;
+  }
+
   /** SIGTERM, then SIGKILL after 10 s; resolves once the child is gone. */
   async stop(): Promise<void> {
     const { child } = this;
@@ -213,6 +241,15 @@ export class NodeletProcess {
   async cleanup(keepLog: boolean): Promise<void> {
     if (!keepLog) await rm(this.workDir, { recursive: true, force: true });
   }
+}
+
+/** What gc-hook.ts logs after a forced GC: `process.memoryUsage()` in bytes. */
+export interface GcMemory {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
 }
 
 export interface PodLike {

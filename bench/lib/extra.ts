@@ -7,53 +7,30 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { Agent, get as httpGet } from 'node:http';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
-import { BUSYBOX, type NodeletProcess, type PodLike } from './env.js';
+import { BUSYBOX, type GcMemory, type NodeletProcess, type PodLike } from './env.js';
 import { SpdyExecClient } from './spdy-client.js';
 import { WsChannelClient } from './ws-client.js';
 import { median, round, spread } from './stats.js';
+import { TARGETS, fmt, table, target, verdict, type Metric, type PartResult } from './report.js';
+
+export type { PartResult } from './report.js';
 
 const run = promisify(execFile);
 const MiB = 1024 ** 2;
 const MB = 1e6;
 
-export interface XMetric {
-  metric: string;
-  variant: string;
-  value: number | null;
-  unit: string;
-  baseline: number | null;
-  baseline_variant: string | null;
-  ratio: number | null;
-  min: number | null;
-  max: number | null;
-  rounds: number;
-  target?: number;
-  target_op?: '>=' | '<=';
-  target_of?: 'ratio' | 'value';
-  pass?: boolean;
-  [extra: string]: unknown;
-}
-export interface PartResult {
-  metrics: XMetric[];
-  lines: string[];
-}
+type XMetric = Metric;
 type Log = (msg: string) => void;
+const f = fmt;
 
-const f = (x: number | null | undefined, d = 2): string => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(d));
-const verdict = (m: XMetric): string =>
-  m.target === undefined ? '' : `${m.target_op} ${m.target}${m.target_of === 'ratio' ? '×' : ''} ${m.pass ? 'PASS' : 'MISS'}`;
 const rotated = <T>(xs: readonly T[], r: number): T[] => xs.map((_, i) => xs[(i + r) % xs.length]!);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
-}
 
 /** Resident set size of `pid` in bytes (VmRSS), NaN when gone. */
 export function rssOf(pid: number | undefined): number {
@@ -80,6 +57,8 @@ export const FRESHNESS_POD = 'victims';
 export const IDLE_POD = 'idlers';
 export const PF_POD = 'pfserver';
 export const IDLE_CONTAINERS = 8;
+export const SCALE_POD = 'scalers';
+export const SCALE_CONTAINERS = 16;
 
 const containers = (n: number, prefix: string, cmd: string) =>
   Array.from({ length: n }, (_, i) => `    - name: ${prefix}${i}\n      image: ${BUSYBOX}\n      imagePullPolicy: Never\n      command: ${cmd}\n`).join('');
@@ -90,6 +69,7 @@ export function extraManifests(parts: Set<string>, o: { freshnessSamples: number
   const out: Record<string, string> = {};
   if (parts.has('freshness')) out[FRESHNESS_POD] = head(FRESHNESS_POD, 'Never') + containers(o.freshnessSamples, 'v', '["sleep", "2147483647"]');
   if (parts.has('sessions')) out[IDLE_POD] = head(IDLE_POD) + containers(IDLE_CONTAINERS, 'c', '["sleep", "2147483647"]');
+  if (parts.has('scale')) out[SCALE_POD] = head(SCALE_POD) + containers(SCALE_CONTAINERS, 'c', '["sleep", "2147483647"]');
   if (parts.has('portforward')) {
     const count = o.pfBytes / MiB;
     out[PF_POD] = head(PF_POD) + containers(1, 'web', `["sh", "-c", "mkdir -p /www && dd if=/dev/zero of=/www/big bs=1048576 count=${count} 2>/dev/null && exec httpd -f -p 127.0.0.1:8080 -h /www"]`);
@@ -237,10 +217,7 @@ export async function httpServing(nodelet: NodeletProcess, workDir: string, o: {
         body_bytes: bytes,
         p99_ms: round(median(res[nv].map((x) => x.p99)), 3),
         baseline_p99_ms: round(median(res[bv].map((x) => x.p99)), 3),
-        target: 0.8,
-        target_op: '>=',
-        target_of: 'ratio',
-        pass: rs.median >= 0.8,
+        ...target(TARGETS.servingRatio, '>=', 'ratio', rs.median),
       };
       metrics.push(m);
       rows.push([`  bare Fastify ${label}`, f(median(b), 0), `[${f(Math.min(...b), 0)}–${f(Math.max(...b), 0)}]`, '1.00', '', '']);
@@ -267,10 +244,7 @@ export async function httpServing(nodelet: NodeletProcess, workDir: string, o: {
       p99_ms: round(median(l1000.map((x) => x.p99)), 4),
       baseline_p99_ms: round(median(l10.map((x) => x.p99)), 4),
       p99_ratio: round(p99ratio, 3),
-      target: 1.25,
-      target_op: '<=',
-      target_of: 'ratio',
-      pass: p50ratio.median <= 1.25,
+      ...target(TARGETS.podInfoFlat, '<=', 'ratio', p50ratio.median),
     };
     metrics.push(lm);
     for (const [label, xs] of [['  10 pods', l10], ['  1000 pods', l1000]] as const) {
@@ -331,10 +305,7 @@ export async function freshness(nodelet: NodeletProcess, docker: Docker, o: { sa
     samples: samples.map((x) => round(x, 1)),
     after_kill_returned_ms: round(median(afterKill), 1),
     p90: round([...samples].sort((a, b) => a - b)[Math.floor(samples.length * 0.9)] ?? Number.NaN, 1),
-    target: 100,
-    target_op: '<=',
-    target_of: 'value',
-    pass: s.median <= 100,
+    ...target(TARGETS.freshnessMs, '<=', 'value', s.median),
   };
   const rows = [
     [`status freshness, ${o.samples} samples: docker kill → /podInfo shows terminated — ms`, 'median', '[min–max]', 'p90', 'kill call', 'after kill returned', 'target'],
@@ -343,17 +314,21 @@ export async function freshness(nodelet: NodeletProcess, docker: Docker, o: { sa
   return { metrics: [m], lines: [table(rows), ''] };
 }
 
-// ---- 4: RSS per idle exec session ----------------------------------------------------------------
+// ---- 4: memory per idle exec session (1000), and the scale figure (10,000) -----------------------
 
-export async function idleSessions(nodelet: NodeletProcess, o: { sessions: number; log: Log }): Promise<PartResult> {
-  await nodelet.waitForPodRunning(IDLE_POD);
-  const before = await settledRss(nodelet.pid);
+/**
+ * Opens `n` idle WebSocket v5 execs of `sh -c 'echo r; exec sleep …'` spread over the containers
+ * of static pod `pod`; a session counts once its `r` arrived. 2 in flight per container: Docker
+ * serialises execs per container (≈ 20/s, perf-baselines.md §1).
+ */
+async function openIdleSessions(nodelet: NodeletProcess, pod: string, containers: number, n: number, log: Log): Promise<{ clients: WsChannelClient[]; seconds: number }> {
   const clients: WsChannelClient[] = [];
   const t0 = performance.now();
   let next = 0;
-  const cmd = ['sh', '-c', 'echo r; exec sleep 600'].map((c) => `command=${encodeURIComponent(c)}`).join('&');
+  let lastLog = t0;
+  const cmd = ['sh', '-c', 'echo r; exec sleep 7200'].map((c) => `command=${encodeURIComponent(c)}`).join('&');
   const openOne = async (i: number) => {
-    const path = `/api/v1/namespaces/default/pods/${IDLE_POD}-bench/exec?container=c${i % IDLE_CONTAINERS}&${cmd}&stdout=true&stderr=true`;
+    const path = `/api/v1/namespaces/default/pods/${pod}-bench/exec?container=c${i % containers}&${cmd}&stdout=true&stderr=true`;
     let ready!: () => void;
     const started = new Promise<void>((r) => (ready = r));
     const c = await WsChannelClient.connect(nodelet.port, path, ['v5.channel.k8s.io'], {
@@ -363,43 +338,158 @@ export async function idleSessions(nodelet: NodeletProcess, o: { sessions: numbe
     clients.push(c);
     await started;
     if (c.socket.destroyed) throw new Error(`session ${i} closed before its exec ran (close code ${c.closeCode})`);
+    if (performance.now() - lastLog > 15_000) {
+      lastLog = performance.now();
+      log(`  ${clients.length}/${n} sessions open after ${((lastLog - t0) / 1000).toFixed(0)} s`);
+    }
   };
-  // 2 in flight per container: Docker serialises execs per container (≈ 20/s, perf-baselines.md §1).
   await Promise.all(
-    Array.from({ length: IDLE_CONTAINERS * 2 }, async () => {
-      while (next < o.sessions) await openOne(next++);
+    Array.from({ length: containers * 2 }, async () => {
+      while (next < n) await openOne(next++);
     }),
   );
-  const openS = (performance.now() - t0) / 1000;
-  const after = await settledRss(nodelet.pid, 3000);
-  for (const c of clients) c.destroy();
-  const per = (after - before) / o.sessions;
-  o.log(`idle sessions: ${o.sessions} opened in ${openS.toFixed(1)} s; nodelet RSS ${(before / MiB).toFixed(1)} → ${(after / MiB).toFixed(1)} MiB`);
-  const m: XMetric = {
-    metric: 'idle_exec_session_rss',
+  return { clients, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** nodelet's memory after a forced GC, once the heap settled (a short pause, then the median of 3). */
+async function memoryAfterGc(nodelet: NodeletProcess): Promise<{ rss: number; heap: number }> {
+  const xs: GcMemory[] = [];
+  for (let i = 0; i < 3; i++) {
+    await sleep(500);
+    xs.push(await nodelet.forceGc());
+  }
+  return { rss: median(xs.map((x) => x.rss)), heap: median(xs.map((x) => x.heapUsed + x.external)) };
+}
+
+interface SessionMemory {
+  sessions: number;
+  before: { rss: number; heap: number };
+  after: { rss: number; heap: number };
+  openSeconds: number;
+}
+const kibPer = (m: SessionMemory, k: 'rss' | 'heap') => (m.after[k] - m.before[k]) / m.sessions / 1024;
+
+function sessionMetric(metric: string, m: SessionMemory, extra: Record<string, unknown>): XMetric {
+  return {
+    metric,
     variant: 'websocket',
-    value: round(per / 1024, 2),
+    value: round(kibPer(m, 'rss'), 2),
     unit: 'KiB/session',
-    baseline: round(before / MiB, 2),
-    baseline_variant: 'nodelet RSS (MiB) before the sessions',
+    baseline: round(m.before.rss / MiB, 2),
+    baseline_variant: 'nodelet RSS (MiB) before the sessions, after a forced GC',
     ratio: null,
     min: null,
     max: null,
     rounds: 1,
-    sessions: o.sessions,
-    rss_before_mib: round(before / MiB, 2),
-    rss_after_mib: round(after / MiB, 2),
-    open_seconds: round(openS, 1),
-    target: 16,
-    target_op: '<=',
-    target_of: 'value',
-    pass: per / 1024 <= 16,
+    sessions: m.sessions,
+    rss_before_mib: round(m.before.rss / MiB, 2),
+    rss_after_mib: round(m.after.rss / MiB, 2),
+    heap_kib_per_session: round(kibPer(m, 'heap'), 2),
+    open_seconds: round(m.openSeconds, 1),
+    ...extra,
   };
+}
+
+export async function idleSessions(nodelet: NodeletProcess, o: { sessions: number; log: Log }): Promise<PartResult> {
+  await nodelet.waitForPodRunning(IDLE_POD);
+  const before = await memoryAfterGc(nodelet);
+  const { clients, seconds } = await openIdleSessions(nodelet, IDLE_POD, IDLE_CONTAINERS, o.sessions, o.log);
+  const after = await memoryAfterGc(nodelet);
+  for (const c of clients) c.destroy();
+  const mem: SessionMemory = { sessions: o.sessions, before, after, openSeconds: seconds };
+  o.log(`idle sessions: ${o.sessions} opened in ${seconds.toFixed(1)} s; nodelet RSS after GC ${(before.rss / MiB).toFixed(1)} → ${(after.rss / MiB).toFixed(1)} MiB`);
+  const m = sessionMetric('idle_exec_session_rss', mem, target(TARGETS.idleSessionKiB, '<=', 'value', kibPer(mem, 'rss')));
   const rows = [
-    [`idle exec sessions (WebSocket v5, \`sleep 600\`, ${IDLE_CONTAINERS} containers) — nodelet RSS`, 'sessions', 'before MiB', 'after MiB', 'KiB/session', 'target'],
-    ['  nodelet', String(o.sessions), f(before / MiB, 1), f(after / MiB, 1), f(per / 1024, 1), verdict(m)],
+    [`idle exec sessions (WebSocket v5, \`sleep\`, ${IDLE_CONTAINERS} containers) — nodelet memory after a forced GC`, 'sessions', 'RSS before MiB', 'after MiB', 'KiB/session', 'heap+external KiB/session', 'target'],
+    ['  nodelet', String(o.sessions), f(before.rss / MiB, 1), f(after.rss / MiB, 1), f(kibPer(mem, 'rss'), 1), f(kibPer(mem, 'heap'), 1), verdict(m)],
   ];
   return { metrics: [m], lines: [table(rows), ''] };
+}
+
+/** `/healthz` latency: `n` sequential GETs on one keep-alive connection, a few ms apart; p50 and p99 in ms. */
+async function healthzLatency(nodelet: NodeletProcess, n = 400): Promise<{ p50: number; p99: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const t0 = performance.now();
+      httpGet(`${nodelet.url}/healthz`, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`/healthz answered ${res.statusCode}`))));
+      }).on('error', reject);
+    });
+  const xs: number[] = [];
+  try {
+    for (let i = 0; i < 20; i++) await once(); // warm-up
+    for (let i = 0; i < n; i++) {
+      xs.push(await once());
+      await sleep(5);
+    }
+  } finally {
+    agent.destroy();
+  }
+  xs.sort((a, b) => a - b);
+  return { p50: xs[Math.floor(xs.length * 0.5)]!, p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]! };
+}
+
+/**
+ * Raises this process's descriptor limit (children inherit it: the engine, nodelet) to at least
+ * `want` with `prlimit` (util-linux; raising the hard limit needs root). Returns the soft limit
+ * in force afterwards.
+ */
+export async function raiseFdLimit(want: number, log: Log): Promise<number> {
+  const current = () => Number(/Max open files\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Number.NaN);
+  if (current() >= want) return current();
+  const nrOpen = Number(readFileSync('/proc/sys/fs/nr_open', 'utf8').trim());
+  const n = Math.min(want, nrOpen);
+  await run('prlimit', ['--pid', String(process.pid), `--nofile=${n}:${n}`]).catch((err: unknown) => log(`cannot raise the descriptor limit to ${n}: ${String(err)}`));
+  log(`descriptor limit: ${current()} (wanted ${want})`);
+  return current();
+}
+
+export async function scaleSessions(nodelet: NodeletProcess, o: { sessions: number; fdLimit: number | undefined; log: Log }): Promise<PartResult> {
+  // Every session holds a socket here and two in nodelet (client and Docker), and more in dockerd.
+  const fdLimit = o.fdLimit ?? Number.NaN;
+  if (!(fdLimit >= 4 * o.sessions)) {
+    const msg = `scale part SKIPPED: the descriptor limit is ${fdLimit}, ${o.sessions} sessions need ≈ ${4 * o.sessions} (run as root, or raise ulimit -n)`;
+    o.log(msg);
+    return { metrics: [], lines: [msg, ''] };
+  }
+  await nodelet.waitForPodRunning(SCALE_POD);
+  const idle = await healthzLatency(nodelet);
+  const before = await memoryAfterGc(nodelet);
+  const { clients, seconds } = await openIdleSessions(nodelet, SCALE_POD, SCALE_CONTAINERS, o.sessions, o.log);
+  const after = await memoryAfterGc(nodelet);
+  const busy = await healthzLatency(nodelet);
+  const stillOpen = clients.filter((c) => !c.socket.destroyed).length;
+  for (const c of clients) c.destroy();
+  const mem: SessionMemory = { sessions: o.sessions, before, after, openSeconds: seconds };
+  o.log(`scale: ${o.sessions} sessions opened in ${seconds.toFixed(0)} s; RSS after GC ${(before.rss / MiB).toFixed(0)} → ${(after.rss / MiB).toFixed(0)} MiB; /healthz p50 ${idle.p50.toFixed(2)} → ${busy.p50.toFixed(2)} ms`);
+  const m = sessionMetric('scale_exec_session_rss', mem, { still_open: stillOpen, fd_limit: fdLimit });
+  const h: XMetric = {
+    metric: 'scale_healthz_latency',
+    variant: 'nodelet',
+    value: round(busy.p50, 3),
+    unit: 'ms (p50)',
+    baseline: round(idle.p50, 3),
+    baseline_variant: '/healthz with no session open',
+    ratio: round(busy.p50 / idle.p50, 3),
+    min: null,
+    max: null,
+    rounds: 1,
+    sessions: o.sessions,
+    p99_ms: round(busy.p99, 3),
+    baseline_p99_ms: round(idle.p99, 3),
+  };
+  const rows = [
+    [`scale: ${o.sessions} idle exec sessions (--max-streaming-sessions), ${SCALE_CONTAINERS} containers — after a forced GC`, 'RSS before MiB', 'after MiB', 'KiB/session', 'heap+external KiB/session', 'open s', 'still open'],
+    ['  nodelet', f(before.rss / MiB, 1), f(after.rss / MiB, 1), f(kibPer(mem, 'rss'), 1), f(kibPer(mem, 'heap'), 1), f(seconds, 0), `${stillOpen}/${o.sessions}`],
+  ];
+  const hrows = [
+    ['/healthz latency, sequential GETs on one connection — ms', 'p50', 'p99'],
+    ['  no session open', f(idle.p50, 2), f(idle.p99, 2)],
+    [`  ${o.sessions} sessions open`, f(busy.p50, 2), f(busy.p99, 2)],
+  ];
+  return { metrics: [m, h], lines: [table(rows), table(hrows), `  (no target in issue #11; descriptor limit ${fdLimit}.)`, ''] };
 }
 
 // ---- 5: RSS growth under a slow reader ----------------------------------------------------------
@@ -471,10 +561,7 @@ export async function slowReader(nodelet: NodeletProcess, o: { bytes: number; se
       slow_seconds: o.seconds,
       slow_read_bytes: readSlow,
       complete,
-      target: 64,
-      target_op: '<=',
-      target_of: 'value',
-      pass: growth / MiB <= 64 && complete,
+      ...target(TARGETS.slowReaderMiB, '<=', 'value', complete ? growth / MiB : Number.NaN),
     };
     metrics.push(m);
     rows.push([`  nodelet ${variant}`, f(before / MiB, 1), f(maxRss / MiB, 1), f(growth / MiB, 1), f(readSlow / MB, 1), complete ? 'yes' : `NO (${got} B)`, verdict(m)]);
@@ -557,12 +644,13 @@ export async function portForward(nodelet: NodeletProcess, docker: Docker, o: { 
     per_round: res.spdy.map((x) => round(x, 1)),
     baseline_per_round: res.direct.map((x) => round(x, 1)),
     bytes: o.bytes,
+    ...target(TARGETS.portForwardRatio, '>=', 'ratio', rs.median),
   };
   const ds = spread(res.direct);
   const rows = [
-    [`port-forward, GET of ${o.bytes / MiB} MiB from busybox httpd on 127.0.0.1:8080 in the pod — MB/s`, 'median', '[min–max]', '÷direct', '[min–max]'],
-    ['  direct (client in the pod netns via nsenter)', f(ds.median, 0), `[${f(ds.min, 0)}–${f(ds.max, 0)}]`, '1.00', ''],
-    ['  nodelet SPDY portforward.k8s.io', f(s.median, 0), `[${f(s.min, 0)}–${f(s.max, 0)}]`, f(rs.median), `[${f(rs.min)}–${f(rs.max)}]`],
+    [`port-forward, GET of ${o.bytes / MiB} MiB from busybox httpd on 127.0.0.1:8080 in the pod — MB/s`, 'median', '[min–max]', '÷direct', '[min–max]', 'target'],
+    ['  direct (client in the pod netns via nsenter)', f(ds.median, 0), `[${f(ds.min, 0)}–${f(ds.max, 0)}]`, '1.00', '', ''],
+    ['  nodelet SPDY portforward.k8s.io', f(s.median, 0), `[${f(s.min, 0)}–${f(s.max, 0)}]`, f(rs.median), `[${f(rs.min)}–${f(rs.max)}]`, verdict(m)],
   ];
-  return { metrics: [m], lines: [table(rows), '  (no target in issue #4: reported beside the direct path.)', ''] };
+  return { metrics: [m], lines: [table(rows), ''] };
 }

@@ -22,7 +22,8 @@ import { request, type ClientRequest } from 'node:http';
 import { join } from 'node:path';
 import type { PodList } from '../../src/api/types.js';
 import type { NodeletProcess } from './env.js';
-import { rssOf, type PartResult, type XMetric } from './extra.js';
+import { rssOf } from './extra.js';
+import { fmt as f, table, type Metric as XMetric, type PartResult } from './report.js';
 import { cpuSecondsOf, selfCpuSeconds } from './proc.js';
 import { median, round } from './stats.js';
 
@@ -32,12 +33,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const wallMs = (): number => performance.timeOrigin + performance.now();
 /** What watch-child writes into each changed status (`status.message`). */
 const STAMP = 'bench-t=';
-const f = (x: number | null | undefined, d = 2): string => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(d));
 
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')).join('\n');
-}
 
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return Number.NaN;
