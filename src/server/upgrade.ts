@@ -1,8 +1,10 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest } from '../api/errors.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { StatusError, badRequest } from '../api/errors.js';
+import { ACCEPTED_PROTOCOLS_HEADER, STREAM_PROTOCOL_HEADER, type HandshakeResult } from '../streaming/remotecommand/negotiate.js';
 import { statusFor } from './errors.js';
 
 const kUpgrade = Symbol('nodelet.upgrade');
@@ -14,11 +16,90 @@ export interface PendingUpgrade {
   readonly head: Buffer;
 }
 
-type UpgradeRequest = IncomingMessage & { [kUpgrade]?: PendingUpgrade };
+const kEcho = Symbol('nodelet.subprotocol');
+type UpgradeRequest = IncomingMessage & { [kUpgrade]?: PendingUpgrade; [kEcho]?: string };
 
 /** The pending upgrade of `request`, when it arrived as an HTTP Upgrade (WebSocket or SPDY). */
 export function upgradeOf(request: FastifyRequest): PendingUpgrade | undefined {
   return (request.raw as UpgradeRequest)[kUpgrade];
+}
+
+/** The upgrade being asked for: `websocket` or `spdy/3.1`, with its connection; else a 400. */
+export function upgradeRequest(request: FastifyRequest): PendingUpgrade & { readonly protocol: 'websocket' | 'spdy/3.1' } {
+  const upgrade = upgradeOf(request);
+  const protocol = String(request.headers.upgrade ?? '').toLowerCase();
+  if (!upgrade || !protocol) throw badRequest('Upgrade request required');
+  if (protocol !== 'websocket' && protocol !== 'spdy/3.1') throw badRequest(`unsupported upgrade protocol "${protocol}": use websocket or SPDY/3.1`);
+  return { ...upgrade, protocol };
+}
+
+/** The SPDY handshake's protocol, or the refusal (400, or 403 listing ours) thrown as a Status. */
+export function spdyProtocol(reply: FastifyReply, negotiated: HandshakeResult): string {
+  if (!('error' in negotiated)) return negotiated.protocol;
+  if (negotiated.error === 400) throw badRequest(negotiated.message);
+  void reply.header(ACCEPTED_PROTOCOLS_HEADER, negotiated.accepted);
+  throw new StatusError('Forbidden', negotiated.message);
+}
+
+/** The WebSocket refusal when only unknown subprotocols were offered: not a 101, so kubectl falls back to SPDY. */
+export function noSubprotocol(offered: readonly string[]): StatusError {
+  return new StatusError('Forbidden', `unable to upgrade: none of the offered subprotocols [${offered.join(' ')}] is supported`);
+}
+
+/** Large enough for any terminal paste or client chunking, small enough that one frame cannot balloon memory. */
+const MAX_WS_PAYLOAD = 16 * 1024 * 1024;
+/**
+ * The one WebSocket handshaker: `ws` never listens on the server, upgrades are handed to it by
+ * `acceptUpgrade`. The subprotocol was chosen by the route, so `ws` never sees the offer (it
+ * would refuse `SPDY/3.1+portforward.k8s.io`, `/` not being a token character) and the answer is
+ * added here. No 'wsClientError' listener: with one, `ws` would leave a refused handshake hanging.
+ */
+const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_WS_PAYLOAD, perMessageDeflate: false, clientTracking: false });
+wss.on('headers', (headers: string[], req: UpgradeRequest) => {
+  if (req[kEcho]) headers.push(`Sec-WebSocket-Protocol: ${req[kEcho]}`);
+});
+
+/** How to complete an upgrade: the WebSocket handshake with the chosen subprotocol (`''` = none), or SPDY's 101. */
+export type UpgradeTarget = { readonly websocket: string } | { readonly spdy: string };
+/** The upgraded connection `serve` gets: `ws` is the WebSocket for WebSocket targets. */
+export interface Upgraded<T extends UpgradeTarget> {
+  readonly socket: Duplex;
+  /** Bytes that arrived before the handshake completed (SPDY only; `ws` consumes its own). */
+  readonly head: Buffer;
+  readonly ws: T extends { readonly websocket: string } ? WebSocket : undefined;
+}
+
+/**
+ * Takes the connection of an upgrade request over: reserves a streaming session slot (429 when
+ * full, nothing written yet), hijacks the reply, completes the handshake, and calls `serve` with
+ * the upgraded connection (`ws` is set for WebSocket targets). The slot is released when the
+ * promise `serve` returns settles, or when the socket dies first (`ws` may refuse a bad handshake
+ * without calling back). Throws (before the hijack) only the 429.
+ */
+export function acceptUpgrade<T extends UpgradeTarget>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  sessions: StreamingSessions,
+  target: T,
+  serve: (conn: Upgraded<T>) => Promise<void>,
+): void {
+  const { socket, head } = upgradeRequest(request);
+  const slot = sessions.reserve();
+  if (!slot) throw new StatusError('TooManyRequests', 'too many streaming sessions in flight; retry later', { retryAfterSeconds: 60 });
+  socket.once('close', slot.release);
+  reply.hijack();
+  const start = (ws: WebSocket | undefined, rest: Buffer): void => {
+    slot.track(socket);
+    void serve({ socket, head: rest, ws } as Upgraded<T>).finally(slot.release);
+  };
+  if ('spdy' in target) {
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n${STREAM_PROTOCOL_HEADER}: ${target.spdy}\r\n\r\n`);
+    return start(undefined, head);
+  }
+  const raw = request.raw as UpgradeRequest;
+  delete raw.headers['sec-websocket-protocol'];
+  raw[kEcho] = target.websocket;
+  wss.handleUpgrade(raw, socket, head, (ws) => start(ws, Buffer.alloc(0)));
 }
 
 /**

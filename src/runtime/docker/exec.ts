@@ -55,9 +55,12 @@ export async function attachToContainer(docker: Docker, containerId: string, io:
 
 /**
  * Relays one hijacked Docker stream: client stdin → Docker (half-closed at EOF so the process sees
- * EOF), Docker output → stdout/stderr, demultiplexed unless it is a TTY. Reading from Docker
- * pauses whenever a destination is full, so a slow client slows the container, not nodelet's
- * memory. Resolves 'ended' when Docker closed the output, 'aborted' when the client went away.
+ * EOF), Docker output → stdout/stderr, demultiplexed unless it is a TTY. Docker's chunks are
+ * passed on as views (never copied), and the frames of one socket read are written under
+ * cork/uncork so the transport can send them as one message. Reading from Docker pauses whenever
+ * a destination is full, so a slow client slows the container, not nodelet's memory. Resolves
+ * 'ended' when Docker closed the output, 'aborted' when the client went away. The outputs are not
+ * ended here: the streaming session owns them (it ends and flushes them before the status).
  */
 function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
   return new Promise((resolve) => {
@@ -67,30 +70,36 @@ function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
       settled = true;
       io.signal.removeEventListener('abort', onAbort);
       if (how === 'aborted') socket.destroy();
-      // Every byte is handed to the client transport before the status is written.
-      Promise.all([endWritable(io.stdout), endWritable(io.stderr)]).then(() => resolve(how), () => resolve(how));
+      resolve(how);
     };
     const onAbort = () => finish('aborted');
     if (io.signal.aborted) return finish('aborted');
     io.signal.addEventListener('abort', onAbort);
 
+    const { stdout, stderr } = io;
+    const resume = () => socket.resume();
     const write = (dest: Writable | undefined, payload: Buffer) => {
       if (!dest || dest.destroyed || dest.writableEnded) return;
-      if (!dest.write(payload)) {
+      if (!dest.write(payload) && !socket.isPaused()) {
         socket.pause();
-        dest.once('drain', () => socket.resume());
+        dest.once('drain', resume);
       }
     };
     if (io.tty) {
-      socket.on('data', (chunk: Buffer) => write(io.stdout, chunk));
+      socket.on('data', (chunk: Buffer) => write(stdout, chunk));
     } else {
       const parser = new StdcopyParser();
+      const emit = (stream: number, payload: Buffer) => write(stream === 1 ? stdout : stderr, payload);
       socket.on('data', (chunk: Buffer) => {
+        stdout?.cork();
+        stderr?.cork();
         try {
-          parser.push(chunk, (stream, payload) => write(stream === 1 ? io.stdout : io.stderr, payload));
+          parser.push(chunk, emit);
         } catch {
           socket.destroy();
         }
+        stdout?.uncork();
+        stderr?.uncork();
       });
     }
     socket.on('end', () => finish('ended'));
@@ -99,25 +108,16 @@ function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
 
     const stdin = io.stdin;
     if (stdin) {
+      const resumeStdin = () => stdin.resume();
       stdin.on('data', (chunk: Buffer) => {
         if (!socket.write(chunk)) {
           stdin.pause();
-          socket.once('drain', () => stdin.resume());
+          socket.once('drain', resumeStdin);
         }
       });
       stdin.on('end', () => socket.end());
       stdin.on('error', () => socket.end());
     }
-  });
-}
-
-function endWritable(w: Writable | undefined): Promise<void> {
-  if (!w || w.writableFinished || w.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    w.once('finish', resolve);
-    w.once('close', resolve);
-    w.once('error', () => resolve());
-    if (!w.writableEnded) w.end();
   });
 }
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { WebSocketServer } from 'ws';
 import { StatusError, badRequest, notFound } from '../../api/errors.js';
 import type { Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
-import { ACCEPTED_PROTOCOLS_HEADER, STREAM_PROTOCOL_HEADER, negotiateRemoteCommandProtocol, protocolInfo, selectWebSocketProtocol } from '../../streaming/remotecommand/negotiate.js';
+import { offeredProtocols } from '../../streaming/portforward/channels.js';
+import { STREAM_PROTOCOL_HEADER, negotiateRemoteCommandProtocol, protocolInfo, selectWebSocketProtocol } from '../../streaming/remotecommand/negotiate.js';
 import { parseStreamOptions, type ParsedStreamOptions, type QueryDialect, type StreamQuery } from '../../streaming/remotecommand/options.js';
 import { serveSpdyRemoteCommand } from '../../streaming/remotecommand/spdy.js';
 import { SpdyConnection } from '../../streaming/spdy/index.js';
@@ -12,7 +12,7 @@ import { serveWebSocketRemoteCommand } from '../../streaming/websocket/session.j
 import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
 import type { Host } from '../../host/index.js';
 import type { StreamingUpgradeLabels } from '../../metrics/registry.js';
-import { upgradeOf, type StreamingSessions } from '../upgrade.js';
+import { acceptUpgrade, noSubprotocol, spdyProtocol, upgradeRequest, type StreamingSessions } from '../upgrade.js';
 
 export interface StreamingOptions {
   sessions: StreamingSessions;
@@ -43,9 +43,6 @@ interface ApiParams {
   name: string;
 }
 
-/** Large enough for any terminal paste, small enough that one frame cannot balloon memory. */
-const MAX_WS_PAYLOAD = 16 * 1024 * 1024;
-
 /**
  * exec and attach, on the kubelet's paths (`/exec/{ns}/{pod}[/{uid}]/{container}`, GET or POST)
  * and on the apiserver's (`/api/v1/namespaces/{ns}/pods/{name}/exec?container=`), over WebSocket
@@ -55,8 +52,6 @@ const MAX_WS_PAYLOAD = 16 * 1024 * 1024;
  */
 export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Host; streaming: StreamingOptions }): Promise<void> {
   const { host, streaming } = opts;
-  // Upgrades are handed to `ws` by hand (see upgrade.ts); `ws` never listens on the server.
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_WS_PAYLOAD, perMessageDeflate: false, clientTracking: false });
 
   const kubeletHandler = (kind: Kind) => async (request: FastifyRequest<{ Params: KubeletParams; Querystring: StreamQuery }>, reply: FastifyReply) => {
     const { ns, name, container } = request.params;
@@ -85,72 +80,38 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
 
   async function serve(kind: Kind, request: FastifyRequest, reply: FastifyReply, pod: Pod, container: string, options: ParsedStreamOptions): Promise<void> {
     const ref = host.resolveContainer(pod, container);
-    const upgrade = upgradeOf(request);
-    const protocolHeader = String(request.headers.upgrade ?? '').toLowerCase();
-    if (!upgrade || !protocolHeader) throw badRequest('Upgrade request required');
+    const { protocol: transport } = upgradeRequest(request);
+    // The protocol is negotiated here, once; the session gets its version and framing.
+    let protocol: string;
+    if (transport === 'websocket') {
+      const offered = offeredProtocols(request.headers['sec-websocket-protocol']);
+      const selected = selectWebSocketProtocol(offered);
+      if (selected === false) throw noSubprotocol(offered);
+      protocol = selected;
+    } else {
+      protocol = spdyProtocol(reply, negotiateRemoteCommandProtocol(request.raw.headersDistinct[STREAM_PROTOCOL_HEADER.toLowerCase()]));
+    }
+    const info = protocolInfo(protocol);
+    if (!info) throw badRequest(`unsupported protocol ${protocol}`);
 
     // Fastify's logger is the pino instance nodelet passed in (buildServer's `loggerInstance`).
     const log = request.log.child({ pod: `${ref.namespace}/${ref.pod}`, container: ref.container, stream: kind }) as Logger;
-    const run = (io: StreamIO): Promise<CommandResult> => (kind === 'exec' ? host.exec(ref, options.command, io) : host.attach(ref, io));
-
-    if (protocolHeader === 'websocket') {
-      const offered = String(request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean);
-      const protocol = selectWebSocketProtocol(offered);
-      // Not a 101: kubectl falls back to SPDY on any other status.
-      if (protocol === false) throw new StatusError('Forbidden', `unable to upgrade: none of the offered subprotocols [${offered.join(' ')}] is supported`);
-      const slot = reserve(streaming.sessions);
-      // `ws` may still refuse the handshake (bad key or subprotocol header) without calling back.
-      upgrade.socket.once('close', () => slot.release());
-      reply.hijack();
-      wss.handleUpgrade(request.raw, upgrade.socket, upgrade.head, (ws) => {
-        slot.track(upgrade.socket);
-        streaming.upgraded({ path: kind, transport: 'websocket', protocol });
-        log.debug({ protocol }, 'WebSocket remote command started');
-        void serveWebSocketRemoteCommand(ws, { protocol, options, idleTimeoutMs: streaming.idleTimeoutMs, closeWaitMs: streaming.closeWaitMs, log, run, command: options.command, kind })
-          .finally(() => slot.release());
-      });
-      return;
-    }
-
-    if (protocolHeader === 'spdy/3.1') {
-      const negotiated = negotiateRemoteCommandProtocol(request.raw.headersDistinct[STREAM_PROTOCOL_HEADER.toLowerCase()]);
-      if ('error' in negotiated) {
-        if (negotiated.error === 403) {
-          void reply.header(ACCEPTED_PROTOCOLS_HEADER, negotiated.accepted);
-          throw new StatusError('Forbidden', negotiated.message);
-        }
-        throw badRequest(negotiated.message);
-      }
-      const info = protocolInfo(negotiated.protocol);
-      if (!info) throw badRequest(`unsupported protocol ${negotiated.protocol}`);
-      const slot = reserve(streaming.sessions);
-      reply.hijack();
-      const { socket, head } = upgrade;
-      socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n${STREAM_PROTOCOL_HEADER}: ${negotiated.protocol}\r\n\r\n`);
-      slot.track(socket);
-      streaming.upgraded({ path: kind, transport: 'spdy', protocol: negotiated.protocol });
+    const spec = {
+      version: info.version,
+      options,
+      kind,
+      command: options.command,
+      log,
+      closeWaitMs: streaming.closeWaitMs,
+      run: (io: StreamIO): Promise<CommandResult> => (kind === 'exec' ? host.exec(ref, options.command, io) : host.attach(ref, io)),
+    };
+    acceptUpgrade(request, reply, streaming.sessions, transport === 'websocket' ? { websocket: protocol } : { spdy: protocol }, ({ socket, head, ws }) => {
+      log.debug({ protocol }, 'remote command started');
+      if (ws) return serveWebSocketRemoteCommand(ws, socket, { ...spec, framing: info, idleTimeoutMs: streaming.idleTimeoutMs });
       const connection = new SpdyConnection(socket, { head, log, idleTimeoutMs: streaming.idleTimeoutMs });
-      log.debug({ protocol: negotiated.protocol }, 'SPDY remote command started');
-      void serveSpdyRemoteCommand(connection, {
-        version: info.version,
-        options,
-        creationTimeoutMs: streaming.streamCreationTimeoutMs,
-        closeWaitMs: streaming.closeWaitMs,
-        log,
-        run,
-        command: options.command,
-        kind,
-      }).finally(() => slot.release());
-      return;
-    }
-    throw badRequest(`unsupported upgrade protocol "${protocolHeader}": use websocket or SPDY/3.1`);
+      return serveSpdyRemoteCommand(connection, { ...spec, creationTimeoutMs: streaming.streamCreationTimeoutMs });
+    });
   }
-}
-
-function reserve(sessions: StreamingSessions): NonNullable<ReturnType<StreamingSessions['reserve']>> {
-  const slot = sessions.reserve();
-  if (!slot) throw new StatusError('TooManyRequests', 'too many streaming sessions in flight; retry later', { retryAfterSeconds: 60 });
-  return slot;
 }
 
 /** The apiserver's defaulting: a missing container name means the pod's only container. */

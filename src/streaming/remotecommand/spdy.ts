@@ -1,20 +1,12 @@
-import type { Logger } from '../../logging/index.js';
 import type { SpdyConnection, SpdyStream } from '../spdy/index.js';
-import type { CommandResult, RemoteCommandVersion, StreamIO, StreamOptions } from '../types.js';
-import { ResizeDecoder, ResizeQueue } from './resize.js';
-import { statusPayload, type SessionKind, type SessionOutcome } from './status.js';
+import type { RemoteCommandVersion, StreamOptions } from '../types.js';
+import { RemoteCommand, type RemoteCommandSpec } from './session.js';
 
-export interface SpdySessionOptions {
-  readonly version: RemoteCommandVersion;
-  readonly options: StreamOptions;
+export interface SpdySessionOptions extends RemoteCommandSpec {
   /** The client must open all its streams within this (the kubelet's 30 s). */
   readonly creationTimeoutMs: number;
   /** After the status, how long the client may take to close the connection. */
   readonly closeWaitMs: number;
-  readonly log: Logger;
-  readonly run: (io: StreamIO) => Promise<CommandResult>;
-  readonly command: readonly string[];
-  readonly kind: SessionKind;
 }
 
 type StreamType = 'error' | 'stdin' | 'stdout' | 'stderr' | 'resize';
@@ -45,8 +37,7 @@ export function serveSpdyRemoteCommand(conn: SpdyConnection, opts: SpdySessionOp
   const { log } = opts;
   const expected = expectedStreams(opts.version, opts.options);
   const streams = new Map<StreamType, SpdyStream>();
-  const abort = new AbortController();
-  let closed = false;
+  const closed = new Promise<void>((resolve) => conn.once('close', () => resolve()));
 
   return new Promise<void>((resolve) => {
     let started = false;
@@ -57,10 +48,8 @@ export function serveSpdyRemoteCommand(conn: SpdyConnection, opts: SpdySessionOp
     }, opts.creationTimeoutMs);
     creation.unref();
 
-    conn.once('close', () => {
-      closed = true;
+    void closed.then(() => {
       clearTimeout(creation);
-      abort.abort();
       if (!started) resolve();
     });
 
@@ -85,42 +74,30 @@ export function serveSpdyRemoteCommand(conn: SpdyConnection, opts: SpdySessionOp
       }
     });
 
-    async function run(): Promise<void> {
-      const resizes = streams.has('resize') ? new ResizeQueue() : undefined;
+    function run(): Promise<void> {
+      const command = new RemoteCommand(opts);
       const resizeStream = streams.get('resize');
-      if (resizeStream && resizes) {
-        const decoder = new ResizeDecoder();
-        resizeStream.on('data', (chunk: Buffer) => {
-          for (const size of decoder.push(chunk)) resizes.push(size);
-        });
-        resizeStream.on('end', () => resizes.close());
-        resizeStream.on('close', () => resizes.close());
+      if (resizeStream) {
+        resizeStream.on('data', (chunk: Buffer) => command.resize(chunk));
+        resizeStream.on('end', () => command.resizes?.close());
+        resizeStream.on('close', () => command.resizes?.close());
       }
-      const io: StreamIO = {
-        stdin: streams.get('stdin'),
+      const stdin = streams.get('stdin');
+      return command.serve({
+        stdin,
         stdout: streams.get('stdout'),
         stderr: streams.get('stderr'),
-        tty: opts.options.tty,
-        resizes,
-        signal: abort.signal,
-      };
-      let outcome: SessionOutcome;
-      try {
-        outcome = await opts.run(io);
-      } catch (error) {
-        outcome = { kind: 'error', error };
-      }
-      resizes?.close();
-      if (closed) return;
-      const errorStream = streams.get('error');
-      const payload = statusPayload(opts.version, opts.kind, opts.command, outcome);
-      if (errorStream) {
-        if (payload !== undefined) errorStream.write(payload);
-        errorStream.end();
-      }
-      // stdin is ours to close once the command is over (the kubelet resets it).
-      streams.get('stdin')?.destroy();
-      await waitForClientClose(conn, opts.closeWaitMs);
+        gone: closed,
+        // Streams end with the connection; stdin is reset after the status (below).
+        endInput: () => undefined,
+        finish: async (payload) => {
+          const errorStream = streams.get('error');
+          if (errorStream) errorStream.end(payload);
+          // stdin is ours to close once the command is over (the kubelet resets it).
+          stdin?.destroy();
+          await waitForClientClose(conn, opts.closeWaitMs);
+        },
+      });
     }
   });
 }

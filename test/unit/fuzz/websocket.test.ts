@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { decodeFrame, REMOTE_COMMAND_CHANNELS, type Framing } from '../../../src/streaming/websocket/channels.js';
+import { protocolInfo } from '../../../src/streaming/remotecommand/negotiate.js';
 import { serveWebSocketRemoteCommand } from '../../../src/streaming/websocket/session.js';
 import { fuzzSeed, prng } from '../../helpers/prng.js';
 
@@ -95,8 +96,10 @@ t.test('live sessions: random frames never crash the server; every session settl
     wss.handleUpgrade(req, socket, head, (ws) => {
       started++;
       const tty = String(req.url).includes('tty');
-      void serveWebSocketRemoteCommand(ws, {
-        protocol: ws.protocol,
+      const info = protocolInfo(ws.protocol) ?? { version: 'v1' as const, base64: false };
+      void serveWebSocketRemoteCommand(ws, socket, {
+        version: info.version,
+        framing: info,
         options: { stdin: true, stdout: true, stderr: !tty, tty },
         idleTimeoutMs: 2000,
         closeWaitMs: 200,

@@ -14,11 +14,11 @@ import { TestClient, sleep, type Received } from '../spdy/fixtures/helpers.js';
 const log = pino({ level: 'silent' });
 
 /** A loopback WebSocket pair: `server` is what a plugin gets from handleUpgrade. */
-async function wsPair(t: Test, protocols: string[] = []): Promise<{ server: WebSocket; client: WebSocket }> {
+async function wsPair(t: Test, protocols: string[] = []): Promise<{ server: WebSocket; socket: Duplex; client: WebSocket }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   await new Promise((resolve) => wss.once('listening', resolve));
   const { port } = wss.address() as AddressInfo;
-  const server = new Promise<WebSocket>((resolve) => wss.once('connection', resolve));
+  const server = new Promise<[WebSocket, Duplex]>((resolve) => wss.once('connection', (ws, req) => resolve([ws, req.socket])));
   const client = new WebSocket(`ws://127.0.0.1:${port}`, protocols, { perMessageDeflate: false });
   await new Promise((resolve, reject) => {
     client.once('open', resolve);
@@ -28,7 +28,8 @@ async function wsPair(t: Test, protocols: string[] = []): Promise<{ server: WebS
     client.terminate();
     wss.close();
   });
-  return { server: await server, client };
+  const [ws, socket] = await server;
+  return { server: ws, socket, client };
 }
 
 interface Msg {
@@ -81,9 +82,9 @@ const oneShot: ForwardFn = async (port, stream) => {
 const onChannel = (ch: number) => (m: Msg) => m.data[0] === ch && m.data.length > 3;
 
 t.test('channel mode: port prefixes, data on 2i, errors on 2i+1, close 1000 when every port is done', async (t) => {
-  const { server, client } = await wsPair(t, ['v4.channel.k8s.io']);
+  const { server, socket, client } = await wsPair(t, ['v4.channel.k8s.io']);
   const rec = record(client);
-  const session = serveWebSocketPortForward(server, { ...base, ports: [80, 81], forward: oneShot });
+  const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80, 81], forward: oneShot });
   await rec.waitFor((m) => m.data[0] === 3 && m.data.length > 3);
   t.same(
     rec.msgs.slice(0, 4).map((m) => [...m.data]),
@@ -107,9 +108,9 @@ t.test('channel mode: port prefixes, data on 2i, errors on 2i+1, close 1000 when
 });
 
 t.test('channel mode, base64: text frames, "0"+channel then base64', async (t) => {
-  const { server, client } = await wsPair(t, ['v4.base64.channel.k8s.io']);
+  const { server, socket, client } = await wsPair(t, ['v4.base64.channel.k8s.io']);
   const rec = record(client);
-  const session = serveWebSocketPortForward(server, { ...base, base64: true, ports: [8080], forward: oneShot });
+  const session = serveWebSocketPortForward(server, socket, { ...base, base64: true, ports: [8080], forward: oneShot });
   await rec.waitFor((m) => m.data.toString().startsWith('1'));
   t.same(rec.msgs.slice(0, 2).map((m) => [m.binary, m.data.toString()]), [
     [false, '0' + Buffer.from([0x90, 0x1f]).toString('base64')],
@@ -123,7 +124,7 @@ t.test('channel mode, base64: text frames, "0"+channel then base64', async (t) =
 });
 
 t.test('channel mode: a slow pod side pauses the socket instead of buffering; big answers arrive whole', async (t) => {
-  const { server, client } = await wsPair(t);
+  const { server, socket, client } = await wsPair(t);
   const rec = record(client);
   let stream: Duplex | undefined;
   const big = Buffer.alloc(3 * 1024 * 1024, 7);
@@ -143,7 +144,7 @@ t.test('channel mode: a slow pod side pauses the socket instead of buffering; bi
     });
     await new Promise<void>((resolve) => s.end(big, resolve));
   };
-  const session = serveWebSocketPortForward(server, { ...base, ports: [80], forward });
+  const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80], forward });
   for (let i = 0; i < 64; i++) client.send(Buffer.concat([Buffer.from([0]), Buffer.alloc(64 * 1024, i)]));
   await sleep(300);
   t.ok((stream?.readableLength ?? 0) <= 192 * 1024, `inbound buffering is bounded (${stream?.readableLength})`);
@@ -158,7 +159,7 @@ t.test('channel mode: a slow pod side pauses the socket instead of buffering; bi
 
 t.test('channel mode: the client leaving aborts the forwards; close() and idle close with 1001', async (t) => {
   await t.test('client leaves', async (t) => {
-    const { server, client } = await wsPair(t);
+    const { server, socket, client } = await wsPair(t);
     let signal: AbortSignal | undefined;
     const forward: ForwardFn = (_p, s, sig) =>
       new Promise((resolve) => {
@@ -166,27 +167,27 @@ t.test('channel mode: the client leaving aborts the forwards; close() and idle c
         s.resume();
         s.on('end', () => resolve());
       });
-    const session = serveWebSocketPortForward(server, { ...base, ports: [80], forward });
+    const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80], forward });
     await sleep(20);
     client.terminate();
     await session.done;
     t.equal(signal?.aborted, true);
   });
   await t.test('close()', async (t) => {
-    const { server, client } = await wsPair(t);
+    const { server, socket, client } = await wsPair(t);
     const rec = record(client);
     const forward: ForwardFn = (_p, _s, sig) => new Promise((resolve) => sig.addEventListener('abort', () => resolve()));
-    const session = serveWebSocketPortForward(server, { ...base, ports: [80], forward });
+    const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80], forward });
     await sleep(20);
     session.close('pod gone');
     t.equal(await rec.closed, 1001);
     await session.done;
   });
   await t.test('idle', async (t) => {
-    const { server, client } = await wsPair(t);
+    const { server, socket, client } = await wsPair(t);
     const rec = record(client);
     const forward: ForwardFn = (_p, _s, sig) => new Promise((resolve) => sig.addEventListener('abort', () => resolve()));
-    const session = serveWebSocketPortForward(server, { ...base, idleTimeoutMs: 100, ports: [80], forward });
+    const session = serveWebSocketPortForward(server, socket, { ...base, idleTimeoutMs: 100, ports: [80], forward });
     t.equal(await rec.closed, 1001);
     await session.done;
   });
@@ -200,7 +201,7 @@ const is =
 /** A SPDY session inside a WebSocket, the client writing every few bytes as its own message (as kubectl does). */
 async function tunnel(t: Test, forward: ForwardFn) {
   // No subprotocol here: `ws` clients refuse to offer one with a '/'; the plugin tests negotiate it.
-  const { server, client } = await wsPair(t);
+  const { server, socket, client } = await wsPair(t);
   const conn = new SpdyConnection(tunnelStream(server, log), {});
   const session = serveSpdyPortForward(conn, { forward, creationTimeoutMs: 5000, log });
   const clientStream = createWebSocketStream(client);
@@ -243,7 +244,7 @@ t.test('tunnel: a text message drops the connection', async (t) => {
 });
 
 t.test('channel mode: ports beyond the session or node cap get the reason on their error channel, nothing forwarded', async (t) => {
-  const { server, client } = await wsPair(t, ['v4.channel.k8s.io']);
+  const { server, socket, client } = await wsPair(t, ['v4.channel.k8s.io']);
   const rec = record(client);
   const forwarded: number[] = [];
   const forward: ForwardFn = async (port, stream) => {
@@ -253,7 +254,7 @@ t.test('channel mode: ports beyond the session or node cap get the reason on the
   // The node has one slot left (one other connection holds the first).
   const limiter = new ForwardLimiter(2);
   const other = limiter.tryAcquire();
-  const session = serveWebSocketPortForward(server, { ...base, ports: [80, 81, 82], forward, maxConnections: 2, limiter });
+  const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80, 81, 82], forward, maxConnections: 2, limiter });
   const text = (ch: number) => rec.waitFor(onChannel(ch)).then((m) => m.data.subarray(1).toString());
   t.equal(await text(5), 'too many forwarded connections in this port-forward session (limit 2); close some and retry', 'port 82: over the session cap');
   t.equal(await text(3), 'too many forwarded connections on this node (limit 2); retry later', 'port 81: over the node cap');

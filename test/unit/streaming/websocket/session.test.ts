@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
-import { selectWebSocketProtocol } from '../../../../src/streaming/remotecommand/negotiate.js';
+import { protocolInfo, selectWebSocketProtocol } from '../../../../src/streaming/remotecommand/negotiate.js';
 import {
   OUTBOUND_HIGH_WATER_MARK,
   serveWebSocketRemoteCommand,
@@ -58,8 +58,11 @@ async function harness(h: HarnessOptions): Promise<Harness> {
   server.on('upgrade', (req, socket, head) => {
     wss.handleUpgrade(req, socket, head, (ws) => {
       serverWs = ws;
+      const info = protocolInfo(ws.protocol);
+      if (!info) throw new Error(`unexpected protocol ${ws.protocol}`);
       const opts: WebSocketSessionOptions = {
-        protocol: ws.protocol,
+        version: info.version,
+        framing: info,
         options: { stdin: false, stdout: false, stderr: false, tty: false, ...h.options },
         idleTimeoutMs: h.idleTimeoutMs ?? 0,
         closeWaitMs: h.closeWaitMs ?? 2000,
@@ -68,7 +71,7 @@ async function harness(h: HarnessOptions): Promise<Harness> {
         command: h.command ?? ['sh', '-c', 'cat; exit 7'],
         kind: h.kind ?? 'exec',
       };
-      resolveSession(serveWebSocketRemoteCommand(ws, opts));
+      resolveSession(serveWebSocketRemoteCommand(ws, socket, opts));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -1,0 +1,101 @@
+import type { Readable, Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import type { Logger } from '../../logging/index.js';
+import type { CommandResult, RemoteCommandVersion, StreamIO, StreamOptions } from '../types.js';
+import { ResizeDecoder, ResizeQueue } from './resize.js';
+import { statusPayload, type SessionKind, type SessionOutcome } from './status.js';
+
+/** What the command is, decided before the upgrade (the protocol version is negotiated once, by the route). */
+export interface RemoteCommandSpec {
+  readonly version: RemoteCommandVersion;
+  readonly options: StreamOptions;
+  readonly kind: SessionKind;
+  /** argv, for the NonZeroExitCode message (exec); `[]` for attach. */
+  readonly command: readonly string[];
+  readonly run: (io: StreamIO) => Promise<CommandResult>;
+  /** Only the level methods: Fastify's `request.log` children fit as well as nodelet's pino Logger. */
+  readonly log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+}
+
+/** What a transport (WebSocket channels, SPDY streams) gives the core once the client is connected. */
+export interface CommandTransport {
+  readonly stdin: Readable | undefined;
+  readonly stdout: Writable | undefined;
+  readonly stderr: Writable | undefined;
+  /** Resolves once the client is unreachable (disconnect, idle timeout, protocol violation). */
+  readonly gone: Promise<void>;
+  /** No more input will be read: EOF stdin (WebSocket) — called when the run ends or the client left. */
+  endInput(): void;
+  /**
+   * Writes the error-channel payload (if any), then ends the connection letting the client drain
+   * (close-and-wait). Resolves once the connection is closed; never rejects.
+   */
+  finish(payload: string | undefined): Promise<void>;
+}
+
+/**
+ * The transport-neutral remote command (the kubelet's `ServeExec`/`ServeAttach`): runs the
+ * command with the transport's streams, and when it ends — inputs ended, outputs ended and flushed
+ * (this is their one owner: the runtime never ends them), then the status, then close-and-wait.
+ * When the client goes away first, the runtime is aborted (`io.signal`), stdin gets EOF, resizes
+ * end, and nothing more is sent.
+ */
+export class RemoteCommand {
+  readonly spec: RemoteCommandSpec;
+  /** The terminal sizes the transport feeds (`resize`); undefined without a TTY. */
+  readonly resizes: ResizeQueue | undefined;
+  #decoder: ResizeDecoder | undefined;
+  readonly #abort = new AbortController();
+  #runDone = false;
+
+  constructor(spec: RemoteCommandSpec) {
+    this.spec = spec;
+    this.resizes = spec.options.tty ? new ResizeQueue() : undefined;
+  }
+
+  /** Bytes from the client's resize channel/stream (JSON objects, split anywhere). */
+  resize(chunk: Buffer): void {
+    if (!this.resizes) return;
+    this.#decoder ??= new ResizeDecoder();
+    for (const size of this.#decoder.push(chunk)) this.resizes.push(size);
+  }
+
+  /** Runs the command over `t`; resolves (never rejects) once it settled and the connection is over. */
+  async serve(t: CommandTransport): Promise<void> {
+    const { spec } = this;
+    let left = false;
+    void t.gone.then(() => {
+      left = true;
+      if (!this.#runDone) this.#abort.abort(new Error('client disconnected'));
+      t.endInput();
+      this.resizes?.close();
+    });
+    const io: StreamIO = { stdin: t.stdin, stdout: t.stdout, stderr: t.stderr, tty: spec.options.tty, resizes: this.resizes, signal: this.#abort.signal };
+    const outcome = this.#run(io);
+    const ended = await Promise.race([outcome, t.gone.then(() => undefined)]);
+    if (ended === undefined) {
+      // Client gone mid-run: the runtime was aborted; let it finish.
+      const late = await outcome;
+      if (late.kind === 'error') spec.log.debug({ err: late.error }, 'remote command: run ended after disconnect');
+      return;
+    }
+    this.#runDone = true;
+    t.endInput();
+    this.resizes?.close();
+    if (ended.kind === 'error') spec.log.info({ err: ended.error, kind: spec.kind }, 'remote command failed');
+    // Every stdout/stderr byte is handed to the transport before the status.
+    const outputs = [t.stdout, t.stderr].filter((w): w is Writable => w !== undefined);
+    for (const w of outputs) if (!w.writableEnded && !w.destroyed) w.end();
+    await Promise.race([Promise.all(outputs.map((w) => finished(w).catch(() => undefined))), t.gone]);
+    if (left) return;
+    await t.finish(statusPayload(spec.version, spec.kind, spec.command, ended));
+  }
+
+  async #run(io: StreamIO): Promise<SessionOutcome> {
+    try {
+      return await this.spec.run(io);
+    } catch (error) {
+      return { kind: 'error', error };
+    }
+  }
+}
