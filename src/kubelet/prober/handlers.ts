@@ -1,4 +1,6 @@
+import type { Duplex } from 'node:stream';
 import type { Probe } from 'kubernetes-types/core/v1.js';
+import { grpcHealthCheck } from './grpc.js';
 
 /** One probe attempt's outcome, as the kubelet's `probe.Result` plus the output it records. */
 export interface ProbeOutcome {
@@ -21,6 +23,12 @@ export interface ProbeIO {
    * something read; rejects when the connection cannot be made.
    */
   connect(port: number, send: Buffer, timeoutMs: number, until?: (received: Buffer) => boolean): Promise<Buffer>;
+  /**
+   * A byte stream to `127.0.0.1:port` in the pod's network namespace, for protocols that talk
+   * both ways (gRPC's HTTP/2); it errors when the connection cannot be made and is torn down
+   * when `signal` aborts.
+   */
+  dial(port: number, signal: AbortSignal): Duplex;
 }
 
 /** Largest output kept from a probe (the kubelet's `maxProbeRespLength` is 10 KiB). */
@@ -28,7 +36,6 @@ export const MAX_PROBE_OUTPUT = 10 * 1024;
 
 /** Why a probe cannot run at all (checked once, reported as a container config error). */
 export function unsupportedProbe(probe: Probe): string | undefined {
-  if (probe.grpc) return 'gRPC probes are not supported by nodelet';
   const host = probe.httpGet?.host;
   if (host && host !== '127.0.0.1' && host !== 'localhost') {
     return `httpGet probes connect to 127.0.0.1 in the pod's network namespace; host ${JSON.stringify(host)} is not supported`;
@@ -38,7 +45,7 @@ export function unsupportedProbe(probe: Probe): string | undefined {
     return `tcpSocket probes connect to 127.0.0.1 in the pod's network namespace; host ${JSON.stringify(tcpHost)} is not supported`;
   }
   if (probe.httpGet && probe.httpGet.scheme === 'HTTPS') return 'HTTPS probes are not supported by nodelet';
-  if (!probe.exec && !probe.httpGet && !probe.tcpSocket) return 'the probe has no handler (exec, httpGet or tcpSocket)';
+  if (!probe.exec && !probe.httpGet && !probe.tcpSocket && !probe.grpc) return 'the probe has no handler (exec, httpGet, tcpSocket or grpc)';
   return undefined;
 }
 
@@ -52,7 +59,8 @@ export function resolvePort(port: number | string | undefined, ports: readonly {
 
 /**
  * Runs one attempt of `probe` (the kubelet's `prober.runProbe`): exec succeeds on exit 0; httpGet
- * on a status in [200, 400); tcpSocket when the connection opens. A timeout is a failure.
+ * on a status in [200, 400); tcpSocket when the connection opens; grpc when the health service
+ * answers SERVING. A timeout is a failure.
  */
 export async function runProbe(probe: Probe, ports: readonly { name?: string; containerPort: number }[], io: ProbeIO): Promise<ProbeOutcome> {
   const timeoutMs = Math.max(1, probe.timeoutSeconds ?? 1) * 1000;
@@ -86,6 +94,11 @@ export async function runProbe(probe: Probe, ports: readonly { name?: string; co
       if (port === undefined) return { result: 'failure', output: `invalid port ${JSON.stringify(probe.tcpSocket.port)}` };
       await io.connect(port, Buffer.alloc(0), timeoutMs);
       return { result: 'success', output: '' };
+    }
+    if (probe.grpc) {
+      const port = probe.grpc.port;
+      if (!(port >= 1 && port <= 65535)) return { result: 'failure', output: `invalid port ${JSON.stringify(port)}` };
+      return await grpcHealthCheck(port, probe.grpc.service ?? '', timeoutMs, (signal) => io.dial(port, signal));
     }
     return { result: 'failure', output: unsupportedProbe(probe) ?? 'unsupported probe' };
   } catch (err) {

@@ -65,5 +65,42 @@ export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId:
       if (controller.signal.aborted && received.bytes().length === 0 && until) throw new Error(`no answer from port ${port} within ${timeoutMs / 1000}s`);
       return received.bytes();
     },
+    dial(port, signal) {
+      const [local, remote] = duplexPair();
+      runtime.portForward(sandboxId, port, remote, signal).then(
+        () => local.push(null),
+        (err: unknown) => local.destroy(err instanceof Error ? err : new Error(String(err))),
+      );
+      signal.addEventListener('abort', () => local.destroy(), { once: true });
+      return local;
+    },
   };
+}
+
+/**
+ * Two Duplex ends joined back to back: what one writes the other reads, ending one ends the
+ * other's readable side. A probe's traffic is a few kilobytes, so writes do not wait on the
+ * peer's reader (HTTP/2's own flow control bounds what is in flight).
+ */
+function duplexPair(): [Duplex, Duplex] {
+  const ends: Duplex[] = [];
+  const end = (peer: () => Duplex | undefined) =>
+    new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, done) {
+        peer()?.push(chunk);
+        done();
+      },
+      final(done) {
+        peer()?.push(null);
+        done();
+      },
+      destroy(err, done) {
+        const other = peer();
+        if (other && !other.destroyed) other.destroy();
+        done(err);
+      },
+    });
+  ends.push(end(() => ends[1]), end(() => ends[0]));
+  return [ends[0] as Duplex, ends[1] as Duplex];
 }

@@ -39,6 +39,9 @@ function scriptedIO(script: number[]): ProbeIO & { calls: number } {
       return { exitCode: code, output: code === 0 ? 'ok' : `exit ${code}` };
     },
     connect: async () => Buffer.alloc(0),
+    dial: () => {
+      throw new Error('no gRPC probe here');
+    },
   };
   return io;
 }
@@ -139,7 +142,7 @@ t.test('workers follow the running containers; removePod and stop end them', asy
   prober.syncPod(pod, runtimeWith('c1', clock.now));
   prober.removePod('u1');
   t.equal(prober.size, 0);
-  prober.syncPod(podWith({ livenessProbe: { grpc: { port: 1 } } }), runtimeWith('c1', clock.now));
+  prober.syncPod(podWith({ livenessProbe: { httpGet: { port: 1, scheme: 'HTTPS' } } }), runtimeWith('c1', clock.now));
   t.equal(prober.size, 0, 'unsupported probes get no worker');
   prober.stop();
 });
@@ -147,6 +150,9 @@ t.test('workers follow the running containers; removePod and stop end them', asy
 t.test('handlers: exec exit code, HTTP status ranges, TCP connect, named ports, refusals', async (t) => {
   const io = (answer: string | Error): ProbeIO => ({
     exec: async () => ({ exitCode: 3, output: 'x'.repeat(20_000) }),
+    dial: () => {
+      throw new Error('no gRPC probe here');
+    },
     connect: async (_port, send) => {
       t.ok(send.length === 0 || /^GET \/(healthz)? HTTP\/1.1\r\nHost: 127.0.0.1:8080\r\n/.test(send.toString()));
       if (answer instanceof Error) throw answer;
@@ -165,7 +171,7 @@ t.test('handlers: exec exit code, HTTP status ranges, TCP connect, named ports, 
   t.equal((await runProbe({ tcpSocket: { port: 'nope' } }, [], io(''))).result, 'failure', 'an unknown named port fails');
   t.equal(resolvePort('8080', []), 8080);
   t.equal(resolvePort(70000, []), undefined);
-  t.match(unsupportedProbe({ grpc: { port: 1 } }), /gRPC/);
+  t.equal(unsupportedProbe({ grpc: { port: 1 } }), undefined, 'gRPC probes run');
   t.match(unsupportedProbe({ httpGet: { port: 1, host: '10.0.0.1' } }), /host "10.0.0.1" is not supported/);
   t.match(unsupportedProbe({ tcpSocket: { port: 1, host: 'example.com' } }), /not supported/);
   t.match(unsupportedProbe({ httpGet: { port: 1, scheme: 'HTTPS' } }), /HTTPS/);
