@@ -268,7 +268,7 @@ async function main(): Promise<void> {
 
   // The scale part holds every session's sockets in this process, nodelet and dockerd: raise the
   // descriptor limit before they start (children inherit it).
-  const fdLimit = opts.only.has('scale') ? await raiseFdLimit(8 * opts.scaleSessions, log) : undefined;
+  if (opts.only.has('scale')) await raiseFdLimit(8 * opts.scaleSessions, log);
 
   try {
     const engine = await Engine.start(root, log, (dir) =>
@@ -400,7 +400,7 @@ async function main(): Promise<void> {
     }
     if (opts.only.has('scale')) {
       log(`scale: opening ${opts.scaleSessions} idle exec sessions (nodelet --max-streaming-sessions ${Math.max(opts.scaleSessions, 1000)})`);
-      extra.push(await scaleSessions(nodelet, { sessions: opts.scaleSessions, fdLimit, log }));
+      extra.push(await scaleSessions(nodelet, { sessions: opts.scaleSessions, dockerdPid: engine.pid, log }));
     }
     if (opts.only.has('cluster')) {
       log(`cluster mode: own control plane + nodelet --kubeconfig; ${opts.clusterPods} pods via the apiserver vs static, ${opts.clusterKills} kills`);
