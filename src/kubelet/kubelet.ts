@@ -18,6 +18,8 @@ import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
 import { readsPodIP } from '../volumes/downward-api.js';
 import { sandboxRefusal } from './security-context.js';
+import { admissionRefusal } from './admission.js';
+import { getPodQOS } from '../api/qos.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
 
@@ -61,6 +63,8 @@ export class Kubelet {
   readonly pleg: PLEG;
   /** Liveness, readiness and startup probes of the running containers. */
   readonly prober: ProberManager;
+  /** Pods refused at admission, by UID (see `#refuse`). */
+  readonly #refused = new Set<string>();
   /** Pods removed from their source whose containers still run: their last spec, for preStop hooks. */
   readonly #removedSpecs = new Map<string, Pod>();
   readonly #o: KubeletOptions;
@@ -167,6 +171,7 @@ export class Kubelet {
       if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod, this.#removedSpecs.get(uid));
       if (!runtimePod) {
         this.#removedSpecs.delete(uid);
+        this.#refused.delete(uid);
         this.#firstSeen.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
         this.prober.removePod(uid);
@@ -178,6 +183,7 @@ export class Kubelet {
     }
 
     if (pod.metadata?.deletionTimestamp) return this.#terminate(pod, runtimePod);
+    if (!runtimePod && this.#refuse(pod)) return;
 
     const now = Date.now();
     if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
@@ -194,6 +200,23 @@ export class Kubelet {
     await this.#apply(pod, runtimePod, actions);
     // The changes come back as PLEG events, which sync this pod again and publish its status.
     await this.pleg.relist();
+  }
+
+  /**
+   * Admission (the kubelet's `canAdmitPod` then `rejectPod`), for a pod that has nothing running
+   * yet: a refused pod gets a `Warning` event with the handler's reason and the `Failed` status
+   * "Pod was rejected: …", once; it never gets a sandbox. True when `pod` is refused.
+   */
+  #refuse(pod: Pod): boolean {
+    const uid = pod.metadata?.uid ?? '';
+    if (this.#refused.has(uid)) return true;
+    const refusal = admissionRefusal(pod);
+    if (!refusal) return false;
+    this.#refused.add(uid);
+    this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);
+    this.#o.recorder.record(pod, 'Warning', refusal.reason, refusal.message);
+    this.#o.statusManager.setPodStatus(pod, { qosClass: getPodQOS(pod), phase: 'Failed', reason: refusal.reason, message: `Pod was rejected: ${refusal.message}` });
+    return true;
   }
 
   /** Starts that failed recently without leaving a container (e.g. an image pull) wait out a back-off. */
@@ -289,7 +312,7 @@ export class Kubelet {
     let sandbox = runtimePod?.sandboxes[0];
     const refusal = actions.createSandbox !== undefined ? sandboxRefusal(pod) : undefined;
     if (refusal) {
-      // Refused before a sandbox exists (an unsafe sysctl, user namespaces): nothing is created.
+      // Refused before a sandbox exists (user namespaces): nothing is created.
       plog.warn({ reason: refusal.reason }, refusal.message);
       recorder.record(pod, 'Warning', refusal.reason, refusal.message);
       for (const s of actions.start) this.#recordStartFailure(pod, s.container, { reason: 'CreateContainerConfigError', message: refusal.message });

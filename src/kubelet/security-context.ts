@@ -42,21 +42,25 @@ export const SAFE_SYSCTLS: ReadonlySet<string> = new Set([
   'net.ipv4.tcp_wmem',
 ]);
 
-/**
- * Why the pod cannot get a sandbox, checked before one is created: an unsafe sysctl (the
- * kubelet's `SysctlForbidden` admission), a network sysctl with `hostNetwork`, an IPC one with
- * `hostIPC`, or user namespaces.
- */
+/** Why the pod cannot get a sandbox, checked before one is created: user namespaces. */
 export function sandboxRefusal(pod: Pod): { reason: string; message: string } | undefined {
-  const spec = pod.spec;
-  if ((spec as { hostUsers?: boolean } | undefined)?.hostUsers === false) {
+  if ((pod.spec as { hostUsers?: boolean } | undefined)?.hostUsers === false) {
     return { reason: 'UserNamespacesUnsupported', message: 'hostUsers: false (user namespaces) is not supported by nodelet' };
   }
+  return undefined;
+}
+
+/**
+ * The kubelet's sysctl admission (`pkg/kubelet/sysctl`): an unsafe sysctl, a network sysctl with
+ * `hostNetwork` or an IPC one with `hostIPC` is forbidden; the message is the kubelet's.
+ */
+export function sysctlRefusal(pod: Pod): string | undefined {
+  const spec = pod.spec;
   for (const s of spec?.securityContext?.sysctls ?? []) {
     const name = normalizeSysctl(s.name);
-    if (!SAFE_SYSCTLS.has(name)) return { reason: 'SysctlForbidden', message: `forbidden sysctl: ${JSON.stringify(name)} not allowlisted` };
-    if (name.startsWith('net.') && spec?.hostNetwork) return { reason: 'SysctlForbidden', message: `forbidden sysctl: ${JSON.stringify(name)} not allowed with host net enabled` };
-    if (name.startsWith('kernel.shm') && spec?.hostIPC) return { reason: 'SysctlForbidden', message: `forbidden sysctl: ${JSON.stringify(name)} not allowed with host ipc enabled` };
+    if (!SAFE_SYSCTLS.has(name)) return `forbidden sysctl: ${JSON.stringify(name)} not allowlisted`;
+    if (name.startsWith('net.') && spec?.hostNetwork) return `forbidden sysctl: ${JSON.stringify(name)} not allowed with host net enabled`;
+    if (name.startsWith('kernel.shm') && spec?.hostIPC) return `forbidden sysctl: ${JSON.stringify(name)} not allowed with host ipc enabled`;
   }
   return undefined;
 }

@@ -1,11 +1,11 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { connect as netConnect, type AddressInfo } from 'node:net';
 import { createServer, type Http2Server } from 'node:http2';
 import { runProbe, type ProbeIO } from '../../src/kubelet/prober/handlers.js';
 
 // The gRPC probe's wiring against a real HTTP/2 server on loopback that speaks the health
 // protocol (grpc.health.v1.Health/Check), as grpc-go's health server does.
-async function healthServer(t: Tap.Test, statusOf: (service: string) => number | 'unimplemented' | 'hang'): Promise<number> {
+async function healthServer(t: Test, statusOf: (service: string) => number | 'unimplemented' | 'hang'): Promise<number> {
   const server: Http2Server = createServer();
   server.on('stream', (stream, headers) => {
     const chunks: Buffer[] = [];

@@ -134,12 +134,24 @@ ${container('main')}`));
   await node.writeManifest('sysctl.yaml', podYaml('sysctl', `  securityContext: { sysctls: [{ name: net.core.somaxconn, value: "1024" }] }
   containers:
 ${container('main')}`));
-  t.equal((await waiting(node, 'sysctl')).state?.waiting?.message, 'forbidden sysctl: "net.core.somaxconn" not allowlisted');
+  const sysctlPod = await node.waitFor('pod sysctl rejected', async () => {
+    const p = await node.pod('sysctl');
+    return p?.status?.phase === 'Failed' ? p : undefined;
+  });
+  t.same([sysctlPod.status?.reason, sysctlPod.status?.message], ['SysctlForbidden', 'Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted'], 'admission fails the pod, as the kubelet does');
   const events = await node.get<{ items: { reason?: string; message?: string }[] }>('/api/v1/events');
   t.ok(events.body.items.some((e) => e.reason === 'SysctlForbidden'), 'SysctlForbidden event');
-  const sysctlPod = await node.pod('sysctl');
+
+  await node.writeManifest('windows.yaml', podYaml('windows', `  os: { name: windows }
+  containers:
+${container('main')}`));
+  const windows = await node.waitFor('pod windows rejected', async () => {
+    const p = await node.pod('windows');
+    return p?.status?.phase === 'Failed' ? p : undefined;
+  });
+  t.equal(windows.status?.reason, 'PodOSNotSupported');
   const sandboxes = await docker.listContainers({ all: true, filters: { label: [`io.kubernetes.pod.uid=${sysctlPod?.metadata?.uid}`] } });
   t.equal(sandboxes.length, 0, 'no sandbox was created for the refused pod');
 
-  await cleanUp(node, { 'nonroot.yaml': 'nonroot', 'nonroot-ok.yaml': 'nonroot-ok', 'selinux.yaml': 'selinux', 'localhost.yaml': 'localhost', 'sysctl.yaml': 'sysctl' });
+  await cleanUp(node, { 'nonroot.yaml': 'nonroot', 'nonroot-ok.yaml': 'nonroot-ok', 'selinux.yaml': 'selinux', 'localhost.yaml': 'localhost', 'sysctl.yaml': 'sysctl', 'windows.yaml': 'windows' });
 });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import type { Container, Pod, PodSecurityContext } from 'kubernetes-types/core/v1.js';
 import { containerSecurity, SAFE_SYSCTLS, sandboxRefusal } from '../../../src/kubelet/security-context.js';
+import { admissionRefusal } from '../../../src/kubelet/admission.js';
 import { dockerSecurity } from '../../../src/runtime/docker/security.js';
 import { normalizeSysctl, sandboxSysctls } from '../../../src/runtime/sysctl.js';
 
@@ -79,11 +80,19 @@ t.test('sysctls: normalised, the safe set only, checked before a sandbox', async
   t.equal(normalizeSysctl('net.ipv4.conf.eno2/100.rp_filter'), 'net.ipv4.conf.eno2/100.rp_filter', 'dots first: left as is');
   t.equal(normalizeSysctl('net/ipv4/conf/eno2.100/rp_filter'), 'net.ipv4.conf.eno2/100.rp_filter', 'slashes first: swapped');
   t.same(sandboxSysctls(pod({}, { sysctls: [{ name: 'net/ipv4/ip_unprivileged_port_start', value: '0' }] })), { 'net.ipv4.ip_unprivileged_port_start': '0' });
-  t.equal(sandboxRefusal(pod({}, { sysctls: [{ name: 'net.ipv4.ip_local_port_range', value: '1024 65000' }] })), undefined);
-  t.same(sandboxRefusal(pod({}, { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }] })), { reason: 'SysctlForbidden', message: 'forbidden sysctl: "net.core.somaxconn" not allowlisted' });
-  t.same(sandboxRefusal(pod({}, { sysctls: [{ name: 'net.ipv4.tcp_syncookies', value: '1' }] }, { hostNetwork: true }))?.message, 'forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host net enabled');
-  t.same(sandboxRefusal(pod({}, { sysctls: [{ name: 'kernel.shm_rmid_forced', value: '1' }] }, { hostIPC: true }))?.message, 'forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host ipc enabled');
+  t.equal(admissionRefusal(pod({}, { sysctls: [{ name: 'net.ipv4.ip_local_port_range', value: '1024 65000' }] })), undefined);
+  t.same(admissionRefusal(pod({}, { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }] })), { reason: 'SysctlForbidden', message: 'forbidden sysctl: "net.core.somaxconn" not allowlisted' });
+  t.same(admissionRefusal(pod({}, { sysctls: [{ name: 'net.ipv4.tcp_syncookies', value: '1' }] }, { hostNetwork: true }))?.message, 'forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host net enabled');
+  t.same(admissionRefusal(pod({}, { sysctls: [{ name: 'kernel.shm_rmid_forced', value: '1' }] }, { hostIPC: true }))?.message, 'forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host ipc enabled');
   t.same(sandboxRefusal(pod({}, {}, { hostUsers: false }))?.message, 'hostUsers: false (user namespaces) is not supported by nodelet');
   t.equal(sandboxRefusal(pod({}, {}, { hostUsers: true })), undefined);
   t.equal(SAFE_SYSCTLS.size, 12);
+});
+
+t.test("admission: a pod for another OS is refused with the kubelet's reasons", async (t) => {
+  t.same(admissionRefusal(pod({}, {}, { os: { name: 'windows' } })), { reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" });
+  t.equal(admissionRefusal(pod({}, {}, { os: { name: 'linux' } })), undefined);
+  t.equal(admissionRefusal(pod({}, {}, { nodeSelector: { 'kubernetes.io/os': 'windows' } }))?.reason, 'PodOSSelectorNodeLabelDoesNotMatch');
+  t.equal(admissionRefusal(pod({}, {}, { nodeSelector: { 'kubernetes.io/os': 'linux' } })), undefined);
+  t.equal(admissionRefusal(pod({}, { sysctls: [{ name: 'kernel.msgmax', value: '1' }] }, { os: { name: 'windows' } }))?.reason, 'PodOSNotSupported', 'the OS is checked first');
 });
