@@ -52,6 +52,8 @@ export interface KubeletOptions {
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
+/** The kubelet's `activeDeadlineHandler` verdict. */
+const deadlineExceeded = { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' };
 
 /**
  * The sync loop: one worker per pod UID, serialised (a sync requested while one runs sets `again`),
@@ -65,6 +67,8 @@ export class Kubelet {
   readonly prober: ProberManager;
   /** Pods refused at admission, by UID (see `#refuse`). */
   readonly #refused = new Set<string>();
+  /** Pods failed on the node (their active deadline passed), by UID: the event is recorded once. */
+  readonly #failed = new Set<string>();
   /** Pods removed from their source whose containers still run: their last spec, for preStop hooks. */
   readonly #removedSpecs = new Map<string, Pod>();
   readonly #o: KubeletOptions;
@@ -172,6 +176,7 @@ export class Kubelet {
       if (!runtimePod) {
         this.#removedSpecs.delete(uid);
         this.#refused.delete(uid);
+        this.#failed.delete(uid);
         this.#firstSeen.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
         this.prober.removePod(uid);
@@ -184,6 +189,9 @@ export class Kubelet {
 
     if (pod.metadata?.deletionTimestamp) return this.#terminate(pod, runtimePod);
     if (!runtimePod && this.#refuse(pod)) return;
+    const deadlineLeft = this.#activeDeadlineLeft(pod);
+    if (deadlineLeft === 0) return this.#terminate(pod, runtimePod, deadlineExceeded);
+    if (deadlineLeft !== undefined) this.#scheduleAfter(uid, deadlineLeft);
 
     const now = Date.now();
     if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
@@ -200,6 +208,18 @@ export class Kubelet {
     await this.#apply(pod, runtimePod, actions);
     // The changes come back as PLEG events, which sync this pod again and publish its status.
     await this.pleg.relist();
+  }
+
+  /**
+   * `activeDeadlineSeconds` (the kubelet's `activeDeadlineHandler`): milliseconds left of the
+   * pod's deadline counted from its start time, 0 once it passed, undefined without one.
+   */
+  #activeDeadlineLeft(pod: Pod): number | undefined {
+    const seconds = pod.spec?.activeDeadlineSeconds;
+    if (seconds == null) return undefined;
+    const start = this.#o.statusManager.getPodStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
+    if (!start) return undefined;
+    return Math.max(0, Date.parse(start) + seconds * 1000 - Date.now());
   }
 
   /**
@@ -240,14 +260,20 @@ export class Kubelet {
    * deletion's grace period (SIGTERM, SIGKILL when it runs out) and the sandbox, start nothing;
    * once nothing runs, publish the terminal status. Containers are removed when the pod leaves
    * its source (after cluster mode deleted the object), so their logs stay readable meanwhile.
+   * `failure` ends a pod that is not being deleted (its deadline passed): the pod fails with that
+   * reason, an event says why, and nothing starts again.
    */
-  async #terminate(pod: Pod, runtimePod: RuntimePod | undefined): Promise<void> {
+  async #terminate(pod: Pod, runtimePod: RuntimePod | undefined, failure?: { reason: string; message: string }): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     const running = runtimePod?.containers.filter((c) => c.state === 'running') ?? [];
     const sandboxes = runtimePod?.sandboxes.filter((s) => s.ready) ?? [];
-    this.#publishStatus(pod, runtimePod, new Map(), running.length === 0);
+    if (failure && !this.#failed.has(uid)) {
+      this.#failed.add(uid);
+      this.#o.recorder.record(pod, 'Normal', failure.reason, failure.message);
+    }
+    this.#publishStatus(pod, runtimePod, new Map(), running.length === 0, failure);
     if (running.length === 0 && sandboxes.length === 0) {
-      this.#o.onPodTerminated?.(uid);
+      if (!failure) this.#o.onPodTerminated?.(uid);
       return;
     }
     const grace = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
@@ -271,7 +297,7 @@ export class Kubelet {
     };
   }
 
-  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false): void {
+  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false, failure?: { reason: string; message: string }): void {
     // The pod started when its first sandbox did: stable across restarts of nodelet.
     const firstSandbox = runtimePod?.sandboxes.at(-1);
     const recorded: Pod = firstSandbox && !pod.status?.startTime
@@ -284,7 +310,8 @@ export class Kubelet {
         allWaiting.set(c.name, failure.waiting);
       }
     }
-    const status = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? '') });
+    const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? '') });
+    const status = failure ? { ...generated, phase: 'Failed', reason: failure.reason, message: failure.message } : generated;
     this.#o.statusManager.setPodStatus(recorded, status);
     const uid = pod.metadata?.uid ?? '';
     const firstSeen = this.#firstSeen.get(uid);

@@ -1,7 +1,7 @@
 /**
  * The kubelet's pod workers: one serialised worker per pod UID. A sync requested while one runs
  * is coalesced into one more run after it (never two syncs of a pod at once, never a lost
- * request); `scheduleAfter` arms at most one timer per pod (back-off ends, retries). A worker is
+ * request); `scheduleAfter` arms at most one timer per pod, the earliest asked for (back-off ends, retries, deadlines). A worker is
  * forgotten once idle, without a timer, and `isGone` says the pod left both the sources and the
  * runtime — so memory follows the pods that exist.
  */
@@ -9,7 +9,7 @@ export class PodWorkers {
   readonly #sync: (uid: string) => Promise<void>;
   readonly #onError: (err: unknown, uid: string) => void;
   readonly #isGone: (uid: string) => boolean;
-  readonly #workers = new Map<string, { running: Promise<void> | undefined; again: boolean; timer: NodeJS.Timeout | undefined }>();
+  readonly #workers = new Map<string, { running: Promise<void> | undefined; again: boolean; timer: NodeJS.Timeout | undefined; due: number }>();
   #stopped = false;
 
   constructor(opts: { sync: (uid: string) => Promise<void>; onError: (err: unknown, uid: string) => void; isGone: (uid: string) => boolean }) {
@@ -23,7 +23,7 @@ export class PodWorkers {
     if (!uid || this.#stopped) return;
     let w = this.#workers.get(uid);
     if (!w) {
-      w = { running: undefined, again: false, timer: undefined };
+      w = { running: undefined, again: false, timer: undefined, due: 0 };
       this.#workers.set(uid, w);
     }
     if (w.running) {
@@ -49,7 +49,13 @@ export class PodWorkers {
   /** Syncs the pod after `ms` (plus a little slack past a back-off's end), unless a timer is armed. */
   scheduleAfter(uid: string, ms: number): void {
     const w = this.#workers.get(uid);
-    if (!w || w.timer) return;
+    if (!w) return;
+    const due = Date.now() + ms;
+    if (w.timer) {
+      if (w.due <= due) return;
+      clearTimeout(w.timer);
+    }
+    w.due = due;
     w.timer = setTimeout(() => {
       w.timer = undefined;
       this.schedule(uid);

@@ -273,3 +273,52 @@ t.test('resources: CPU requests become shares; a container over its memory limit
   t.same([info.HostConfig.CpuShares, info.HostConfig.NanoCpus, info.HostConfig.Memory], [256, 500_000_000, 64 * 1024 * 1024]);
   await node.removeManifest('res.yaml');
 });
+
+t.test('activeDeadlineSeconds: the pod fails with DeadlineExceeded, its containers stop and do not restart', async (t) => {
+  await node.writeManifest('deadline.yaml', pod('deadline', `  activeDeadlineSeconds: 2
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+`));
+  const failed = await node.waitFor('deadline exceeded', async () => {
+    const p = await node.pod('deadline');
+    return p?.status?.phase === 'Failed' && status(p)?.state?.terminated ? p : undefined;
+  }, 60_000);
+  t.same([failed.status?.reason, failed.status?.message], ['DeadlineExceeded', 'Pod was active on the node longer than the specified deadline']);
+  t.equal(status(failed)?.restartCount, 0, 'not restarted');
+  t.ok((await events('deadline')).some((e) => e.reason === 'DeadlineExceeded'), 'DeadlineExceeded event');
+  await node.removeManifest('deadline.yaml');
+});
+
+t.test("a liveness kill uses the probe's terminationGracePeriodSeconds over the pod's", async (t) => {
+  await node.writeManifest('probe-grace.yaml', `apiVersion: v1
+kind: Pod
+metadata: { name: probe-grace }
+spec:
+  terminationGracePeriodSeconds: 600
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "trap '' TERM; sleep 3600 & wait; sleep 3600"]
+    livenessProbe:
+      exec: { command: [sh, -c, "test ! -f /tmp/sick"] }
+      periodSeconds: 1
+      failureThreshold: 1
+      terminationGracePeriodSeconds: 1
+`);
+  await node.waitFor('probe-grace running', async () => (status(await node.pod('probe-grace'))?.state?.running ? true : undefined), 60_000);
+  await run('probe-grace', 'main', 'touch /tmp/sick');
+  // SIGTERM is ignored: only the probe's 1 s grace period (not the pod's 600 s) lets it restart.
+  const restarted = await node.waitFor('restarted after the probe grace period', async () => {
+    const p = await node.pod('probe-grace');
+    return (status(p)?.restartCount ?? 0) >= 1 ? p : undefined;
+  }, 60_000);
+  t.equal(status(restarted)?.lastState?.terminated?.exitCode, 137, 'killed by SIGKILL once the probe grace period ran out');
+  await node.writeManifest('probe-grace.yaml', pod('probe-grace', `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: [sh, -c, "sleep 3600"]
+`));
+  await node.removeManifest('probe-grace.yaml');
+});
