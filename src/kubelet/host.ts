@@ -224,7 +224,7 @@ export class KubeletHost implements Host {
   }
 
   #checkInSpec(pod: Pod, name: string): void {
-    const inSpec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some((c) => c.name === name);
+    const inSpec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].some((c) => c.name === name);
     if (!inSpec) throw new StatusError('NotFound', `container "${name}" not found in pod "${pod.metadata?.name ?? ''}"`, { name, kind: 'containers' });
   }
 

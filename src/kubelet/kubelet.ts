@@ -410,6 +410,12 @@ export class Kubelet {
       this.#recordStartFailure(pod, container, { reason: 'CreateContainerConfigError', message });
       return;
     }
+    const target = (container as { targetContainerName?: string }).targetContainerName;
+    if (target) {
+      // An ephemeral container aimed at another shares that container's processes (`kubectl debug --target`).
+      const id = this.pleg.getPod(pod.metadata?.uid ?? '')?.containers.find((c) => c.name === target && c.state === 'running')?.id;
+      if (id) config = { ...config, pidNamespaceOf: id };
+    }
     try {
       if (this.#o.rootDir) config = { ...config, mounts: [...config.mounts, await terminationLogMount(this.#o.rootDir, pod, container, attempt)] };
       const id = await runtime.startContainer(pod, container, sandbox, attempt, config);

@@ -4,7 +4,8 @@ import type { RuntimeContainer, RuntimePod } from '../runtime/types.js';
 import type { Backoff } from './backoff.js';
 
 export interface ContainerStart {
-  container: Container;
+  /** A regular, init or ephemeral container (`targetContainerName` is set only on the last). */
+  container: Container & { targetContainerName?: string };
   /** Attempt and restart count of the new instance. */
   attempt: number;
   /** Why it starts: first start, restart after exit, spec change, new sandbox, or failed probe. */
@@ -187,8 +188,17 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     }
   }
 
+  // Ephemeral containers (`kubectl debug`) start once each in the running sandbox, after
+  // initialisation, and never again: not after they exit, not in a new sandbox.
+  const ephemerals = pod.spec?.ephemeralContainers ?? [];
+  if (initState === 'done' && actions.createSandbox === undefined && current?.ready) {
+    for (const ec of ephemerals) {
+      if (!instances.get(ec.name)?.length) actions.start.push({ container: ec, attempt: 0, reason: 'new' });
+    }
+  }
+
   // Containers whose name is not in the spec any more.
-  const names = new Set([...specs, ...inits].map((c) => c.name));
+  const names = new Set([...specs, ...inits, ...ephemerals].map((c) => c.name));
   for (const [name, list] of instances) {
     if (names.has(name)) continue;
     for (const c of list) {

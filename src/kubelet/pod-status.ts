@@ -53,6 +53,7 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
   const statusOf = (c: Container, kind: Kind) => containerStatus(c, instances.get(c.name) ?? [], opts.waiting?.get(c.name), policy, kind, opts.probes);
   const initContainerStatuses = (spec.initContainers ?? []).map((c) => statusOf(c, isRestartableInit(c) ? 'sidecar' : 'init'));
   const containerStatuses = spec.containers.map((c) => statusOf(c, 'regular'));
+  const ephemeralContainerStatuses = (spec.ephemeralContainers ?? []).map((c) => statusOf(c, 'ephemeral'));
 
   let phase = getPhase(spec, initContainerStatuses, containerStatuses);
   if (opts.terminal && !isTerminalPhase(phase)) {
@@ -92,6 +93,7 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
     ...(podIPs.length ? { podIP: podIPs[0], podIPs: podIPs.map((ip) => ({ ip })) } : {}),
     ...(initContainerStatuses.length ? { initContainerStatuses } : {}),
     containerStatuses,
+    ...(ephemeralContainerStatuses.length ? { ephemeralContainerStatuses } : {}),
     qosClass: getPodQOS(pod),
   };
 }
@@ -104,12 +106,13 @@ function instancesByName(containers: readonly RuntimeContainer[]): Map<string, R
   return out;
 }
 
-/** Regular container, run-to-completion init container, or sidecar (init with `restartPolicy: Always`). */
-type Kind = 'regular' | 'init' | 'sidecar';
+/** Regular container, run-to-completion init container, sidecar (init with `restartPolicy: Always`), or ephemeral (runs once). */
+type Kind = 'regular' | 'init' | 'sidecar' | 'ephemeral';
 
 /** `ShouldContainerBeRestarted` for an exited container: will it run again? */
 function restarts(kind: Kind, policy: string, exitCode: number): boolean {
   if (kind === 'sidecar') return true;
+  if (kind === 'ephemeral') return false;
   if (kind === 'init' && exitCode === 0) return false;
   return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
 }

@@ -130,6 +130,8 @@ export interface ContainerConfig {
   readonly command?: readonly string[];
   readonly args?: readonly string[];
   readonly security: ContainerSecurity;
+  /** An ephemeral container's `targetContainerName`, resolved: the container whose PID namespace it joins. */
+  readonly pidNamespaceOf?: string;
 }
 
 export interface Runtime {

@@ -358,6 +358,21 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
     }
   });
 
+  await t.test('kubectl debug: an ephemeral container joins the target container\'s processes', async (t) => {
+    const debug = await cp.kubectl(['debug', 'shell', `--image=${BUSYBOX}`, '--image-pull-policy=Never', '--target=app', '-c', 'debugger', '--', 'sleep', '3601']);
+    t.equal(debug.code, 0, debug.stderr);
+    const status = await waitFor('debugger running (apiserver)', async () => {
+      const c = (await apiPod(cp, 'shell'))?.status?.ephemeralContainerStatuses?.find((s) => s.name === 'debugger');
+      return c?.state?.running ? c : undefined;
+    });
+    t.match(status.containerID, /^docker:\/\/[0-9a-f]{64}$/);
+    const ps = await cp.kubectl(['exec', 'shell', '-c', 'debugger', '--', 'ps', '-o', 'args']);
+    t.equal(ps.code, 0, ps.stderr);
+    t.match(ps.stdout, /^sleep 3600$/m, "the app's sleep is visible from the debugger (PID namespace of --target)");
+    const app = await running(cp, 'shell');
+    t.equal(app.status?.containerStatuses?.find((c) => c.name === 'app')?.restartCount, 0, 'the target kept running');
+  });
+
   await waitFor('every session closed', async () => (node.nodelet.sessions.size === 0 ? true : undefined), 10_000).then(
     () => t.pass('every streaming session closed'),
     (err: unknown) => t.fail(String(err)),

@@ -189,3 +189,15 @@ t.test("a probe-triggered kill uses the probe's terminationGracePeriodSeconds, o
   t.equal(kill('liveness')[0]?.graceSeconds, 5, 'the liveness probe has its own grace period');
   t.equal(kill('startup')[0]?.graceSeconds, undefined, "the startup probe has none: the pod's applies");
 });
+
+t.test('ephemeral containers start once in the running sandbox and are never restarted or removed', async (t) => {
+  const app = spec('app');
+  const debug = { name: 'debugger', image: 'img', targetContainerName: 'app' };
+  const withDebug: Pod = { ...pod([app]), spec: { ...pod([app]).spec!, ephemeralContainers: [debug] } };
+  const started = computePodActions(withDebug, rpod([sandbox()], [inst(app, 0, 'running')]), new Backoff(), NOW);
+  t.same(started.start.map((s) => [s.container.name, s.attempt, s.container.targetContainerName]), [['debugger', 0, 'app']]);
+  const exited = computePodActions(withDebug, rpod([sandbox()], [inst(app, 0, 'running'), inst(spec('debugger'), 0, 'exited')]), new Backoff(), NOW);
+  t.same([exited.start, exited.kill, exited.remove], [[], [], []], 'an exited ephemeral container stays as it is');
+  const fresh = computePodActions(withDebug, undefined, new Backoff(), NOW);
+  t.same(fresh.start.map((s) => s.container.name), ['app'], 'not in a sandbox being created');
+});

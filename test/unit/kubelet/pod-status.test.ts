@@ -153,6 +153,17 @@ t.test('container statuses follow spec order', async (t) => {
   t.same(status.containerStatuses?.map((c) => c.name), ['z', 'a', 'm']);
 });
 
+t.test('ephemeral containers: their own status list, outside readiness; an exited one stays terminated', async (t) => {
+  const pod = mkPod(['app'], { ephemeralContainers: [{ name: 'debugger', image: 'img-d' }] });
+  const running = generate(pod, rpod([ctr('app', 0, 'running'), ctr('debugger', 0, 'running')]));
+  t.same(running.ephemeralContainerStatuses?.map((c) => [c.name, Object.keys(c.state ?? {})[0]]), [['debugger', 'running']]);
+  t.same(running.containerStatuses?.map((c) => c.name), ['app']);
+  const done = generate(pod, rpod([ctr('app', 0, 'running'), exited('debugger', 0, 1)]), { debugger: { reason: 'CrashLoopBackOff', message: 'x' } });
+  t.ok(done.ephemeralContainerStatuses?.[0]?.state?.terminated, 'never waits to restart');
+  t.equal(done.conditions?.find((c) => c.type === 'Ready')?.status, 'True', 'an exited ephemeral container does not make the pod unready');
+  t.notOk(generate(mkPod(['app']), rpod([ctr('app', 0, 'running')])).ephemeralContainerStatuses, 'none: no list');
+});
+
 t.test('phase', async (t) => {
   const both0 = [exited('a', 0, 0), exited('b', 0, 0)];
   const oneFailed = [exited('a', 0, 0), exited('b', 0, 1)];
