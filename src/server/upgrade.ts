@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { StatusError, badRequest } from '../api/errors.js';
+import type { StreamingUpgradeLabels } from '../metrics/registry.js';
 import { ACCEPTED_PROTOCOLS_HEADER, STREAM_PROTOCOL_HEADER, type HandshakeResult } from '../streaming/remotecommand/negotiate.js';
 import { statusFor } from './errors.js';
 
@@ -59,6 +60,13 @@ wss.on('headers', (headers: string[], req: UpgradeRequest) => {
   if (req[kEcho]) headers.push(`Sec-WebSocket-Protocol: ${req[kEcho]}`);
 });
 
+/** The session cap and the 101 counter (`nodelet_streaming_upgrades_total`) every upgrade goes through. */
+export interface UpgradeAccounting {
+  readonly sessions: StreamingSessions;
+  /** Called once per session at its 101. */
+  readonly upgraded: (labels: StreamingUpgradeLabels) => void;
+}
+
 /** How to complete an upgrade: the WebSocket handshake with the chosen subprotocol (`''` = none), or SPDY's 101. */
 export type UpgradeTarget = { readonly websocket: string } | { readonly spdy: string };
 /** The upgraded connection `serve` gets: `ws` is the WebSocket for WebSocket targets. */
@@ -79,17 +87,19 @@ export interface Upgraded<T extends UpgradeTarget> {
 export function acceptUpgrade<T extends UpgradeTarget>(
   request: FastifyRequest,
   reply: FastifyReply,
-  sessions: StreamingSessions,
+  streaming: UpgradeAccounting,
+  path: StreamingUpgradeLabels['path'],
   target: T,
   serve: (conn: Upgraded<T>) => Promise<void>,
 ): void {
   const { socket, head } = upgradeRequest(request);
-  const slot = sessions.reserve();
+  const slot = streaming.sessions.reserve();
   if (!slot) throw new StatusError('TooManyRequests', 'too many streaming sessions in flight; retry later', { retryAfterSeconds: 60 });
   socket.once('close', slot.release);
   reply.hijack();
   const start = (ws: WebSocket | undefined, rest: Buffer): void => {
     slot.track(socket);
+    streaming.upgraded({ path, transport: ws ? 'websocket' : 'spdy', protocol: 'spdy' in target ? target.spdy : target.websocket });
     void serve({ socket, head: rest, ws } as Upgraded<T>).finally(slot.release);
   };
   if ('spdy' in target) {

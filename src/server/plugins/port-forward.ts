@@ -75,7 +75,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
 
     if (transport === 'spdy/3.1') {
       const protocol = spdyProtocol(reply, negotiatePortForwardProtocol(request.raw.headersDistinct[STREAM_PROTOCOL_HEADER.toLowerCase()]));
-      return acceptUpgrade(request, reply, streaming.sessions, { spdy: protocol }, ({ socket, head }) => {
+      return acceptUpgrade(request, reply, streaming, 'portForward', { spdy: protocol }, ({ socket, head }) => {
         log.debug('port-forward: SPDY started');
         return spdySession(socket, head);
       });
@@ -83,7 +83,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
     const offered = offeredProtocols(request.headers['sec-websocket-protocol']);
     const mode = selectPortForwardMode(offered);
     if (mode?.mode === 'tunnel') {
-      return acceptUpgrade(request, reply, streaming.sessions, { websocket: PORT_FORWARD_TUNNEL_PROTOCOL }, ({ ws }) => {
+      return acceptUpgrade(request, reply, streaming, 'portForward', { websocket: PORT_FORWARD_TUNNEL_PROTOCOL }, ({ ws }) => {
         log.debug('port-forward: SPDY over WebSocket started');
         return spdySession(tunnelStream(ws, log));
       });
@@ -92,7 +92,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
     const parsed = parsePortList(request.query);
     if ('error' in parsed) throw badRequest(parsed.error);
     if (!mode) throw noSubprotocol(offered);
-    acceptUpgrade(request, reply, streaming.sessions, { websocket: mode.protocol }, ({ ws, socket }) => {
+    acceptUpgrade(request, reply, streaming, 'portForward', { websocket: mode.protocol }, ({ ws, socket }) => {
       log.debug({ protocol: mode.protocol, ports: parsed.ports }, 'port-forward: WebSocket started');
       const options = { base64: mode.base64, ports: parsed.ports, forward, idleTimeoutMs: streaming.idleTimeoutMs, closeWaitMs: streaming.closeWaitMs, log, ...limits };
       return supervise(serveWebSocketPortForward(ws, socket, options), ref);

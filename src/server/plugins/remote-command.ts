@@ -105,7 +105,7 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
       closeWaitMs: streaming.closeWaitMs,
       run: (io: StreamIO): Promise<CommandResult> => (kind === 'exec' ? host.exec(ref, options.command, io) : host.attach(ref, io)),
     };
-    acceptUpgrade(request, reply, streaming.sessions, transport === 'websocket' ? { websocket: protocol } : { spdy: protocol }, ({ socket, head, ws }) => {
+    acceptUpgrade(request, reply, streaming, kind, transport === 'websocket' ? { websocket: protocol } : { spdy: protocol }, ({ socket, head, ws }) => {
       log.debug({ protocol }, 'remote command started');
       if (ws) return serveWebSocketRemoteCommand(ws, socket, { ...spec, framing: info, idleTimeoutMs: streaming.idleTimeoutMs });
       const connection = new SpdyConnection(socket, { head, log, idleTimeoutMs: streaming.idleTimeoutMs });
