@@ -100,6 +100,11 @@ export class Metrics {
     labelNames: ['path', 'transport', 'protocol'] as const,
     registers: [this.registry],
   });
+  readonly websocketNativeUnmask = new Gauge({
+    name: 'nodelet_websocket_native_unmask',
+    help: '1 when WebSocket client frames are unmasked by native code (bufferutil loaded), else 0',
+    registers: [this.registry],
+  });
   readonly dockerErrors = new Counter({
     name: 'nodelet_docker_api_errors_total',
     help: 'Docker Engine API calls that failed, by runtime operation',

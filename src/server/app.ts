@@ -20,7 +20,7 @@ import { logsPlugin } from './plugins/logs.js';
 import { portForwardPlugin } from './plugins/port-forward.js';
 import { statsPlugin } from './plugins/stats.js';
 import { listenerOptions, type TlsMaterial } from './tls.js';
-import { StreamingSessions, routeUpgrades } from './upgrade.js';
+import { StreamingSessions, nativeUnmask, routeUpgrades } from './upgrade.js';
 import { WatchStreams } from './watch.js';
 import { DEFAULT_MAX_CONTAINER_LOG_STREAMS, LogStreamSlots } from '../streaming/logs/limits.js';
 import { DEFAULT_MAX_PORT_FORWARD_CONNECTIONS, DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION, ForwardLimiter } from '../streaming/portforward/limits.js';
@@ -161,6 +161,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     upgraded: (labels) => metrics.streamingUpgrades.inc(labels),
   };
   routeUpgrades(app);
+  metrics.websocketNativeUnmask.set(nativeUnmask() ? 1 : 0);
   // Upgraded sockets are no longer the HTTP server's: close them so `app.close()` completes.
   app.addHook('preClose', async () => sessions.closeAll());
   void app.register(remoteCommandPlugin, { host, streaming });

@@ -1,4 +1,5 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -67,6 +68,23 @@ export interface UpgradeAccounting {
   readonly upgraded: (labels: StreamingUpgradeLabels) => void;
 }
 
+/**
+ * Whether `ws` unmasks client frames with bufferutil's native code. `ws` loads it with
+ * `require('bufferutil')` from its own directory unless WS_NO_BUFFER_UTIL is set, and bufferutil
+ * itself falls back to JavaScript silently when its prebuilt binary cannot load: so both are
+ * checked here, the same way, at start (logged by `routeUpgrades`, `nodelet_websocket_native_unmask`).
+ */
+export function nativeUnmask(): boolean {
+  if (process.env.WS_NO_BUFFER_UTIL) return false;
+  try {
+    const fromWs = createRequire(createRequire(import.meta.url).resolve('ws'));
+    const { mask } = fromWs('bufferutil') as { mask?: unknown };
+    return typeof mask === 'function' && Function.prototype.toString.call(mask).includes('[native code]');
+  } catch {
+    return false;
+  }
+}
+
 /** How to complete an upgrade: the WebSocket handshake with the chosen subprotocol (`''` = none), or SPDY's 101. */
 export type UpgradeTarget = { readonly websocket: string } | { readonly spdy: string };
 /** The upgraded connection `serve` gets: `ws` is the WebSocket for WebSocket targets. */
@@ -121,6 +139,8 @@ export function acceptUpgrade<T extends UpgradeTarget>(
  * claims every Upgrade (SPDY included) for `ws` (ecosystem.md §1.3).
  */
 export function routeUpgrades(app: FastifyInstance): void {
+  if (nativeUnmask()) app.log.info('websocket: native unmasking (bufferutil) loaded');
+  else app.log.warn('websocket: bufferutil not loaded, client frames are unmasked in JavaScript (slower exec stdin)');
   // Node detaches upgrade sockets from the HTTP server, so `close()` would not end a request still
   // answering on one (e.g. a log follow sent with upgrade headers): track and close them here.
   const open = new Set<Duplex>();
