@@ -52,7 +52,7 @@ export function noSubprotocol(offered: readonly string[]): StatusError {
 const MAX_WS_PAYLOAD = 16 * 1024 * 1024;
 /**
  * The one WebSocket handshaker: `ws` never listens on the server, upgrades are handed to it by
- * `acceptUpgrade`. The subprotocol was chosen by the route, so `ws` never sees the offer (it
+ * `acceptUpgrade`. The subprotocol was chosen by the route, so `ws` never sees a valid offer (it
  * would refuse `SPDY/3.1+portforward.k8s.io`, `/` not being a token character) and the answer is
  * added here. No 'wsClientError' listener: with one, `ws` would leave a refused handshake hanging.
  */
@@ -125,7 +125,8 @@ export function acceptUpgrade<T extends UpgradeTarget>(
     return start(undefined, head);
   }
   const raw = request.raw as UpgradeRequest;
-  delete raw.headers['sec-websocket-protocol'];
+  // An offer header that names nothing is left to `ws`, which refuses it (400), as before.
+  if (target.websocket !== '') delete raw.headers['sec-websocket-protocol'];
   raw[kEcho] = target.websocket;
   wss.handleUpgrade(raw, socket, head, (ws) => start(ws, Buffer.alloc(0)));
 }
