@@ -9,9 +9,14 @@ import { serveSpdyPortForward } from '../../../../src/streaming/portforward/spdy
 import { tunnelStream } from '../../../../src/streaming/portforward/tunnel.js';
 import { serveWebSocketPortForward, type WebSocketPortForwardOptions } from '../../../../src/streaming/portforward/websocket.js';
 import { SpdyConnection } from '../../../../src/streaming/spdy/index.js';
-import { TestClient, sleep, type Received } from '../spdy/fixtures/helpers.js';
+import { TestClient, type Received } from '../spdy/fixtures/helpers.js';
 
 const log = pino({ level: 'silent' });
+
+/** Resolves once `cond` holds, checked after each turn of the event loop (no fixed sleep). */
+async function until(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((resolve) => setImmediate(resolve));
+}
 
 /** A loopback WebSocket pair: `server` is what a plugin gets from handleUpgrade. */
 async function wsPair(t: Test, protocols: string[] = []): Promise<{ server: WebSocket; socket: Duplex; client: WebSocket }> {
@@ -146,7 +151,8 @@ t.test('channel mode: a slow pod side pauses the socket instead of buffering; bi
   };
   const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80], forward });
   for (let i = 0; i < 64; i++) client.send(Buffer.concat([Buffer.from([0]), Buffer.alloc(64 * 1024, i)]));
-  await sleep(300);
+  // The pod side reads nothing yet: the connection must pause its socket rather than buffer it all.
+  await until(() => server.isPaused);
   t.ok((stream?.readableLength ?? 0) <= 192 * 1024, `inbound buffering is bounded (${stream?.readableLength})`);
   release();
   await rec.closed;
@@ -161,14 +167,17 @@ t.test('channel mode: the client leaving aborts the forwards; close() and idle c
   await t.test('client leaves', async (t) => {
     const { server, socket, client } = await wsPair(t);
     let signal: AbortSignal | undefined;
+    let forwarding!: () => void;
+    const started = new Promise<void>((resolve) => (forwarding = resolve));
     const forward: ForwardFn = (_p, s, sig) =>
       new Promise((resolve) => {
         signal = sig;
+        forwarding();
         s.resume();
         s.on('end', () => resolve());
       });
     const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80], forward });
-    await sleep(20);
+    await started;
     client.terminate();
     await session.done;
     t.equal(signal?.aborted, true);
@@ -176,9 +185,15 @@ t.test('channel mode: the client leaving aborts the forwards; close() and idle c
   await t.test('close()', async (t) => {
     const { server, socket, client } = await wsPair(t);
     const rec = record(client);
-    const forward: ForwardFn = (_p, _s, sig) => new Promise((resolve) => sig.addEventListener('abort', () => resolve()));
+    let forwarding!: () => void;
+    const started = new Promise<void>((resolve) => (forwarding = resolve));
+    const forward: ForwardFn = (_p, _s, sig) =>
+      new Promise((resolve) => {
+        forwarding();
+        sig.addEventListener('abort', () => resolve());
+      });
     const session = serveWebSocketPortForward(server, socket, { ...base, ports: [80], forward });
-    await sleep(20);
+    await started;
     session.close('pod gone');
     t.equal(await rec.closed, 1001);
     await session.done;

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { once } from 'node:events';
+import { mock } from 'node:test';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
@@ -316,6 +317,9 @@ t.test('run rejecting → InternalError status', async (t) => {
 
 t.test('tty: resizes reach the runtime (newest only); unrequested channels are discarded', async (t) => {
   const sizes: TerminalSize[] = [];
+  // Resolved as the runtime takes each size: the queue keeps only the newest, so the test waits for each.
+  const delivered: Array<() => void> = [];
+  const taken = () => new Promise<void>((resolve) => delivered.push(resolve));
   let stdinSeen: unknown = 'unset';
   let sawResizes = false;
   const h = await harness({
@@ -326,6 +330,7 @@ t.test('tty: resizes reach the runtime (newest only); unrequested channels are d
       t.equal(io.stderr, undefined, 'no stderr with a tty');
       for await (const s of io.resizes!) {
         sizes.push(s);
+        delivered.shift()?.();
         if (s.width === 1) break;
       }
       return { kind: 'exited', exitCode: 0 };
@@ -334,11 +339,13 @@ t.test('tty: resizes reach the runtime (newest only); unrequested channels are d
   t.teardown(() => h.close());
   await h.opened;
   h.client.send(frame(0, 'ignored stdin'));
+  let next = taken();
   h.client.send(frame(4, '{"Width":100,"Height":30}\n'));
-  await delay(50);
+  await next;
+  next = taken();
   h.client.send(frame(4, 'garbage\n{"Width":-1,"Height":5}\n{"Wid'));
   h.client.send(frame(4, 'th":120,"Height":40}\n'));
-  await delay(50);
+  await next;
   h.client.send(frame(9, 'channel out of range'));
   h.client.send(frame(4, '{"Width":1,"Height":1}'));
   t.equal((await h.clientClosed).code, 1000);
@@ -354,27 +361,34 @@ t.test('tty: resizes reach the runtime (newest only); unrequested channels are d
 });
 
 t.test('no tty: no resize queue; resize frames discarded', async (t) => {
+  let markReceived!: (p: Promise<unknown>) => void;
+  const received = new Promise<unknown>((resolve) => (markReceived = resolve)).then((p) => p);
   const h = await harness({
     options: { stdout: true },
     run: async (io) => {
       t.equal(io.resizes, undefined);
       t.equal(io.stdin, undefined);
-      await delay(100);
+      // Exit only once the session has been handed the (discarded) resize frame.
+      await received;
       return { kind: 'exited', exitCode: 0 };
     },
   });
   t.teardown(() => h.close());
   await h.opened;
+  markReceived(once(h.serverWs(), 'message'));
   h.client.send(frame(4, '{"Width":100,"Height":30}\n'));
   t.equal((await h.clientClosed).code, 1000);
 });
 
 t.test('a client that disconnects mid-run aborts io.signal and ends stdin', async (t) => {
+  let gotStdin!: () => void;
+  const stdinArrived = new Promise<void>((resolve) => (gotStdin = resolve));
   let aborted = false;
   let stdinEnded = false;
   const h = await harness({
     options: { stdin: true, stdout: true, tty: true },
     run: async (io) => {
+      io.stdin!.once('data', () => gotStdin());
       const drained = readAll(io.stdin).then(() => (stdinEnded = true));
       const resizesEnded = (async () => {
         for await (const _ of io.resizes!) void _;
@@ -390,7 +404,7 @@ t.test('a client that disconnects mid-run aborts io.signal and ends stdin', asyn
   t.teardown(() => h.close());
   await h.next();
   h.client.send(frame(0, 'partial'));
-  await delay(30);
+  await stdinArrived;
   h.client.terminate();
   await h.sessionDone;
   t.ok(aborted, 'signal aborted');
@@ -398,6 +412,9 @@ t.test('a client that disconnects mid-run aborts io.signal and ends stdin', asyn
 });
 
 t.test('idle timeout closes the session; pings keep it alive and are answered', async (t) => {
+  // Fake setTimeout and Date: the session's idle clock moves only when the test ticks it.
+  mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+  t.teardown(() => mock.timers.reset());
   let abortedAt = 0;
   const started = Date.now();
   const h = await harness({
@@ -412,33 +429,39 @@ t.test('idle timeout closes the session; pings keep it alive and are answered', 
   });
   t.teardown(() => h.close());
   await h.opened;
-  let pongs = 0;
-  h.client.on('pong', () => pongs++);
-  // Ping every 80 ms for 700 ms: well past the idle timeout, yet no timeout.
+  // A ping every 80 ms for 720 ms: well past the idle timeout, yet no timeout.
   for (let i = 0; i < 9; i++) {
     h.client.ping();
-    await delay(80);
+    await once(h.client, 'pong');
+    mock.timers.tick(80);
   }
-  t.equal(abortedAt, 0, 'pings count as activity');
-  t.ok(pongs >= 5, `pings answered (${pongs} pongs)`);
+  t.equal(abortedAt, 0, 'pings count as activity, and are answered');
+  mock.timers.tick(250);
   const closed = await h.clientClosed;
   await h.sessionDone;
   t.equal(closed.code, 1001, 'going away, not a success-looking 1000');
-  t.ok(abortedAt - started >= 700, 'timed out only after the pings stopped');
+  t.ok(abortedAt - started >= 720, 'timed out only after the pings stopped');
   t.same(h.messages.map((m) => m.data[0]), [1], 'no status after an idle timeout');
 });
 
 t.test('idle timeout 0 = off', async (t) => {
+  mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+  t.teardown(() => mock.timers.reset());
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
   const h = await harness({
     options: { stdout: true },
     idleTimeoutMs: 0,
     run: async (io) => {
-      await delay(300);
+      await released;
       t.notOk(io.signal.aborted);
       return { kind: 'exited', exitCode: 0 };
     },
   });
   t.teardown(() => h.close());
+  await h.opened;
+  mock.timers.tick(24 * 60 * 60 * 1000);
+  release();
   t.equal((await h.clientClosed).code, 1000);
 });
 
@@ -463,17 +486,20 @@ t.test('v5 CLOSE with a bad length or channel is a protocol violation', async (t
 });
 
 t.test('the server drops a client that never answers our close frame', async (t) => {
+  let pause!: () => void;
+  const paused = new Promise<void>((resolve) => (pause = resolve));
   const h = await harness({
     options: { stdout: true },
     closeWaitMs: 300,
     run: async () => {
-      await delay(100);
+      await paused;
       return { kind: 'exited', exitCode: 0 };
     },
   });
   t.teardown(() => h.close());
   await h.next();
   h.client.pause(); // stops reading: our close frame goes unanswered
+  pause();
   const before = Date.now();
   await h.sessionDone;
   const took = Date.now() - before;
@@ -541,8 +567,8 @@ t.test('slow stdin consumer pauses the socket instead of buffering', async (t) =
   const chunk = frame(0, Buffer.alloc(256 * 1024, 'q'));
   for (let i = 0; i < 64; i++) h.client.send(chunk); // 16 MiB
   h.client.send(Buffer.from([0xff, 0]));
-  await delay(300);
   const server = h.serverWs();
+  while (!server.isPaused && received === 0) await new Promise((resolve) => setImmediate(resolve));
   t.ok(server.isPaused, 'socket paused while nobody reads stdin');
   release();
   t.equal((await h.clientClosed).code, 1000);
