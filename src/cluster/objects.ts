@@ -1,4 +1,4 @@
-import type { ConfigMap, Pod, Secret } from 'kubernetes-types/core/v1.js';
+import type { ConfigMap, Pod, Secret, Service, ServiceList } from 'kubernetes-types/core/v1.js';
 import type { TokenRequest } from 'kubernetes-types/authentication/v1.js';
 import { isNotFound, type KubeClient } from '../apiserver/client.js';
 import type { PodObjectSource } from '../volumes/source.js';
@@ -33,6 +33,23 @@ export class ApiserverObjects implements PodObjectSource {
       if (isNotFound(err)) return undefined;
       throw err;
     }
+  }
+
+  /**
+   * Two reads per container start (the kubelet keeps an informer instead): the namespace's
+   * services and the default namespace's `kubernetes` service.
+   */
+  async listServices(namespace: string): Promise<Service[]> {
+    const [own, master] = await Promise.all([
+      this.#client.request<ServiceList>('GET', `${ns(namespace)}/services`),
+      namespace === 'default' ? undefined : this.#client.request<Service>('GET', `${ns('default')}/services/kubernetes`).catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }),
+    ]);
+    // A list's items carry no namespace of their own in some encodings; they are the namespace's.
+    const items = own.items.map((s) => ({ ...s, metadata: { ...s.metadata, namespace } }));
+    return master ? [...items, master] : items;
   }
 
   async requestServiceAccountToken(pod: Pod, serviceAccountName: string, opts: { audience?: string; expirationSeconds: number }): Promise<{ token: string; expirationTimestamp: Date }> {

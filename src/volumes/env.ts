@@ -1,7 +1,8 @@
-import type { ConfigMap, Container, Pod, Secret } from 'kubernetes-types/core/v1.js';
+import type { ConfigMap, Container, Pod, Secret, Service } from 'kubernetes-types/core/v1.js';
 import { podFieldValue, resourceFieldValue, type PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
 import { expand, mappingFor } from './expansion.js';
+import { serviceEnvironment } from './service-env.js';
 import type { PodObjectSource } from './source.js';
 
 export interface EnvContext {
@@ -18,14 +19,16 @@ const envName = /^[\x20-\x3c\x3e-\x7e]+$/;
 /**
  * The container's environment, as the kubelet's `makeEnvironmentVariables` builds it: `envFrom`
  * sources first (prefixed keys; invalid names skipped with one event per source), then `env`
- * in order, each value `$(VAR)`-expanded against the variables defined before it, `valueFrom`
+ * in order, each value `$(VAR)`-expanded against the variables defined before it (then the
+ * service variables), `valueFrom`
  * read from the downward API, resources, configMaps and secrets. A later definition replaces an
- * earlier one. Throws `ContainerConfigError` with the kubelet's message when a non-optional
+ * earlier one; the service environment (see `serviceEnvironment`) fills in what is left. Throws `ContainerConfigError` with the kubelet's message when a non-optional
  * source or key is missing. Values are never logged.
  */
 export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext): Promise<Map<string, string>> {
   const ns = pod.metadata?.namespace ?? 'default';
   const env = new Map<string, string>();
+  const services = await serviceEnv(ctx.objects, ns, pod.spec?.enableServiceLinks !== false);
   const configMaps = new Map<string, ConfigMap | undefined>();
   const secrets = new Map<string, Secret | undefined>();
   const getConfigMap = async (name: string): Promise<ConfigMap | undefined> => {
@@ -79,7 +82,7 @@ export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext
     let value = e.value ?? '';
     const from = e.valueFrom;
     if (value !== '') {
-      value = expand(value, mappingFor(env));
+      value = expand(value, mappingFor(env, services));
     } else if (from?.fieldRef) {
       value = configError(() => podFieldValue(pod, from.fieldRef!, ctx.info));
     } else if (from?.resourceFieldRef) {
@@ -113,7 +116,21 @@ export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext
     }
     env.set(e.name, value);
   }
+  // The remaining service variables come last; the container's own definitions win.
+  for (const [k, v] of services) if (!env.has(k)) env.set(k, v);
   return env;
+}
+
+/** The pod's service environment (`getServiceEnvVarMap`); a failed list fails the container's config, as on the kubelet. */
+async function serviceEnv(objects: PodObjectSource | undefined, namespace: string, links: boolean): Promise<Map<string, string>> {
+  if (!objects?.listServices) return new Map();
+  let services: Service[];
+  try {
+    services = await objects.listServices(namespace);
+  } catch {
+    throw new ContainerConfigError('failed to list services when setting up env vars');
+  }
+  return serviceEnvironment(services, namespace, links);
 }
 
 /** `NAME=value` strings for the runtime. */

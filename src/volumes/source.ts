@@ -1,10 +1,16 @@
-import type { ConfigMap, Pod, Secret } from 'kubernetes-types/core/v1.js';
+import type { ConfigMap, Pod, Secret, Service } from 'kubernetes-types/core/v1.js';
 
 /** Reads the API objects a pod's volumes and env refer to. Implemented by cluster mode; absent standalone. */
 export interface PodObjectSource {
   /** The secret, or undefined when it does not exist (404). Rejects on any other failure. */
   getSecret(namespace: string, name: string): Promise<Secret | undefined>;
   getConfigMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
+  /**
+   * The services of `namespace` and the default namespace's `kubernetes` service, for the
+   * service environment variables. Absent: no service environment (a kubelet without a
+   * service lister).
+   */
+  listServices?(namespace: string): Promise<Service[]>;
   /** A TokenRequest for `serviceAccountName`, bound to `pod`. */
   requestServiceAccountToken(pod: Pod, serviceAccountName: string, opts: { audience?: string; expirationSeconds: number }): Promise<{ token: string; expirationTimestamp: Date }>;
 }

@@ -212,6 +212,30 @@ t.test('secrets, configMaps and the service-account token reach the container', 
   await admin.request('DELETE', podPath('mounts'), { body: { gracePeriodSeconds: 0 } });
 });
 
+t.test('service environment variables: the namespace\'s services and kubernetes; enableServiceLinks: false keeps only kubernetes', async (t) => {
+  const svc = await admin.request<{ spec?: { clusterIP?: string } }>('POST', '/api/v1/namespaces/default/services', {
+    body: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'fooservice' }, spec: { selector: { app: 'none' }, ports: [{ name: 'web', port: 8765, targetPort: 8080 }] } },
+  });
+  t.match(svc.spec?.clusterIP, /^\d+\.\d+\.\d+\.\d+$/, 'the apiserver gave the service a cluster IP');
+  const printEnv = 'env | grep -E "^(FOOSERVICE|KUBERNETES)_" | sort; echo done; sleep 3600';
+  await apply(podOf('linked', printEnv));
+  await apply(podOf('unlinked', printEnv, { enableServiceLinks: false }));
+  const logsOf = (name: string) => node.waitFor(`${name} logs`, async () => {
+    const out = (await cp.kubectl(['logs', name])).stdout;
+    return out.includes('done') ? out : undefined;
+  }, 60_000);
+  const linked = await logsOf('linked');
+  t.match(linked, new RegExp(`^FOOSERVICE_SERVICE_HOST=${svc.spec?.clusterIP}$`, 'm'));
+  t.match(linked, /^FOOSERVICE_SERVICE_PORT_WEB=8765$/m);
+  t.match(linked, new RegExp(`^FOOSERVICE_PORT_8765_TCP=tcp://${svc.spec?.clusterIP}:8765$`, 'm'));
+  t.match(linked, /^KUBERNETES_SERVICE_PORT=\d+$/m, 'the kubernetes service too');
+  const unlinked = await logsOf('unlinked');
+  t.notMatch(unlinked, /FOOSERVICE/, 'no links to the namespace\'s services');
+  t.match(unlinked, /^KUBERNETES_SERVICE_HOST=/m, 'kubernetes is always there');
+  for (const name of ['linked', 'unlinked']) await admin.request('DELETE', podPath(name), { body: { gracePeriodSeconds: 0 } });
+  await admin.request('DELETE', '/api/v1/namespaces/default/services/fooservice');
+});
+
 t.test('NodeRestriction: the node cannot read a secret no pod on it uses', async (t) => {
   await admin.request('POST', '/api/v1/namespaces/default/secrets', { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'unrelated' }, stringData: { k: 'v' } } });
   const asNode = new KubeClient(loadKubeconfig(await cp.nodeKubeconfig(nodeName)));
