@@ -22,7 +22,7 @@ const kEcho = Symbol('nodelet.subprotocol');
 type UpgradeRequest = IncomingMessage & { [kUpgrade]?: PendingUpgrade; [kEcho]?: string };
 
 /** The pending upgrade of `request`, when it arrived as an HTTP Upgrade (WebSocket or SPDY). */
-export function upgradeOf(request: FastifyRequest): PendingUpgrade | undefined {
+function upgradeOf(request: FastifyRequest): PendingUpgrade | undefined {
   return (request.raw as UpgradeRequest)[kUpgrade];
 }
 

@@ -1,9 +1,8 @@
 import { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import type { Logger } from '../../logging/index.js';
+import { OUTBOUND_HIGH_WATER_MARK } from '../websocket/connection.js';
 
-/** Unsent bytes on the WebSocket beyond which writes wait for `ws.send`'s callback. */
-const OUTBOUND_HIGH_WATER_MARK = 1024 * 1024;
 const INBOUND_HIGH_WATER_MARK = 64 * 1024;
 
 /**
