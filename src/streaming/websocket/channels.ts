@@ -29,20 +29,6 @@ export type DecodedFrame =
   /** The caller must close the connection (wsstream ends its read loop). */
   | { readonly kind: 'violation'; readonly reason: string };
 
-/** One outbound message: a Buffer to send as binary, or a string to send as text. */
-export function encodeFrame(channel: number, payload: Uint8Array, base64: boolean): Buffer | string {
-  if (base64) return String.fromCharCode(0x30 + channel) + Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('base64');
-  const frame = Buffer.allocUnsafe(payload.byteLength + 1);
-  frame[0] = channel;
-  frame.set(payload, 1);
-  return frame;
-}
-
-/** The v5 half-close signal for a channel (sent by clients; exposed for tests and symmetry). */
-export function encodeClose(channel: number): Buffer {
-  return Buffer.from([CLOSE_SIGNAL, channel]);
-}
-
 // Go's base64.StdEncoding: padded standard alphabet; it skips CR/LF, nothing else.
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

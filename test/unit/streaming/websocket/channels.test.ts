@@ -1,11 +1,21 @@
 import t from 'tap';
-import {
-  decodeFrame,
-  encodeClose,
-  encodeFrame,
-  REMOTE_COMMAND_CHANNELS,
-  type Framing,
-} from '../../../../src/streaming/websocket/channels.js';
+import { CLOSE_SIGNAL, decodeFrame, REMOTE_COMMAND_CHANNELS, type Framing } from '../../../../src/streaming/websocket/channels.js';
+
+// The wire form a server message takes (ChannelConnection writes it as header + payload views).
+/** One outbound message: a Buffer to send as binary, or a string to send as text. */
+function encodeFrame(channel: number, payload: Uint8Array, base64: boolean): Buffer | string {
+  if (base64) return String.fromCharCode(0x30 + channel) + Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('base64');
+  const frame = Buffer.allocUnsafe(payload.byteLength + 1);
+  frame[0] = channel;
+  frame.set(payload, 1);
+  return frame;
+}
+
+/** The v5 half-close signal for a channel (sent by clients; exposed for tests and symmetry). */
+function encodeClose(channel: number): Buffer {
+  return Buffer.from([CLOSE_SIGNAL, channel]);
+}
+
 
 const binary: Framing = { base64: false, supportsClose: false, channels: REMOTE_COMMAND_CHANNELS };
 const v5: Framing = { base64: false, supportsClose: true, channels: REMOTE_COMMAND_CHANNELS };
