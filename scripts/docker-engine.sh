@@ -32,8 +32,7 @@ need_packages() {
   command -v docker >/dev/null 2>&1 || missing+=(docker.io)
   [ -x /bin/busybox ] || [ -x /usr/bin/busybox ] || missing+=(busybox-static)
   command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
-  # Port-forward runs socat inside the pod's network namespace; TLS certificates come from openssl.
-  command -v socat >/dev/null 2>&1 || missing+=(socat)
+  # Port-forward enters the pod's network namespace with nsenter (above); TLS certificates come from openssl.
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" = 0 ] || { log "missing ${missing[*]} and not root: install them first"; exit 1; }

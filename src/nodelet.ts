@@ -231,6 +231,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await stats.stop();
     await kubelet.stop();
     await volumes.stop();
+    await dockerRuntime.close();
     closeSecurity();
     apiClient?.close();
     throw err;
@@ -305,6 +306,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       await stats.stop();
       await kubelet.stop();
       await volumes.stop();
+      // After the server closed: no forward can start a port-forward helper any more.
+      await dockerRuntime.close();
       closeSecurity();
     },
   };

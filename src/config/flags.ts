@@ -142,7 +142,7 @@ const TABLE = [
   },
   {
     name: 'max-port-forward-connections', kind: 'int', target: 'maxPortForwardConnections', default: 256,
-    help: 'Maximum number of forwarded port-forward connections on the node (nodelet-specific); each is one socat process and three file descriptors in nodelet, so keep it well below the open-file limit. More are refused on their error stream',
+    help: 'Maximum number of forwarded port-forward connections on the node (nodelet-specific); each is one socket (file descriptor) in nodelet, so keep it well below the open-file limit. More are refused on their error stream',
   },
   {
     name: 'max-container-log-streams', kind: 'int', target: 'maxContainerLogStreams', default: 256,

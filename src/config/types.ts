@@ -38,7 +38,7 @@ export interface Config {
   readonly maxStreamingSessions: number;
   /** Forwarded connections one port-forward session may have open (`--max-port-forward-connections-per-session`, nodelet's own). */
   readonly maxPortForwardConnectionsPerSession: number;
-  /** Forwarded connections (socat processes) on the whole node (`--max-port-forward-connections`, nodelet's own). */
+  /** Forwarded connections (one socket each in nodelet) on the whole node (`--max-port-forward-connections`, nodelet's own). */
   readonly maxPortForwardConnections: number;
   /** Container log streams (follow or not) served at once; more get 429 (`--max-container-log-streams`, nodelet's own). */
   readonly maxContainerLogStreams: number;

@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
+import { DialError, type NetnsDialers } from './netns-dialer.js';
 
 /**
  * After the pod side closed, how long the client may still send before its side is closed too
@@ -9,35 +10,42 @@ import type { Logger } from '../../logging/index.js';
  * there is no limit: a client that half-closed still gets the whole answer.
  */
 const CLIENT_LINGER_MS = 1000;
-/** socat's own wait after one side's EOF; we end its input ourselves (above), so effectively none. */
-const SOCAT_LINGER_SECONDS = '86400';
-/** socat's diagnostics kept per connection (it writes a few lines; the cap bounds a runaway). */
-const MAX_STDERR_BYTES = 8 * 1024;
 
 /**
- * Relays `stream` to 127.0.0.1:`port` inside the sandbox's network namespace — dockershim's way:
- * `nsenter -t <sandbox pid> -n socat -,shut-down TCP4:127.0.0.1:<port>` with the stream on socat's stdio.
- * The address is fixed: clients choose only the port, never where to connect.
+ * Relays `stream` to 127.0.0.1:`port` inside the sandbox's network namespace. The connection is
+ * made by the pod's port-forward helper (netns-dialer.ts: one process per pod in its netns,
+ * reused), which hands the connected socket to nodelet; bytes then flow socket to stream here,
+ * with no process in between. The address is fixed: clients choose only the port, never where
+ * to connect (dockershim's `socat - TCP4:127.0.0.1:<port>`).
  *
- * Half-close both ways: the stream's EOF ends socat's stdin (socat shuts down the TCP write
- * side and keeps reading); the pod's EOF ends socat's stdout and so the stream. Backpressure
- * through pipes, stderr capped, the child always reaped.
+ * Half-close both ways: the stream's EOF shuts down the socket's write side (the pod keeps
+ * answering); the pod's EOF ends the stream, and the client may still send for
+ * `CLIENT_LINGER_MS`. Backpressure through `pipe`.
  *
  * Rejects, with the CRI streaming server's text (`error forwarding port P to pod <sandbox>,
  * uid : <reason>`), when the connection cannot be made: sandbox not running, nothing listening
- * (socat exits 1 with "Connection refused"). Once connected, a later failure (a reset) is only
- * logged: kubectl tears down every forwarded connection on any error text, and the client
- * already sees its socket close. Resolves when socat is gone; `signal` kills it.
+ * (`exit status 1: connect(…): Connection refused`, socat's shape). Once connected, a later
+ * failure (a reset) is only logged: kubectl tears down every forwarded connection on any error
+ * text, and the client already sees its socket close. Resolves when the socket is closed;
+ * `signal` closes it.
  */
-export async function forwardPort(docker: Docker, sandboxId: string, port: number, stream: Duplex, signal: AbortSignal, log: Logger): Promise<void> {
+export async function forwardPort(docker: Docker, dialers: NetnsDialers, sandboxId: string, port: number, stream: Duplex, signal: AbortSignal, log: Logger): Promise<void> {
   const fail = (reason: string) => new Error(`error forwarding port ${port} to pod ${sandboxId}, uid : ${reason}`);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw fail(`invalid port ${port}`);
   const pid = await sandboxPid(docker, sandboxId).catch((err: unknown) => {
+    // Its helper, if any, serves a namespace that is gone or going.
+    dialers.release(sandboxId);
     throw fail(err instanceof Error ? err.message : String(err));
   });
   if (signal.aborted) return;
-  const result = await relay(pid, port, stream, signal);
-  if (result.kind === 'failed') throw fail(result.reason);
+  let socket: Socket;
+  try {
+    socket = await dialers.dial(sandboxId, pid, port, signal);
+  } catch (err) {
+    if (signal.aborted) return;
+    throw fail(err instanceof DialError ? err.message : String(err));
+  }
+  const result = await relay(socket, stream, signal);
   if (result.kind === 'broken') log.debug({ sandboxId, port, reason: result.reason }, 'port-forward: connection ended with an error');
 }
 
@@ -80,111 +88,51 @@ async function inspectPid(docker: Docker, sandboxId: string): Promise<number> {
 
 type RelayResult =
   | { readonly kind: 'ok' }
-  /** Never connected: the reason goes to the client. */
-  | { readonly kind: 'failed'; readonly reason: string }
   /** Connected, then failed. */
   | { readonly kind: 'broken'; readonly reason: string };
 
-/** socat's `-d -d` line once the TCP connection is up. */
-const CONNECTED = 'starting data transfer loop';
-/** `2026/11/29 20:43:15 socat[23912] E connect(...): Connection refused` → level and text. */
-const SOCAT_LINE = /^\S+ \S+ socat\[\d+\] ([A-Z]) (.*)$/;
-
-function relay(pid: number, port: number, stream: Duplex, signal: AbortSignal): Promise<RelayResult> {
+/** Relays until the socket is closed (both directions done, a reset, `signal`, the stream gone). */
+function relay(socket: Socket, stream: Duplex, signal: AbortSignal): Promise<RelayResult> {
   return new Promise((resolve) => {
-    // `shut-down`: on the pod's EOF socat shuts down its stdout (a socketpair under libuv), so
-    // the EOF reaches us; by default it leaves stdio open until both sides are done.
-    const args = ['-t', String(pid), '-n', 'socat', '-d', '-d', '-t', SOCAT_LINGER_SECONDS, '-,shut-down', `TCP4:127.0.0.1:${port}`];
-    let child: ChildProcess;
-    try {
-      child = spawn('nsenter', args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    } catch (err) {
-      // Node throws only for errors it does not expect at run time; still this connection's alone.
-      return resolve({ kind: 'failed', reason: err instanceof Error ? err.message : String(err) });
-    }
-    let spawnError: Error | undefined;
-    // First, and for good: a child's 'error' without a listener would take the process down
-    // (a failed spawn, a failed kill).
-    child.on('error', (err) => {
-      spawnError ??= err;
-    });
-    const { stdin, stdout, stderr } = child;
-    if (!stdin || !stdout || !stderr) {
-      // No descriptors for the pipes (EMFILE, ENFILE, EAGAIN): Node gives the child no stdio and
-      // reports the error on the next tick. Nothing ran; the client is told on its error stream.
-      stream.resume();
-      child.once('error', (err) => resolve({ kind: 'failed', reason: err.message }));
-      return;
-    }
-    let stderrText = '';
-    let connected = false;
-    let killed = false;
+    let error: Error | undefined;
     let lingerTimer: NodeJS.Timeout | undefined;
+    // Resets are expected when either side goes first; the first error is what is logged.
+    socket.on('error', (err) => {
+      error ??= err;
+    });
+    stream.on('error', () => undefined);
 
-    const kill = () => {
-      if (killed || child.exitCode !== null || child.signalCode !== null) return;
-      killed = true;
-      child.kill('SIGKILL');
-    };
     const stopInput = () => {
-      stream.unpipe(stdin);
-      if (!stdin.writableEnded) stdin.end();
+      stream.unpipe(socket);
+      if (!socket.writableEnded) socket.end();
       // Bytes the client still sends are discarded, never left unread.
       stream.resume();
     };
-
-    // Broken pipes are expected when either side goes first; the exit status tells what happened.
-    stdin.on('error', () => undefined);
-    stdout.on('error', () => undefined);
-    stderr.on('error', () => undefined);
-    stream.on('error', () => undefined);
-
-    stream.pipe(stdin);
-    stdout.pipe(stream);
-    stderr.on('data', (chunk: Buffer) => {
-      if (stderrText.length >= MAX_STDERR_BYTES) return;
-      stderrText += chunk.toString('utf8', 0, Math.min(chunk.length, MAX_STDERR_BYTES - stderrText.length));
-      if (!connected && stderrText.includes(CONNECTED)) connected = true;
-    });
-    // The pod closed its side: the client gets a moment to finish sending, then EOF as well.
-    stdout.once('end', () => {
+    // Client EOF → FIN to the pod (pipe ends the socket; allowHalfOpen keeps its read side).
+    stream.pipe(socket);
+    // Pod EOF → the stream ends; the client gets a moment to finish sending, then EOF as well.
+    socket.pipe(stream);
+    socket.once('end', () => {
       lingerTimer = setTimeout(stopInput, CLIENT_LINGER_MS);
       lingerTimer.unref();
     });
     // The client reset the stream or the session died: nothing more can be relayed.
-    const onStreamClose = () => kill();
+    const onStreamClose = () => socket.destroy();
     stream.once('close', onStreamClose);
-    const onAbort = () => kill();
+    const onAbort = () => socket.destroy();
     signal.addEventListener('abort', onAbort, { once: true });
-    if (stream.destroyed || signal.aborted) kill();
+    if (stream.destroyed || signal.aborted) socket.destroy();
 
-    child.once('close', (code, sig) => {
+    socket.once('close', () => {
       clearTimeout(lingerTimer);
       signal.removeEventListener('abort', onAbort);
       stream.off('close', onStreamClose);
-      stream.unpipe(stdin);
+      stream.unpipe(socket);
+      socket.unpipe(stream);
       stream.resume();
-      if (spawnError) return resolve({ kind: 'failed', reason: spawnError.message });
-      if (code === 0) return resolve({ kind: 'ok' });
-      // Judged by how socat ended, not by whether we also killed it: a refused connection ends
-      // the stream, and the client's reset of it may race socat's own exit.
-      if (code === null && killed) return resolve({ kind: 'ok' });
-      const reason = `${sig ? `killed by ${sig}` : `exit status ${code}`}: ${socatErrors(stderrText)}`;
-      resolve(connected ? { kind: 'broken', reason } : { kind: 'failed', reason });
+      // A reset ends the stream too, as a killed socat's closed stdout did.
+      if (!stream.destroyed && !stream.writableEnded) stream.end();
+      resolve(error ? { kind: 'broken', reason: error.message } : { kind: 'ok' });
     });
   });
-}
-
-/** socat's error lines without their timestamp prefix; nsenter's own messages as they are. */
-function socatErrors(text: string): string {
-  const errors: string[] = [];
-  for (const line of text.split('\n')) {
-    const m = SOCAT_LINE.exec(line.trim());
-    if (m) {
-      if (m[1] === 'E' || m[1] === 'F') errors.push(m[2] ?? '');
-    } else if (line.trim()) {
-      errors.push(line.trim());
-    }
-  }
-  return errors.join('; ') || 'socat failed';
 }

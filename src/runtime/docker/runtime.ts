@@ -16,6 +16,7 @@ import type { CommandResult, LogOptions, StreamIO } from '../../streaming/types.
 import { containerLogs } from './logs.js';
 import { readTerminationMessage } from './termination-message.js';
 import { forwardPort } from './portforward.js';
+import { NetnsDialers } from './netns-dialer.js';
 import { dockerSecurity } from './security.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
@@ -74,11 +75,14 @@ export class DockerRuntime implements Runtime {
   readonly #probe: EngineProbe;
   /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
   #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
+  /** Port-forward helpers, one per sandbox that has forwards (netns-dialer.ts). */
+  readonly #dialers: NetnsDialers;
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
     this.#opts = opts;
     this.#probe = new EngineProbe(opts.docker);
+    this.#dialers = new NetnsDialers({ log: opts.log });
   }
 
   get docker(): Docker {
@@ -345,6 +349,8 @@ export class DockerRuntime implements Runtime {
   }
 
   async stopContainer(id: string, graceSeconds: number): Promise<void> {
+    // A sandbox's port-forward helper would hold its network namespace open.
+    this.#dialers.release(id);
     try {
       await this.#docker.getContainer(id).stop({ t: Math.max(0, Math.floor(graceSeconds)) });
     } catch (err) {
@@ -354,6 +360,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async removeContainer(id: string): Promise<void> {
+    this.#dialers.release(id);
     try {
       await this.#docker.getContainer(id).remove({ force: true, v: true });
     } catch (err) {
@@ -380,7 +387,20 @@ export class DockerRuntime implements Runtime {
   }
 
   portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {
-    return forwardPort(this.#docker, sandboxId, port, stream, signal, this.#opts.log);
+    return forwardPort(this.#docker, this.#dialers, sandboxId, port, stream, signal, this.#opts.log);
+  }
+
+  /** Process ids of the running port-forward helpers (one per sandbox with recent forwards). */
+  portForwardHelperPids(): number[] {
+    return this.#dialers.pids();
+  }
+
+  /**
+   * Stops what the runtime runs beside the engine (the port-forward helpers) and resolves once
+   * they have exited; containers are left alone. Port-forwards afterwards are refused.
+   */
+  close(): Promise<void> {
+    return this.#dialers.close();
   }
 
   containerStats(containerId: string): Promise<ContainerStatsSample> {

@@ -1,0 +1,64 @@
+/**
+ * nodelet's port-forward helper: one process per pod, started by nodelet as
+ * `nsenter -t <sandbox pid> -n -- node portforward-helper.js` with an IPC channel, so it runs in the
+ * pod's network namespace. For each `dial` request it connects to 127.0.0.1:<port> there and hands
+ * the connected socket back over the channel (Node's handle passing: the descriptor itself moves
+ * to nodelet, which relays bytes socket to socket; this process never sees a byte). Protocol:
+ * portforward-protocol.ts.
+ *
+ * Contracts: answers every request exactly once; never reads from a socket before handing it
+ * over (it is paused before connecting, so a server that speaks first loses nothing); exits as
+ * soon as the channel to nodelet is gone (nodelet stopped or died); no dependencies beyond Node.
+ */
+import { Socket } from 'node:net';
+import { CONNECT_TIMEOUT_MS, FORWARD_HOST, connectFailureReason, isValidPort, parseDialRequest, type DialAnswer, type DialRequest } from './portforward-protocol.js';
+
+const send = process.send?.bind(process);
+if (!send) {
+  process.stderr.write('portforward-helper: must be started by nodelet with an IPC channel\n');
+  process.exit(2);
+}
+
+// nodelet is gone (stopped, crashed, killed): nothing is left to serve.
+process.on('disconnect', () => process.exit(0));
+process.on('message', (m: unknown) => {
+  const req = parseDialRequest(m);
+  if (req) dial(req);
+});
+
+function answer(a: DialAnswer, socket?: Socket): void {
+  if (!send || !process.connected) {
+    socket?.destroy();
+    return;
+  }
+  // The handle is closed here once nodelet acknowledged it (or failed to receive it).
+  send(a, socket, {}, (err: Error | null) => {
+    if (err) socket?.destroy();
+  });
+}
+
+function dial({ id, port }: DialRequest): void {
+  if (!isValidPort(port)) return answer({ op: 'failed', id, reason: `invalid port ${port}` });
+  const socket = new Socket();
+  // Paused before it connects: Node then never starts reading, so every byte stays in the kernel
+  // for nodelet.
+  socket.pause();
+  let settled = false;
+  const fail = (err: { code?: unknown; message?: unknown }) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    socket.destroy();
+    answer({ op: 'failed', id, reason: connectFailureReason(port, err) });
+  };
+  const timer = setTimeout(() => fail({ code: 'ETIMEDOUT' }), CONNECT_TIMEOUT_MS);
+  // After the hand-over this object has no descriptor left; any late error is not ours to report.
+  socket.on('error', fail);
+  socket.once('connect', () => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    answer({ op: 'dialed', id }, socket);
+  });
+  socket.connect({ host: FORWARD_HOST, port });
+}
