@@ -54,6 +54,8 @@ interface StreamRecord {
   readonly replyGate: Promise<void>;
   readonly openGate: () => void;
   replyRequested: boolean;
+  /** The SYN_REPLY is on the socket: DATA may go out synchronously. */
+  replied: boolean;
   /** Received bytes not yet granted back by WINDOW_UPDATE. */
   unacked: number;
 }
@@ -249,6 +251,7 @@ export class SpdyConnection extends EventEmitter {
       replyGate,
       openGate,
       replyRequested: false,
+      replied: false,
       unacked: 0,
     };
     this.#streams.set(id, rec);
@@ -401,33 +404,52 @@ export class SpdyConnection extends EventEmitter {
     this.#replyTail = done;
     void done.then(() => {
       this.#pendingReplies--;
+      rec.replied = true;
       rec.openGate();
     });
     return done;
   }
 
-  async #writeData(id: number, chunk: Buffer, fin: boolean): Promise<void> {
-    let rec = this.#streams.get(id);
-    if (!rec || rec.localFin) return;
+  /**
+   * Sends `chunk` as DATA frames. Synchronous (undefined) when the stream's SYN_REPLY is out and
+   * the socket took every frame — the relay's hot path allocates no promise; otherwise a promise
+   * that settles once the reply went out and the socket drained (never rejects).
+   */
+  #writeData(id: number, chunk: Buffer, fin: boolean): Promise<void> | undefined {
+    const rec = this.#streams.get(id);
+    if (!rec || rec.localFin) return undefined;
     // DATA never overtakes its stream's SYN_REPLY, nor any SYN_REPLY requested before it.
+    if (!rec.replied || this.#pendingReplies > 0) return this.#writeAfterReply(rec, chunk, fin);
+    return chunk.length === 0 && !fin ? undefined : this.#sendData(id, chunk, 0, fin);
+  }
+
+  async #writeAfterReply(rec: StreamRecord, chunk: Buffer, fin: boolean): Promise<void> {
     const earlier = this.#pendingReplies > 0 ? this.#replyTail : undefined;
     await rec.replyGate;
     if (earlier) await earlier;
     if (chunk.length === 0 && !fin) return;
-    let off = 0;
+    await this.#sendData(rec.id, chunk, 0, fin);
+  }
+
+  #sendData(id: number, chunk: Buffer, from: number, fin: boolean): Promise<void> | undefined {
+    let off = from;
     do {
-      rec = this.#streams.get(id);
-      if (!rec || rec.localFin || this.#closed) return;
+      const rec = this.#streams.get(id);
+      if (!rec || rec.localFin || this.#closed) return undefined;
       const n = Math.min(MAX_OUTBOUND_DATA, chunk.length - off);
       const last = off + n >= chunk.length;
-      const accepted = this.#writeDataFrame(encodeDataHeader(id, n, fin && last), chunk.subarray(off, off + n));
+      const accepted = this.#writeDataFrame(encodeDataHeader(id, n, fin && last), n === chunk.length ? chunk : chunk.subarray(off, off + n));
       off += n;
       if (fin && last) {
         rec.localFin = true;
         if (rec.remoteFin) this.#forget(rec);
       }
-      if (!accepted) await this.#drained();
+      if (!accepted) {
+        const rest = off;
+        return this.#drained().then(() => (rest < chunk.length ? this.#sendData(id, chunk, rest, fin) : undefined));
+      }
     } while (off < chunk.length);
+    return undefined;
   }
 
   #resetStream(rec: StreamRecord, status: number, destroy = true): void {

@@ -10,8 +10,8 @@ const EMPTY = Buffer.alloc(0);
 /** What a stream asks of its session. Implemented privately by SpdyConnection. */
 export interface StreamSession {
   reply(id: number, headers: HeaderInput): Promise<void>;
-  /** Resolves once the socket accepted the bytes (or the stream/session died); never rejects. */
-  write(id: number, chunk: Buffer, fin: boolean): Promise<void>;
+  /** Undefined when the socket accepted the bytes at once; else resolves once it did (or the stream/session died); never rejects. */
+  write(id: number, chunk: Buffer, fin: boolean): Promise<void> | undefined;
   reset(id: number, status: number): void;
   /** The reader wants more: lets the session resume reading if it paused for this stream. */
   read(id: number): void;
@@ -100,11 +100,15 @@ export class SpdyStream extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.#session.write(this.id, chunk, false).then(() => cb(), cb);
+    const pending = this.#session.write(this.id, chunk, false);
+    if (pending) pending.then(() => cb(), cb);
+    else cb();
   }
 
   override _final(cb: (err?: Error | null) => void): void {
-    this.#session.write(this.id, EMPTY, true).then(() => cb(), cb);
+    const pending = this.#session.write(this.id, EMPTY, true);
+    if (pending) pending.then(() => cb(), cb);
+    else cb();
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
