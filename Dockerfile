@@ -8,8 +8,9 @@
 # What each option is for:
 #   --network host  the API listens on the host's loopback (127.0.0.1:10250 by default), and the
 #                   kubeconfig nodelet writes under its root dir points there.
-#   --pid host      port-forward runs `nsenter -t <sandbox PID> -n socat …`: the PID Docker reports
-#                   for a pod's sandbox is a host PID, found only in the host's PID namespace.
+#   --pid host      port-forward runs `nsenter -t <sandbox PID> -n -- node …` (one helper per pod,
+#                   which hands nodelet connected sockets): the PID Docker reports for a pod's
+#                   sandbox is a host PID, found only in the host's PID namespace.
 #   --privileged    entering another network namespace (setns(2)) needs CAP_SYS_ADMIN, reading
 #                   /proc/<PID>/ns/net of a process nodelet did not start needs CAP_SYS_PTRACE, and
 #                   tmpfs (`emptyDir: {medium: Memory}`) volumes are mounts. Where --privileged is
@@ -24,8 +25,8 @@
 # The base is a build argument, for builds without a registry (the image test makes one locally
 # from this machine's Node.js, see test/helpers/node-base-image.ts):
 #   docker build --build-arg BASE=nodelet.local/node-base:20 -t nodelet .
-# It needs node, npm and a POSIX shell; port-forward's nsenter and socat are installed from Debian
-# when the base lacks them. A build context holding an npm cache in .npm-cache/ can build offline
+# It needs node, npm and a POSIX shell; port-forward's nsenter (util-linux) is installed from
+# Debian when the base lacks it. A build context holding an npm cache in .npm-cache/ can build offline
 # with --build-arg NPM_FLAGS=--offline.
 ARG BASE=node:20-bookworm-slim
 
@@ -43,9 +44,9 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --ignore-scripts --cache /src/.npm-cache ${NPM_FLAGS}
 
 FROM ${BASE}
-# Port-forward: util-linux's nsenter and socat (Debian's node images have nsenter, not socat).
-RUN if ! command -v nsenter >/dev/null || ! command -v socat >/dev/null; then \
-      apt-get update && apt-get install -y --no-install-recommends util-linux socat && rm -rf /var/lib/apt/lists/*; \
+# Port-forward enters pod network namespaces with util-linux's nsenter (Debian's node images have it).
+RUN if ! command -v nsenter >/dev/null; then \
+      apt-get update && apt-get install -y --no-install-recommends util-linux && rm -rf /var/lib/apt/lists/*; \
     fi
 WORKDIR /opt/nodelet
 COPY --from=build /src/node_modules ./node_modules

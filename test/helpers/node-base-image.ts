@@ -10,7 +10,7 @@ const run = promisify(execFile);
 /**
  * A base image for the Dockerfile's `BASE` argument without a registry: a root filesystem holding
  * this machine's Node.js and npm, a shell (the machine's /bin/sh) with busybox's utilities, and
- * what port-forward runs (util-linux nsenter, socat), each executable with the shared libraries
+ * what port-forward runs (util-linux nsenter), each executable with the shared libraries
  * `ldd` names, imported with `docker import`. Tagged by Node version, and made once per engine.
  * Expects a merged-/usr machine (Debian ≥ 12), as CI's.
  */
@@ -34,7 +34,6 @@ export async function nodeBaseImage(): Promise<string> {
       [await which('sh'), 'usr/bin/sh'],
       [await which('busybox'), 'usr/bin/busybox'],
       [await which('nsenter'), 'usr/bin/nsenter'],
-      [await which('socat'), 'usr/bin/socat'],
     ];
     for (const [from, to] of binaries) {
       await cp(await realpath(from), join(root, to));

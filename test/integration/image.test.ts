@@ -20,7 +20,7 @@ const run = promisify(execFile);
  * root dir at the same path, the capabilities port-forward needs). No registry: the base is made
  * from this machine's Node.js (test/helpers/node-base-image.ts) and npm installs offline from the
  * machine's npm cache (filled by `npm ci`, which .ci/run runs before the tests). Checked: the build, /healthz and the admin kubeconfig nodelet writes, a
- * static pod running, and kubectl port-forward into the pod (nsenter and socat inside the image).
+ * static pod running, and kubectl port-forward into the pod (nsenter and the per-pod Node helper inside the image).
  */
 t.setTimeout(240_000);
 
@@ -132,7 +132,7 @@ t.test('the image builds from the project and runs pods, port-forward included',
   const containers = await dockerCLI('ps', '--filter', `label=io.nodelet.node=${nodeName}`, '--format', '{{.Names}}');
   t.match(containers, new RegExp(`k8s_httpd_${pod}_default_`), 'its container runs on the host engine, dockershim-named');
 
-  // Port-forward: nsenter into the sandbox's network namespace and socat, from inside the image.
+  // Port-forward: nsenter into the sandbox's network namespace and the per-pod helper, from inside the image.
   const local = await freePort();
   const fwd = spawn(kubectlBin, ['--kubeconfig', kubeconfig, 'port-forward', '--address', '127.0.0.1', `pod/${pod}`, `${local}:8080`], { env: { ...process.env, HOME: root } });
   let out = '';
