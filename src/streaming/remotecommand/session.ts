@@ -86,7 +86,8 @@ export class RemoteCommand {
     // Every stdout/stderr byte is handed to the transport before the status.
     const outputs = [t.stdout, t.stderr].filter((w): w is Writable => w !== undefined);
     for (const w of outputs) if (!w.writableEnded && !w.destroyed) w.end();
-    await Promise.race([Promise.all(outputs.map((w) => finished(w).catch(() => undefined))), t.gone]);
+    // Only the writable side: a SPDY stream is a Duplex whose readable side the client may never end.
+    await Promise.race([Promise.all(outputs.map((w) => finished(w, { readable: false }).catch(() => undefined))), t.gone]);
     if (left) return;
     await t.finish(statusPayload(spec.version, spec.kind, spec.command, ended));
   }

@@ -1,0 +1,73 @@
+import { Duplex, PassThrough } from 'node:stream';
+import { pino } from 'pino';
+import t from 'tap';
+import { RemoteCommand, type CommandTransport } from '../../../../src/streaming/remotecommand/session.js';
+import type { CommandResult, StreamIO } from '../../../../src/streaming/types.js';
+
+const log = pino({ level: 'silent' });
+const spec = (run: (io: StreamIO) => Promise<CommandResult>) =>
+  ({ version: 'v4', options: { stdin: false, stdout: true, stderr: false, tty: false }, kind: 'exec', command: ['true'], run, log }) as const;
+
+/** A SPDY-like output: a Duplex whose readable side (the client's) never ends. */
+function output(): { stream: Duplex; written: Buffer[] } {
+  const written: Buffer[] = [];
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, cb) {
+      written.push(chunk);
+      cb();
+    },
+  });
+  return { stream, written };
+}
+
+t.test('the core ends and flushes the outputs, then hands the status to finish', async (t) => {
+  const out = output();
+  const order: string[] = [];
+  const transport: CommandTransport = {
+    stdin: undefined,
+    stdout: out.stream,
+    stderr: undefined,
+    gone: new Promise(() => undefined),
+    endInput: () => order.push('endInput'),
+    finish: async (payload) => {
+      order.push(`finish ${payload}`);
+    },
+  };
+  out.stream.once('finish', () => order.push('stdout finished'));
+  await new RemoteCommand(
+    spec(async (io) => {
+      io.stdout?.write('hello');
+      return { kind: 'exited', exitCode: 0 };
+    }),
+  ).serve(transport);
+  t.same(order, ['endInput', 'stdout finished', 'finish {"metadata":{},"status":"Success"}']);
+  t.equal(Buffer.concat(out.written).toString(), 'hello');
+});
+
+t.test('a client gone mid-run aborts the runtime, ends input, and gets no status', async (t) => {
+  let leave!: () => void;
+  const gone = new Promise<void>((resolve) => (leave = resolve));
+  let finished = false;
+  let inputEnded = false;
+  const stdin = new PassThrough();
+  const serving = new RemoteCommand(
+    spec(async (io) => {
+      await new Promise((resolve) => io.signal.addEventListener('abort', resolve));
+      return { kind: 'exited', exitCode: 0 };
+    }),
+  ).serve({
+    stdin,
+    stdout: output().stream,
+    stderr: undefined,
+    gone,
+    endInput: () => (inputEnded = true),
+    finish: async () => {
+      finished = true;
+    },
+  });
+  leave();
+  await serving;
+  t.ok(inputEnded);
+  t.notOk(finished);
+});
