@@ -219,12 +219,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     config.readOnlyPort > 0
       ? buildServer({ host, logger: log, version: serverVersion, sessions: new StreamingSessions(0), metrics, security: { kind: 'readOnly' } })
       : undefined;
-  let url: string;
-  let readOnlyUrl: string | undefined;
-  try {
-    url = await app.listen({ host: config.address, port: config.port });
-    if (readOnly) readOnlyUrl = await readOnly.listen({ host: config.address, port: config.readOnlyPort });
-  } catch (err) {
+  /** Undoes a start that failed after the parts above were started. */
+  const abandonStart = async () => {
     await source?.stop();
     await app.close();
     await readOnly?.close();
@@ -234,6 +230,14 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await dockerRuntime.close();
     closeSecurity();
     apiClient?.close();
+  };
+  let url: string;
+  let readOnlyUrl: string | undefined;
+  try {
+    url = await app.listen({ host: config.address, port: config.port });
+    if (readOnly) readOnlyUrl = await readOnly.listen({ host: config.address, port: config.readOnlyPort });
+  } catch (err) {
+    await abandonStart();
     throw err;
   }
   servingPort = Number(new URL(url).port);
@@ -243,13 +247,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       adminKubeconfig = await writeAdminKubeconfig(config, servingPort, embedded);
       log.info({ kubeconfig: adminKubeconfig }, `Admin kubeconfig: KUBECONFIG=${adminKubeconfig} kubectl get pods`);
     } catch (err) {
-      await source?.stop();
-      await app.close();
-      await readOnly?.close();
-      await stats.stop();
-      await kubelet.stop();
-      await volumes.stop();
-      closeSecurity();
+      await abandonStart();
       throw err;
     }
   }

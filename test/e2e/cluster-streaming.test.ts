@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -12,6 +12,7 @@ import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { kubectlBinary } from '../helpers/kubectl.js';
 import { streamingUpgrades, upgradeDelta, upgradesDuring } from '../helpers/streaming-metrics.js';
 import { waitFor } from '../helpers/wait.js';
+import { freePort } from '../helpers/net.js';
 
 /**
  * Streaming **through the apiserver**: kubectl talks to a real kube-apiserver (v1.34), which
@@ -103,14 +104,6 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
     timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
 }
 
 /** The pod as the apiserver has it. */

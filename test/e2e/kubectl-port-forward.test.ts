@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { PassThrough, Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import t, { type Test } from 'tap';
@@ -8,6 +8,7 @@ import { BUSYBOX } from '../helpers/docker.js';
 import { kubectlFor } from '../helpers/kubectl.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 import { upgradesDuring } from '../helpers/streaming-metrics.js';
+import { freePort } from '../helpers/net.js';
 
 /** httpd on 8080 serving a 5 MB random file and its digest; nothing listens on 9999. */
 const manifest = `apiVersion: v1
@@ -33,14 +34,6 @@ const variants: { version: string; transport: string; tunnel: boolean; env: Reco
 ];
 
 const sha = (b: Buffer | Uint8Array) => createHash('sha256').update(b).digest('hex');
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
 
 interface Forward {
   child: ChildProcess;

@@ -1,7 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { access, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,6 +10,7 @@ import { kubectlBinary } from '../helpers/kubectl.js';
 import { nodeBaseImage } from '../helpers/node-base-image.js';
 import { parseUpgrades } from '../helpers/streaming-metrics.js';
 import { waitFor } from '../helpers/wait.js';
+import { freePort } from '../helpers/net.js';
 
 const run = promisify(execFile);
 
@@ -38,14 +38,6 @@ spec:
       imagePullPolicy: Never
       command: ["sh", "-c", "mkdir -p /srv && echo hello from the image test > /srv/index.html && exec httpd -f -p 8080 -h /srv"]
 `;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
 
 /** `docker build` with the classic builder (BuildKit needs buildx, which CI's docker.io lacks). */
 async function dockerBuild(args: string[]): Promise<void> {

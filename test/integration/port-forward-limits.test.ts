@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -9,6 +9,7 @@ import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../he
 import { awaitSwitchingProtocols } from '../helpers/raw-http.js';
 import { TestClient, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
 import { waitFor } from '../helpers/wait.js';
+import { freePort } from '../helpers/net.js';
 
 /**
  * Issue 15, finding 1: port-forward against a nodelet CLI whose open-file limit is lowered with
@@ -34,14 +35,6 @@ spec:
       imagePullPolicy: Never
       command: ["sh", "-c", "mkdir -p /www && echo hello > /www/index.html && exec httpd -f -p 8080 -h /www"]
 `;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
 
 
 interface Cli {

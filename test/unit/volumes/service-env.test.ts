@@ -1,10 +1,10 @@
 import t from 'tap';
-import type { Container, Pod, Service } from 'kubernetes-types/core/v1.js';
+import type { Container, Pod, Service, ServicePort } from 'kubernetes-types/core/v1.js';
 import { resolveEnv } from '../../../src/volumes/env.js';
 import { serviceEnvironment } from '../../../src/volumes/service-env.js';
 import type { PodObjectSource } from '../../../src/volumes/source.js';
 
-const svc = (namespace: string, name: string, clusterIP: string, ports: Service['spec'] extends infer S ? NonNullable<S>['ports'] : never): Service => ({
+const svc = (namespace: string, name: string, clusterIP: string, ports: ServicePort[]): Service => ({
   metadata: { name, namespace },
   spec: { clusterIP, ports },
 });
