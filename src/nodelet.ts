@@ -180,7 +180,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   // seconds, health from the PLEG. The port is the one listened on, known once listening.
   let servingPort = config.port;
   const nodeSource = new NodeSource({
-    readFacts: () => readNodeFacts({ docker, nodeName: config.nodeName, nodeIP: config.nodeIP, port: servingPort, rootDir: config.rootDir, kubeletVersion: serverVersion.gitVersion, maxPods: config.maxPods }),
+    readFacts: () => readNodeFacts({ engine: () => dockerRuntime.engineFacts(), nodeName: config.nodeName, nodeIP: config.nodeIP, port: servingPort, rootDir: config.rootDir, kubeletVersion: serverVersion.gitVersion, maxPods: config.maxPods }),
     health: () => healthFromRelist(kubelet.pleg.health()),
     spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
     registeredUID: () => cluster?.node.uid,

@@ -1,8 +1,7 @@
 import { readFile, statfs } from 'node:fs/promises';
 import { cpus, hostname, release, totalmem } from 'node:os';
-import type Docker from 'dockerode';
 import type { NodeFacts } from './object.js';
-import { engineOf } from '../runtime/docker/engine.js';
+import type { EngineFacts } from '../runtime/types.js';
 
 /** GOARCH spelling of Node's `process.arch`. */
 export function goArch(arch: string = process.arch): string {
@@ -23,17 +22,13 @@ export function parseOsRelease(text: string): string {
   return (m?.[1] ?? m?.[2] ?? '').trim() || 'Linux';
 }
 
-/** `docker://<version>`, or `podman://<version>` when the engine is Podman (runtime/docker/engine.ts). */
-export function runtimeVersionOf(version: Docker.DockerVersion): string {
-  return engineOf(version).runtimeVersion;
-}
-
 /**
  * Reads the node's facts from the host (/etc, /proc, /sys, the disk holding `rootDir`) and the
  * container engine (version, images). Missing host files give empty strings, as on the kubelet.
  */
 export async function readNodeFacts(opts: {
-  docker: Docker;
+  /** The container engine's version and images (`DockerRuntime.engineFacts`). */
+  engine: () => Promise<EngineFacts>;
   nodeName: string;
   nodeIP: string;
   port: number;
@@ -41,9 +36,8 @@ export async function readNodeFacts(opts: {
   kubeletVersion: string;
   maxPods: number;
 }): Promise<NodeFacts> {
-  const [version, images, machineID, productUUID, bootID, osRelease, disk] = await Promise.all([
-    opts.docker.version(),
-    opts.docker.listImages(),
+  const [engine, machineID, productUUID, bootID, osRelease, disk] = await Promise.all([
+    opts.engine(),
     firstLine('/etc/machine-id'),
     firstLine('/sys/class/dmi/id/product_uuid'),
     firstLine('/proc/sys/kernel/random/boot_id'),
@@ -56,7 +50,7 @@ export async function readNodeFacts(opts: {
     nodeIP: opts.nodeIP,
     port: opts.port,
     kubeletVersion: opts.kubeletVersion,
-    containerRuntimeVersion: runtimeVersionOf(version),
+    containerRuntimeVersion: engine.runtimeVersion,
     kernelVersion: release(),
     osImage: parseOsRelease(osRelease),
     operatingSystem: 'linux',
@@ -68,8 +62,6 @@ export async function readNodeFacts(opts: {
     memoryBytes: totalmem(),
     ephemeralStorageBytes: disk.blocks * disk.bsize,
     maxPods: opts.maxPods,
-    images: images
-      .map((i) => ({ names: [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])].filter((n) => n !== '<none>:<none>' && n !== '<none>@<none>'), sizeBytes: i.Size }))
-      .filter((i) => i.names.length > 0),
+    images: engine.images.map((i) => ({ names: [...i.names], sizeBytes: i.sizeBytes })),
   };
 }

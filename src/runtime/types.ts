@@ -134,6 +134,12 @@ export interface ContainerConfig {
   readonly pidNamespaceOf?: string;
 }
 
+/** What the node reports of its container engine: `docker://<version>` (or `podman://…`) and its images. */
+export interface EngineFacts {
+  readonly runtimeVersion: string;
+  readonly images: readonly { readonly names: readonly string[]; readonly sizeBytes: number }[];
+}
+
 export interface Runtime {
   /** Every pod this node owns, rebuilt from labels (never from nodelet's memory). */
   listPods(): Promise<RuntimePod[]>;

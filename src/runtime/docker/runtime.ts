@@ -4,7 +4,7 @@ import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
 import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, ImageInfo, ImagePullPolicy, Mount, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, ImagePullPolicy, Mount, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
@@ -20,7 +20,7 @@ import { NetnsDialers } from './netns-dialer.js';
 import { dockerSecurity } from './security.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
-import { EngineProbe, containerUlimits, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
+import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
   docker: Docker;
@@ -384,6 +384,17 @@ export class DockerRuntime implements Runtime {
     const wholeSeconds = this.#probe.current?.quirks.logTimestampsWholeSeconds === true;
     const since = wholeSeconds && opts.since ? { since: new Date(Math.floor(opts.since.getTime() / 1000) * 1000) } : {};
     return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal);
+  }
+
+  /** The engine's version and its tagged images, for the Node object (`node/facts.ts`). */
+  async engineFacts(): Promise<EngineFacts> {
+    const [version, images] = await Promise.all([this.#docker.version(), this.#docker.listImages()]);
+    return {
+      runtimeVersion: engineOf(version).runtimeVersion,
+      images: images
+        .map((i) => ({ names: [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])].filter((n) => n !== '<none>:<none>' && n !== '<none>@<none>'), sizeBytes: i.Size }))
+        .filter((i) => i.names.length > 0),
+    };
   }
 
   portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {

@@ -3,7 +3,8 @@ import type { Pod } from 'kubernetes-types/core/v1.js';
 import { mirrorPodOf } from '../../../src/cluster/mirror-pods.js';
 import { statusPatch } from '../../../src/cluster/status-sync.js';
 import { microTime, RetryDelay } from '../../../src/cluster/retry.js';
-import { goArch, parseOsRelease, runtimeVersionOf } from '../../../src/node/facts.js';
+import { goArch, parseOsRelease } from '../../../src/node/facts.js';
+import { engineOf } from '../../../src/runtime/docker/engine.js';
 import type Docker from 'dockerode';
 
 t.test('status patch: UID precondition, only kubelet conditions, cleared fields set to null', async (t) => {
@@ -72,6 +73,6 @@ t.test('node facts helpers', async (t) => {
   t.equal(parseOsRelease('NAME="Debian"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'), 'Debian GNU/Linux 12 (bookworm)');
   t.equal(parseOsRelease('PRETTY_NAME=Alpine\n'), 'Alpine');
   t.equal(parseOsRelease(''), 'Linux');
-  t.equal(runtimeVersionOf({ Version: '28.2.2' } as Docker.DockerVersion), 'docker://28.2.2');
-  t.equal(runtimeVersionOf({ Version: '4.3.1', Components: [{ Name: 'Podman Engine', Version: '4.3.1' }] } as unknown as Docker.DockerVersion), 'podman://4.3.1');
+  t.equal(engineOf({ Version: '28.2.2' } as Docker.DockerVersion).runtimeVersion, 'docker://28.2.2');
+  t.equal(engineOf({ Version: '4.3.1', Components: [{ Name: 'Podman Engine', Version: '4.3.1' }] } as unknown as Docker.DockerVersion).runtimeVersion, 'podman://4.3.1');
 });
