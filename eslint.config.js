@@ -19,6 +19,7 @@ const layers = {
   api: { allowOnly: ['config'], deny: [F, D], why: 'api/ is pure: everything but config/ types' },
   config: { allowOnly: [], deny: [F, D], why: 'config/ imports nothing else of src/' },
   version: { allowOnly: [], deny: [F, D], why: 'a constant' },
+  async: { allowOnly: [], deny: [F, D], why: 'small async helpers, pure' },
   host: { deny: [F, D, ...top], why: 'host/ is the contract between server/ and kubelet/' },
   pod: { deny: [F, ...top], why },
   status: { deny: [F, D, ...top], why },

@@ -1,5 +1,6 @@
 import type { Logger } from '../logging/index.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
+import { Coalescer } from '../async/coalescer.js';
 
 /**
  * The Pod Lifecycle Event Generator: keeps the newest runtime snapshot of every pod and reports
@@ -15,8 +16,7 @@ export class PLEG {
   #signatures = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #unwatch: (() => void) | undefined;
-  #running: Promise<void> | undefined;
-  #queued: Promise<void> | undefined;
+  readonly #relisting = new Coalescer(() => this.#relistOnce());
   #onChange: (uid: string) => void = () => {};
   #lastAttempt = 0;
   #lastSuccess = 0;
@@ -65,15 +65,7 @@ export class PLEG {
    * after its call.
    */
   relist(): Promise<void> {
-    if (!this.#running) {
-      this.#running = this.#relistOnce().finally(() => (this.#running = undefined));
-      return this.#running;
-    }
-    this.#queued ??= this.#running.then(() => {
-      this.#queued = undefined;
-      return this.relist();
-    });
-    return this.#queued;
+    return this.#relisting.run();
   }
 
   async #relistOnce(): Promise<void> {

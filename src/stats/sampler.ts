@@ -3,6 +3,7 @@ import type { ContainerStatsSample, Runtime, RuntimePod } from '../runtime/types
 import type { NodeReading } from './node.js';
 import { usageNanoCores } from './rate.js';
 import type { NodeSample, SampledContainer, StatsSnapshot, StatsSource, StatsTarget } from './types.js';
+import { Coalescer } from '../async/coalescer.js';
 
 export interface StatsSamplerOptions {
   runtime: Pick<Runtime, 'containerStats'>;
@@ -35,8 +36,7 @@ export class StatsSampler implements StatsSource {
   #node: { latest: NodeReading; previous?: NodeReading } | undefined;
   #snapshot: StatsSnapshot = { containers: [] };
   #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #queued: Promise<void> | undefined;
+  readonly #sampling = new Coalescer(() => this.#round());
   #stopped = true;
   #generation = 0;
   #rounds = 0;
@@ -67,20 +67,12 @@ export class StatsSampler implements StatsSource {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
-    await (this.#queued ?? this.#running);
+    await this.#sampling.idle();
   }
 
   /** Runs a round; resolves once a round that started after this call has finished. */
   sampleNow(): Promise<void> {
-    if (!this.#running) {
-      this.#running = this.#round().finally(() => (this.#running = undefined));
-      return this.#running;
-    }
-    this.#queued ??= this.#running.then(() => {
-      this.#queued = undefined;
-      return this.sampleNow();
-    });
-    return this.#queued;
+    return this.#sampling.run();
   }
 
   snapshot(): StatsSnapshot {
