@@ -1,7 +1,10 @@
 import type { ConfigMap, Pod, Secret, Service, ServiceList } from 'kubernetes-types/core/v1.js';
 import type { TokenRequest } from 'kubernetes-types/authentication/v1.js';
-import { isNotFound, type KubeClient } from '../apiserver/client.js';
+import { isNotFound, TransportError, type KubeClient } from '../apiserver/client.js';
 import type { PodObjectSource } from '../volumes/source.js';
+
+/** Namespaces whose last service list is kept for apiserver outages. */
+const MAX_REMEMBERED_NAMESPACES = 256;
 
 const ns = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}`;
 
@@ -12,6 +15,8 @@ const ns = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(names
  */
 export class ApiserverObjects implements PodObjectSource {
   readonly #client: KubeClient;
+  /** The last service list read per namespace, for reads while the apiserver is away. */
+  readonly #lastServices = new Map<string, Service[]>();
 
   constructor(client: KubeClient) {
     this.#client = client;
@@ -37,19 +42,32 @@ export class ApiserverObjects implements PodObjectSource {
 
   /**
    * Two reads per container start (the kubelet keeps an informer instead): the namespace's
-   * services and the default namespace's `kubernetes` service.
+   * services and the default namespace's `kubernetes` service. While the apiserver cannot be
+   * reached, the last list read for the namespace serves, as an informer's cache would, so
+   * containers keep restarting through an outage; with none read yet, the start fails.
    */
   async listServices(namespace: string): Promise<Service[]> {
-    const [own, master] = await Promise.all([
-      this.#client.request<ServiceList>('GET', `${ns(namespace)}/services`),
-      namespace === 'default' ? undefined : this.#client.request<Service>('GET', `${ns('default')}/services/kubernetes`).catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }),
-    ]);
-    // A list's items carry no namespace of their own in some encodings; they are the namespace's.
-    const items = own.items.map((s) => ({ ...s, metadata: { ...s.metadata, namespace } }));
-    return master ? [...items, master] : items;
+    try {
+      const [own, master] = await Promise.all([
+        this.#client.request<ServiceList>('GET', `${ns(namespace)}/services`),
+        namespace === 'default' ? undefined : this.#client.request<Service>('GET', `${ns('default')}/services/kubernetes`).catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        }),
+      ]);
+      // A list's items carry no namespace of their own in some encodings; they are the namespace's.
+      const items = own.items.map((s) => ({ ...s, metadata: { ...s.metadata, namespace } }));
+      const services = master ? [...items, master] : items;
+      // Newest last; the oldest namespace goes once the map is full.
+      this.#lastServices.delete(namespace);
+      this.#lastServices.set(namespace, services);
+      if (this.#lastServices.size > MAX_REMEMBERED_NAMESPACES) this.#lastServices.delete(this.#lastServices.keys().next().value ?? '');
+      return services;
+    } catch (err) {
+      const last = this.#lastServices.get(namespace);
+      if (last && err instanceof TransportError) return last;
+      throw err;
+    }
   }
 
   async requestServiceAccountToken(pod: Pod, serviceAccountName: string, opts: { audience?: string; expirationSeconds: number }): Promise<{ token: string; expirationTimestamp: Date }> {
