@@ -10,7 +10,7 @@ import { freePort } from '../../bench/lib/env.js';
 import { Label, DockerType } from '../../src/runtime/docker/labels.js';
 import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from './docker.js';
 import { unmountUnder } from './nodelet.js';
-import { childrenOf, fdsOf, poll, rssOf } from './soak.js';
+import { childrenOf, fdsOf, isPortForwardHelper, poll, rssOf } from './soak.js';
 
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
 
@@ -119,9 +119,17 @@ export class ChildNode {
     return rssOf(this.pid);
   }
 
-  /** nodelet's child processes (one `nsenter … socat` per forwarded connection). */
+  /**
+   * nodelet's child processes other than its port-forward helpers: none should outlive a session
+   * (the helper, one per pod, is reused across sessions and exits after 30 s idle).
+   */
   children(): number {
-    return childrenOf(this.pid).length;
+    return childrenOf(this.pid).filter((pid) => !isPortForwardHelper(pid)).length;
+  }
+
+  /** nodelet's per-pod port-forward helpers. */
+  portForwardHelpers(): number {
+    return childrenOf(this.pid).filter(isPortForwardHelper).length;
   }
 
   /** Sends `signal` and waits until the process has exited. */

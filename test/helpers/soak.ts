@@ -59,7 +59,7 @@ export function fdsOf(pid: number | undefined): number {
   }
 }
 
-/** Direct children of `pid` over all its threads (e.g. nodelet's `nsenter … socat` per forwarded connection). */
+/** Direct children of `pid` over all its threads (e.g. nodelet's per-pod port-forward helpers). */
 export function childrenOf(pid: number | undefined): number[] {
   try {
     return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
@@ -67,6 +67,15 @@ export function childrenOf(pid: number | undefined): number[] {
     );
   } catch {
     return [];
+  }
+}
+
+/** Whether process `pid` runs nodelet's per-pod port-forward helper (`nsenter … node portforward-helper.js`). */
+export function isPortForwardHelper(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('portforward-helper');
+  } catch {
+    return false;
   }
 }
 

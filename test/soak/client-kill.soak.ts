@@ -30,13 +30,20 @@ const liveExecs = async (container: string) => {
   const { id } = await node.containerOf('victim', container);
   return (await node.docker.getContainer(id).inspect()).ExecIDs?.length ?? 0;
 };
-/** The baseline after a kill: no session, no socat child, descriptors where they were. */
-const settled = async (fds0: number, what: string) => {
+/**
+ * The baseline after a kill: no session, no child but the port-forward helper, descriptors where
+ * they were (+1). A helper started during the case keeps its own descriptors in nodelet (the IPC
+ * channel and Node's spawn machinery: pipes, an event loop's eventfd and epoll, 8 at most) until it
+ * exits idle; a leak per connection would still show, and the stalled-connections soak counts those.
+ */
+const HELPER_FDS = 8;
+const settled = async (fds0: number, what: string, helperStarted = false) => {
   const t0 = Date.now();
+  const allowed = fds0 + 1 + (helperStarted ? HELPER_FDS : 0);
   await poll(`${what}: sessions, children and descriptors back`, async (why) => {
     const [s, c, f] = [await node.sessions(), node.children(), node.fds()];
-    why(`${s} sessions, ${c} children, ${f} fds (baseline ${fds0})`);
-    return s === 0 && c === 0 && f <= fds0 + 1 ? true : undefined;
+    why(`${s} sessions, ${c} children, ${f} fds (baseline ${fds0}, allowed ${allowed})`);
+    return s === 0 && c === 0 && f <= allowed ? true : undefined;
   }, SESSION_GONE_MS, 50);
   return round((Date.now() - t0) / 1000, 2);
 };
@@ -82,6 +89,7 @@ for (const k of KUBECTLS) {
       // port-forward: killed while a 64 MiB download is held mid-way by a reader that stopped.
       {
         const fds0 = node.fds();
+        const helpers0 = node.portForwardHelpers();
         const { proc, local } = await kubectlPortForward(t, kubectl, pod, [8080]);
         let got = 0;
         let clientClosed!: () => void;
@@ -99,11 +107,11 @@ for (const k of KUBECTLS) {
         req.on('error', () => clientClosed());
         let killed = false;
         await poll('the download under way', () => (got > MiB ? true : undefined), 30_000, 25);
-        await poll('its socat running', () => (node.children() === 1 ? true : undefined), 10_000, 25);
+        t.equal(node.portForwardHelpers(), 1, "port-forward: one helper in the pod's network namespace carries the connection");
         proc.child.kill('SIGKILL');
         killed = true;
         await proc.exited;
-        const sessionGone = await settled(fds0, 'port-forward');
+        const sessionGone = await settled(fds0, 'port-forward', helpers0 === 0);
         // The reader resumes: it gets what was in flight, then the cut.
         response?.resume();
         await poll('the client saw its connection end', () => Promise.race([closed.then(() => true), new Promise<undefined>((r) => setTimeout(r, 50))]), 30_000, 0);
