@@ -31,6 +31,12 @@ const SPECS = [
   '[sig-storage] Secrets should be consumable from pods in volume [NodeConformance] [Conformance]',
   '[sig-storage] Downward API volume should provide podname only [NodeConformance] [Conformance]',
   '[sig-storage] Projected combined should project all components that make up the projection API [Projection] [NodeConformance] [Conformance]',
+  '[sig-node] Kubelet when scheduling an agnhost Pod with hostAliases should write entries to /etc/hosts [NodeConformance] [Conformance]',
+  '[sig-node] KubeletManagedEtcHosts should test kubelet managed /etc/hosts file [NodeConformance] [Conformance]',
+  '[sig-node] Ephemeral Containers [NodeConformance] will start an ephemeral container in an existing pod [Conformance]',
+  "[sig-node] PodOSRejection [NodeConformance] Kubelet [LinuxOnly] should reject pod when the node OS doesn't match pod's OS",
+  '[sig-node] Pods should allow activeDeadlineSeconds to be updated [NodeConformance] [Conformance]',
+  '[sig-node] Pods should contain environment variables for services [NodeConformance] [Conformance]',
 ];
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
