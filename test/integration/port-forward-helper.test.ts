@@ -6,7 +6,7 @@ import WebSocket from 'ws';
 import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 import { awaitSwitchingProtocols } from '../helpers/raw-http.js';
-import { TestClient, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
+import { finOf, openForwardPair, TestClient } from '../unit/streaming/spdy/fixtures/helpers.js';
 
 /**
  * Port-forward through the per-pod helper (src/runtime/docker/netns-dialer.ts): one process in the
@@ -57,15 +57,6 @@ async function spdySession(t: Test, url: string, pod: string): Promise<TestClien
   socket.resume();
   t.teardown(() => client.close());
   return client;
-}
-
-const finOf = (id: number) => (f: Received) => f.type === 'DATA' && f.streamId === id && f.fin;
-
-async function pair(client: TestClient, port: number, requestId: number): Promise<{ error: number; data: number }> {
-  const error = await client.open([['streamtype', 'error'], ['port', String(port)], ['requestid', String(requestId)]]);
-  client.data(error, '', true);
-  const data = await client.open([['streamtype', 'data'], ['port', String(port)], ['requestid', String(requestId)]]);
-  return { error, data };
 }
 
 /** A WebSocket channel-mode forward of one port; `data` is what arrived on its data channel. */
@@ -133,8 +124,8 @@ t.test('one helper per pod: data both ways, a large download, many connections a
   // Many connections at once over one SPDY session, and a refused port among them.
   const client = await spdySession(t, node.url, pod);
   const get = 'GET /index.html HTTP/1.0\r\n\r\n';
-  const pairs = await Promise.all(Array.from({ length: 40 }, (_, i) => pair(client, 8080, i)));
-  const refused = await pair(client, 9999, 100);
+  const pairs = await Promise.all(Array.from({ length: 40 }, (_, i) => openForwardPair(client, 8080, i)));
+  const refused = await openForwardPair(client, 9999, 100);
   for (const p of pairs) client.data(p.data, get);
   await Promise.all(pairs.map((p) => client.waitFor(finOf(p.data), 30_000)));
   t.equal(pairs.filter((p) => /200 OK[^]*hello\n$/.test(client.dataOf(p.data).bytes.toString())).length, 40, '40 concurrent connections answered');
@@ -152,7 +143,7 @@ t.test('one helper per pod: data both ways, a large download, many connections a
 t.test('nodelet stop ends every helper', async (t) => {
   const { node, pod } = await pfNode(t);
   const client = await spdySession(t, node.url, pod);
-  const p = await pair(client, 8080, 0);
+  const p = await openForwardPair(client, 8080, 0);
   client.data(p.data, 'GET /index.html HTTP/1.0\r\n\r\n', true);
   await client.waitFor(finOf(p.data), 10_000);
   const pids = helpers(node);

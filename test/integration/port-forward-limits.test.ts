@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../helpers/docker.js';
 import { awaitSwitchingProtocols } from '../helpers/raw-http.js';
-import { TestClient, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
+import { finOf, openForwardPair, TestClient } from '../unit/streaming/spdy/fixtures/helpers.js';
 import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../helpers/net.js';
 
@@ -103,8 +103,6 @@ async function session(t: Test, c: Cli): Promise<{ client: TestClient; close(): 
   return { client, close };
 }
 
-const finOf = (id: number) => (f: Received) => f.type === 'DATA' && f.streamId === id && f.fin;
-
 /**
  * Opens `n` pairs to port 8080 that send nothing (httpd keeps them open), `requestid` from
  * `first`; resolves once nodelet has answered the last one (so has taken every pair up).
@@ -112,10 +110,7 @@ const finOf = (id: number) => (f: Received) => f.type === 'DATA' && f.streamId =
 async function holdPairs(client: TestClient, n: number, first = 0): Promise<{ error: number; data: number }[]> {
   const pairs = [];
   for (let i = first; i < first + n; i++) {
-    const error = await client.open([['streamtype', 'error'], ['port', '8080'], ['requestid', String(i)]]);
-    client.data(error, '', true);
-    const data = await client.open([['streamtype', 'data'], ['port', '8080'], ['requestid', String(i)]]);
-    pairs.push({ error, data });
+    pairs.push(await openForwardPair(client, 8080, i));
   }
   const last = pairs[pairs.length - 1]?.data;
   await client.waitFor((f) => f.type === 'SYN_REPLY' && f.streamId === last, 20_000);

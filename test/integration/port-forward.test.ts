@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 import { awaitSwitchingProtocols, rawRequest } from '../helpers/raw-http.js';
-import { TestClient, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
+import { finOf, openForwardPair, TestClient } from '../unit/streaming/spdy/fixtures/helpers.js';
 
 /** busybox httpd on 8080 serving a page; nothing listens on 9999. */
 const manifest = `apiVersion: v1
@@ -107,20 +107,11 @@ async function spdySession(t: Test, url: string, path: string): Promise<{ client
   return { client, socket };
 }
 
-const finOf = (id: number) => (f: Received) => f.type === 'DATA' && f.streamId === id && f.fin;
-
-async function pair(client: TestClient, port: number, requestId: number): Promise<{ error: number; data: number }> {
-  const error = await client.open([['streamtype', 'error'], ['port', String(port)], ['requestid', String(requestId)]]);
-  client.data(error, '', true);
-  const data = await client.open([['streamtype', 'data'], ['port', String(port)], ['requestid', String(requestId)]]);
-  return { error, data };
-}
-
 t.test('SPDY: a closed port fails only its own pair; other pairs of the session work', async (t) => {
   const { node, pod } = await webNode(t);
   const { client } = await spdySession(t, node.url, `/portForward/default/${pod}`);
   const get = 'GET /index.html HTTP/1.0\r\n\r\n';
-  const [good, bad] = [await pair(client, 8080, 0), await pair(client, 9999, 1)];
+  const [good, bad] = [await openForwardPair(client, 8080, 0), await openForwardPair(client, 9999, 1)];
   client.data(good.data, get);
   await client.waitFor(finOf(bad.error), 10_000);
   t.match(client.dataOf(bad.error).bytes.toString(), /^error forwarding port 9999 to pod [0-9a-f]{64}, uid : exit status 1: .*Connection refused$/);
@@ -131,7 +122,7 @@ t.test('SPDY: a closed port fails only its own pair; other pairs of the session 
   t.equal(client.dataOf(good.error).bytes.length, 0, 'no error for the good pair');
 
   // The session is still usable after a failed pair, and the client's half-close passes through.
-  const again = await pair(client, 8080, 2);
+  const again = await openForwardPair(client, 8080, 2);
   client.data(again.data, get, true);
   await client.waitFor(finOf(again.data), 10_000);
   t.match(client.dataOf(again.data).bytes.toString(), /hello\n$/);
@@ -165,7 +156,7 @@ t.test('WebSocket channel mode: data and errors per port, closed once every port
 t.test('removing the pod ends its sessions; the pod then answers 404', async (t) => {
   const { node, pod } = await webNode(t);
   const { client, socket } = await spdySession(t, node.url, `/portForward/default/${pod}`);
-  const p = await pair(client, 8080, 0);
+  const p = await openForwardPair(client, 8080, 0);
   client.data(p.data, 'GET /index.html HTTP/1.0\r\n\r\n', true);
   await client.waitFor(finOf(p.data), 10_000);
   const gone = new Promise<void>((resolve) => socket.once('close', () => resolve()));
