@@ -138,6 +138,9 @@ stop_private() {
     umount -R "$er" 2>/dev/null || true; rm -rf "$er"
   fi
   umount -R "$dir/root" 2>/dev/null || true
+  # Root filesystems an engine left mounted (stopped while stopping a container) keep rm from
+  # removing their directories: detach what is still mounted under this DIR, deepest first.
+  grep -o " $dir/root/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   rm -rf "$dir"
 }
 

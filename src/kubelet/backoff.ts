@@ -37,6 +37,11 @@ export class Backoff {
     return this.#entries.get(key)?.delayMs ?? 0;
   }
 
+  /** Forgets `key`. */
+  forget(key: string): void {
+    this.#entries.delete(key);
+  }
+
   /** Forgets every key with `prefix` (a removed pod's containers). */
   forgetPrefix(prefix: string): void {
     for (const key of this.#entries.keys()) if (key.startsWith(prefix)) this.#entries.delete(key);

@@ -36,6 +36,11 @@ export interface KubeletOptions {
   relistPeriodMs?: number;
   /** Crash-loop back-off; injectable so tests can shorten it. */
   backoff?: Backoff;
+  /**
+   * Back-off between failed sandbox creations (default 1 s doubling to 10 s, the kubelet's pod
+   * worker back-off): a runtime that refuses sandboxes is not asked again on every PLEG event.
+   */
+  sandboxBackoff?: Backoff;
   metrics?: Metrics;
   /** Sets up pod volumes before containers start and removes them with the pod; absent: pods with volumes are refused. */
   volumes?: VolumeManager;
@@ -76,6 +81,9 @@ export class Kubelet {
   /** Back-off for failures that leave no container behind (image pulls, create errors). */
   readonly #startBackoff = new Backoff();
   readonly #startFailures = new Map<string, { at: number; waiting: Waiting }>();
+  readonly #sandboxBackoff: Backoff;
+  /** The last failed sandbox creation of each pod, by UID, until one succeeds. */
+  readonly #sandboxFailures = new Map<string, { at: number; waiting: Waiting }>();
   readonly #workers: PodWorkers;
   #sourcesReady = false;
   #resyncTimer: NodeJS.Timeout | undefined;
@@ -87,6 +95,7 @@ export class Kubelet {
   constructor(opts: KubeletOptions) {
     this.#o = opts;
     this.#backoff = opts.backoff ?? new Backoff();
+    this.#sandboxBackoff = opts.sandboxBackoff ?? new Backoff({ initialMs: 1000, maxMs: 10_000 });
     this.#workers = new PodWorkers({
       sync: (uid) => this.#sync(uid),
       onError: (err, uid) => opts.log.error({ err, podUID: uid }, 'Error syncing pod'),
@@ -180,9 +189,7 @@ export class Kubelet {
         this.#firstSeen.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
         this.prober.removePod(uid);
-        this.#backoff.forgetPrefix(`${uid}/`);
-        this.#startBackoff.forgetPrefix(`${uid}/`);
-        for (const key of this.#startFailures.keys()) if (key.startsWith(`${uid}/`)) this.#startFailures.delete(key);
+        this.#forgetBackoffs(uid);
       }
       return;
     }
@@ -198,6 +205,7 @@ export class Kubelet {
     this.prober.syncPod(pod, runtimePod);
     const actions = computePodActions(pod, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id));
     this.#holdFailedStarts(pod, actions, now);
+    this.#holdFailedSandbox(pod, actions, now);
     this.#publishStatus(pod, runtimePod, actions.waiting);
     if (actions.resyncAfterMs !== undefined) this.#scheduleAfter(uid, actions.resyncAfterMs);
     for (const [name, w] of actions.waiting) {
@@ -253,6 +261,30 @@ export class Kubelet {
       actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, left);
       return false;
     });
+  }
+
+  /**
+   * A sandbox creation that failed recently waits out its back-off: no new sandbox and no starts
+   * until then (each failed creation may leave a container behind, whose PLEG event would
+   * otherwise ask the runtime again at once); the containers show the failure meanwhile.
+   */
+  #holdFailedSandbox(pod: Pod, actions: PodActions, now: number): void {
+    const uid = pod.metadata?.uid ?? '';
+    const failure = this.#sandboxFailures.get(uid);
+    if (actions.createSandbox === undefined || !failure || !this.#sandboxBackoff.isInBackOffSince(uid, failure.at, now)) return;
+    actions.createSandbox = undefined;
+    for (const s of actions.start) actions.waiting.set(s.container.name, failure.waiting);
+    actions.start = [];
+    actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, this.#sandboxBackoff.remaining(uid, failure.at, now));
+  }
+
+  /** Forgets the back-offs and recorded failures of a pod that is gone. */
+  #forgetBackoffs(uid: string): void {
+    this.#backoff.forgetPrefix(`${uid}/`);
+    this.#startBackoff.forgetPrefix(`${uid}/`);
+    for (const key of this.#startFailures.keys()) if (key.startsWith(`${uid}/`)) this.#startFailures.delete(key);
+    this.#sandboxBackoff.forget(uid);
+    this.#sandboxFailures.delete(uid);
   }
 
   /**
@@ -334,7 +366,12 @@ export class Kubelet {
         else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
       }),
     );
-    for (const id of actions.remove) await runtime.removeContainer(id);
+    // Garbage removal is best effort, as the kubelet's container GC: a container the runtime cannot
+    // remove (e.g. Docker's "device or resource busy" on a root filesystem it left mounted) is
+    // tried again at the next sync and never keeps the pod from starting its containers.
+    for (const id of actions.remove) {
+      await runtime.removeContainer(id).catch((err: unknown) => plog.warn({ err, containerID: id }, 'Failed to remove container'));
+    }
 
     let sandbox = runtimePod?.sandboxes[0];
     const refusal = actions.createSandbox !== undefined ? sandboxRefusal(pod) : undefined;
@@ -350,6 +387,7 @@ export class Kubelet {
         plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
         const id = await runtime.runSandbox(pod, actions.createSandbox);
         this.#o.metrics?.startedPods.inc();
+        this.#sandboxFailures.delete(pod.metadata?.uid ?? '');
         if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
         sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), ips: [] };
         if (readsPodIP(pod) && !pod.spec?.hostNetwork) {
@@ -362,7 +400,11 @@ export class Kubelet {
         const message = `Failed to create pod sandbox: ${(err as Error).message}`;
         plog.warn({ err }, 'Failed to create pod sandbox');
         recorder.record(pod, 'Warning', 'FailedCreatePodSandBox', message);
-        for (const s of actions.start) this.#recordStartFailure(pod, s.container, { reason: 'ContainerCreating', message });
+        const uid = pod.metadata?.uid ?? '';
+        const now = Date.now();
+        this.#sandboxBackoff.next(uid, now, now);
+        this.#sandboxFailures.set(uid, { at: now, waiting: { reason: 'ContainerCreating', message } });
+        this.#scheduleAfter(uid, this.#sandboxBackoff.remaining(uid, now, now));
         return;
       }
     }
@@ -547,9 +589,7 @@ export class Kubelet {
       }
       await this.pleg.relist();
       this.#o.statusManager.deletePodStatus(uid);
-      this.#backoff.forgetPrefix(`${uid}/`);
-      this.#startBackoff.forgetPrefix(`${uid}/`);
-      for (const key of this.#startFailures.keys()) if (key.startsWith(`${uid}/`)) this.#startFailures.delete(key);
+      this.#forgetBackoffs(uid);
       this.#firstSeen.delete(uid);
       this.#restarts.delete(uid);
       req.onKilled();

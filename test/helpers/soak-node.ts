@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -76,6 +76,8 @@ export class ChildNode {
     const node = new ChildNode(nodeName, workDir, manifestDir, port, args);
     t.teardown(async () => {
       await node.kill('SIGKILL');
+      // NODELET_SOAK_LOG_DIR keeps each nodelet's log past the run (diagnosing a failed case).
+      if (process.env.NODELET_SOAK_LOG_DIR) await copyFile(node.logFile, join(process.env.NODELET_SOAK_LOG_DIR, `${nodeName}.log`)).catch(() => undefined);
       await removeNodeContainers(node.docker, nodeName);
       await unmountUnder(workDir);
       await rm(workDir, { recursive: true, force: true });
@@ -215,10 +217,13 @@ export interface PodOnDocker {
   containers: Map<string, { id: string; state: string }[]>;
 }
 
-export async function podOnDocker(docker: Docker, node: string, uid: string): Promise<PodOnDocker> {
+export async function podOnDocker(docker: Docker, node: string, uid: string, opts: { withoutDead?: boolean } = {}): Promise<PodOnDocker> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${Label.node}=${node}`, `${Label.podUID}=${uid}`] } });
   const out: PodOnDocker = { sandboxes: [], containers: new Map() };
   for (const c of list) {
+    // `dead`: Docker's own removal failed (a root filesystem it left mounted across its restart,
+    // "device or resource busy"); nodelet retries the removal at each sync but cannot fix it.
+    if (opts.withoutDead && c.State === 'dead') continue;
     const entry = { id: c.Id, state: c.State };
     if (c.Labels[Label.dockerType] === DockerType.sandbox) out.sandboxes.push(entry);
     else {
@@ -240,8 +245,9 @@ export async function uidsOnDocker(docker: Docker, node: string): Promise<Map<st
 /**
  * Why the pods named `names` (manifest names) have not converged yet, or undefined once they
  * have: each listed with every container running and ready, and on Docker exactly one sandbox
- * (running) and per container exactly one running instance and at most one dead one (kept for
- * `logs --previous`); and nothing of the node on Docker belongs to any other pod.
+ * (running) and per container exactly one running instance and at most one exited one (kept for
+ * `logs --previous`), not counting those Docker itself failed to remove (state `dead`); and
+ * nothing of the node on Docker belongs to any other pod.
  */
 export async function notConverged(node: ChildNode, names: readonly string[]): Promise<string | undefined> {
   const pods = await node.pods();
@@ -255,7 +261,7 @@ export async function notConverged(node: ChildNode, names: readonly string[]): P
     const statuses = pod.status?.containerStatuses ?? [];
     const notRunning = specNames.filter((n) => !statuses.some((s) => s.name === n && s.state?.running && s.ready));
     if (notRunning.length > 0) return `${name}: ${notRunning.join(',')} not running and ready in /pods`;
-    const onDocker = await podOnDocker(node.docker, node.nodeName, uid);
+    const onDocker = await podOnDocker(node.docker, node.nodeName, uid, { withoutDead: true });
     if (onDocker.sandboxes.length !== 1 || onDocker.sandboxes[0]!.state !== 'running') return `${name}: sandboxes on Docker ${JSON.stringify(onDocker.sandboxes.map((s) => s.state))}`;
     for (const n of specNames) {
       const list = onDocker.containers.get(n) ?? [];

@@ -9,6 +9,8 @@ import { StatusManager } from '../../../src/status/manager.js';
 import { waitFor } from '../../helpers/wait.js';
 import { MemoryRuntime } from './fixtures/memory-runtime.js';
 
+const SANDBOX_BACKOFF_MS = 300;
+
 /** The sync of one pod, end to end inside the kubelet, against a runtime held in memory. */
 function setup() {
   const runtime = new MemoryRuntime();
@@ -26,6 +28,7 @@ function setup() {
     syncFrequencyMs: 60_000,
     relistPeriodMs: 60_000,
     backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
+    sandboxBackoff: new Backoff({ initialMs: SANDBOX_BACKOFF_MS, maxMs: 2 * SANDBOX_BACKOFF_MS }),
   });
   kubelet.start();
   kubelet.markSourcesReady();
@@ -92,4 +95,42 @@ t.test('a deletion stops the containers with the deletion grace period and publi
   kubelet.handlePodChanges({ added: [], updated: [], removed: [deleting] });
   await waitFor('removed', async () => ((await runtime.listPods()).length === 0 ? true : undefined), 5000, 5);
   await waitFor('status forgotten', () => (statusManager.getPodStatus('u1') === undefined ? true : undefined), 5000, 5);
+});
+
+t.test('a failed sandbox creation waits out a back-off before the next, however many events arrive', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  runtime.failSandboxes = 2;
+  const p = pod('Always');
+  add(p);
+  const creations = () => runtime.calls.filter((c) => c.startsWith('runSandbox')).length;
+  const at = (n: number) => waitFor(`sandbox creation ${n}`, () => (creations() >= n ? Date.now() : undefined), 5000, 2);
+  const first = await at(1);
+  // Pod updates and the failed sandbox's own PLEG event each sync the pod: none creates a sandbox.
+  for (let i = 0; i < 10; i++) kubelet.handlePodChanges({ added: [], updated: [p], removed: [] });
+  await waitFor('waiting with the failure', () => (statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.waiting?.message?.startsWith('Failed to create pod sandbox') ? true : undefined), 5000, 2);
+  const second = await at(2);
+  t.ok(second - first >= SANDBOX_BACKOFF_MS - 20, `second attempt ${second - first} ms after the first (back-off ${SANDBOX_BACKOFF_MS} ms)`);
+  const third = await at(3);
+  t.ok(third - second >= 2 * SANDBOX_BACKOFF_MS - 20, `third attempt ${third - second} ms after the second (back-off doubled)`);
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  t.equal(creations(), 3, 'one creation per back-off period');
+  t.ok(runtime.calls.includes('remove POD'), "the failed creations' sandboxes are removed");
+  t.ok(runtime.calls.includes('start app 0'));
+});
+
+t.test('a dead container the runtime cannot remove does not keep the pod from restarting its container', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  add(pod('Always'));
+  await waitFor('first start', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 1);
+  await waitFor('restarted', () => (runtime.calls.includes('start app 1') ? true : undefined), 5000, 5);
+  // The next restart removes the oldest instance (beyond the one kept for `logs --previous`): it fails.
+  runtime.failRemovals = 1;
+  runtime.exit('u1', 'app', 1);
+  await waitFor('restarted again', () => (runtime.calls.includes('start app 2') ? true : undefined), 5000, 5);
+  const removal = runtime.calls.indexOf('remove app');
+  t.ok(removal >= 0 && removal < runtime.calls.indexOf('start app 2'), 'the removal was tried (and failed) before the start');
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.running ? true : undefined), 5000, 5);
 });
