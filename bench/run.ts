@@ -13,7 +13,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dockerClient } from '../src/runtime/docker/client.js';
 import { Engine, GC_HOOK_ARGS, NodeletProcess, repoRoot } from './lib/env.js';
@@ -41,6 +41,8 @@ interface Options {
   /** The paths measured, in ORDER (ratios need `direct`, and `cli` for ÷CLI). */
   paths: PathName[];
   cpuProfDir: string | undefined;
+  /** Where nodelet writes a heap snapshot after each forced GC (bench/lib/gc-hook.ts). */
+  heapSnapshotDir: string | undefined;
   nodeletCli: string | undefined;
   nodeletNodeArgs: string[];
   wsZeroMask: boolean;
@@ -91,6 +93,8 @@ const USAGE = `usage: npm run bench -- [options]
   --watch-changes N   status changes per burst in the watch part (default 300)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
+  --heap-snapshots DIR  a V8 heap snapshot of nodelet after each forced GC (memory figures), in DIR;
+                      compare two with node dist-bench/bench/lib/heap-diff.js A B [sessions]
   --keep-logs         keep nodelet's log and work directory
   --no-trace-gc       do not run nodelet with --trace-gc (by default its full GCs per transfer are counted)
   --ws-zero-mask      diagnostic: WebSocket stdin frames with a zero mask key, which the server
@@ -113,6 +117,7 @@ function parseOptions(argv: string[]): Options {
       only: { type: 'string' },
       paths: { type: 'string' },
       'cpu-prof': { type: 'string' },
+      'heap-snapshots': { type: 'string' },
       'keep-logs': { type: 'boolean', default: false },
       'nodelet-cli': { type: 'string' },
       'nodelet-node-args': { type: 'string' },
@@ -165,6 +170,7 @@ function parseOptions(argv: string[]): Options {
     only,
     paths: ORDER.filter((p) => paths.includes(p)),
     cpuProfDir: values['cpu-prof'],
+    heapSnapshotDir: values['heap-snapshots'],
     nodeletCli: values['nodelet-cli'],
     wsZeroMask: values['ws-zero-mask'] ?? false,
     traceGc: values['trace-gc'] ?? true,
@@ -279,6 +285,8 @@ async function main(): Promise<void> {
     );
     const dockerVersion = await engine.version();
 
+    // The nodelet child inherits the environment: gc-hook.ts reads this.
+    if (opts.heapSnapshotDir) process.env.NODELET_BENCH_HEAP_SNAPSHOTS = resolve(opts.heapSnapshotDir);
     const nodeArgs = [
       ...(opts.traceGc ? ['--trace-gc'] : []),
       // Memory figures are taken after a forced GC (SIGUSR2, see bench/lib/gc-hook.ts).
