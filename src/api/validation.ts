@@ -141,6 +141,7 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
   const containers = optList(spec.containers, `${path}.containers`, errs);
   if (containers && containers.length === 0) errs.required(`${path}.containers`);
   containers?.forEach((c, i) => validateContainer(c, `${path}.containers[${i}]`, names, volumes, errs));
+  if (spec.hostNetwork === true) validateHostNetworkPorts(containers, `${path}.containers`, errs);
 
   validateEnum(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errs);
   validateEnum(spec.dnsPolicy, `${path}.dnsPolicy`, dnsPolicies, errs);
@@ -155,6 +156,21 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
       errs.invalid(`${path}.activeDeadlineSeconds`, deadline, 'must be between 1 and 2147483647, inclusive');
     }
   }
+}
+
+/**
+ * The apiserver's `validateHostNetwork`: a host-network container listens on the host itself,
+ * so `hostPort` must be its `containerPort`. The apiserver first defaults an unset `hostPort`
+ * to the `containerPort`; static pods are not given that default here, so unset passes.
+ */
+function validateHostNetworkPorts(containers: unknown[] | undefined, path: string, errs: FieldErrors): void {
+  containers?.forEach((c, i) => {
+    if (!isRecord(c) || !Array.isArray(c.ports)) return;
+    c.ports.forEach((port: unknown, j) => {
+      if (!isRecord(port) || port.hostPort === undefined || port.hostPort === null || port.hostPort === 0) return;
+      if (port.hostPort !== port.containerPort) errs.invalid(`${path}[${i}].ports[${j}].containerPort`, port.containerPort, 'must match `hostPort` when `hostNetwork` is true');
+    });
+  });
 }
 
 /** An enum the defaulting fills in: absent or `""` is fine here, anything else must be listed. */

@@ -18,6 +18,8 @@ import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
 import { readsPodIP } from '../volumes/downward-api.js';
 import { sandboxRefusal } from './security-context.js';
+import { unsupportedFieldRefusal } from './unsupported.js';
+import { pullCredentials } from './pull-secrets.js';
 import { admissionRefusal } from './admission.js';
 import { getPodQOS } from '../api/qos.js';
 import type { VolumeManager } from '../volumes/manager.js';
@@ -254,7 +256,7 @@ export class Kubelet {
       const failure = this.#startFailures.get(key);
       if (!failure || !this.#startBackoff.isInBackOffSince(key, failure.at, now)) return true;
       const waiting = failure.waiting.reason === 'ErrImagePull'
-        ? { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` }
+        ? { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}": ErrImagePull: ${failure.waiting.message}` }
         : failure.waiting;
       actions.waiting.set(container.name, waiting);
       const left = this.#startBackoff.remaining(key, failure.at, now);
@@ -374,9 +376,9 @@ export class Kubelet {
     }
 
     let sandbox = runtimePod?.sandboxes[0];
-    const refusal = actions.createSandbox !== undefined ? sandboxRefusal(pod) : undefined;
+    const refusal = actions.createSandbox !== undefined ? (sandboxRefusal(pod) ?? unsupportedFieldRefusal(pod)) : undefined;
     if (refusal) {
-      // Refused before a sandbox exists (user namespaces): nothing is created.
+      // Refused before a sandbox exists (user namespaces, fields nodelet cannot apply): nothing is created.
       plog.warn({ reason: refusal.reason }, refusal.message);
       recorder.record(pod, 'Warning', refusal.reason, refusal.message);
       for (const s of actions.start) this.#recordStartFailure(pod, s.container, { reason: 'CreateContainerConfigError', message: refusal.message });
@@ -423,7 +425,9 @@ export class Kubelet {
     let image: Awaited<ReturnType<typeof runtime.ensureImage>>;
     try {
       if (policy !== 'IfNotPresent') recorder.record(subject, 'Normal', 'Pulling', `Pulling image "${container.image}"`);
-      image = await runtime.ensureImage(container.image ?? '', policy);
+      // imagePullSecrets are read only when the image must be pulled.
+      const credentials = () => pullCredentials(pod, container.image ?? '', { objects: this.#o.objects, warn: (reason, message) => recorder.record(pod, 'Warning', reason, message) });
+      image = await runtime.ensureImage(container.image ?? '', policy, credentials);
       recorder.record(subject, 'Normal', 'Pulled', policy === 'Always' ? `Successfully pulled image "${container.image}"` : `Container image "${container.image}" already present on machine`);
     } catch (err) {
       const reason = (err as { reason?: string }).reason ?? 'ErrImagePull';

@@ -77,6 +77,22 @@ export interface ContainerStatsSample {
 
 export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
+/**
+ * Credentials for one pull (Docker's `X-Registry-Auth`), from an image pull secret: the registry
+ * is the image's own, so no server address is sent.
+ */
+export interface RegistryAuth {
+  readonly username: string;
+  readonly password: string;
+  readonly email?: string;
+}
+
+/**
+ * The credentials to try, in order, when an image must be pulled; called only then (reading
+ * them may cost apiserver requests). Empty: an anonymous pull.
+ */
+export type PullCredentials = () => Promise<readonly RegistryAuth[]>;
+
 /** A present image: its ID (`sha256:…`) and the user its config runs as (`""` for the default, root). */
 export interface ImageInfo {
   readonly id: string;
@@ -143,8 +159,11 @@ export interface EngineFacts {
 export interface Runtime {
   /** Every pod this node owns, rebuilt from labels (never from nodelet's memory). */
   listPods(): Promise<RuntimePod[]>;
-  /** Makes `image` present according to `policy`; throws `ErrImagePull`/`ErrImageNeverPull` errors. */
-  ensureImage(image: string, policy: ImagePullPolicy): Promise<ImageInfo>;
+  /**
+   * Makes `image` present according to `policy`; throws `ErrImagePull`/`ErrImageNeverPull` errors.
+   * A pull asks `credentials` (when given) and tries each in order until one succeeds.
+   */
+  ensureImage(image: string, policy: ImagePullPolicy, credentials?: PullCredentials): Promise<ImageInfo>;
   /** Creates and starts a sandbox; returns its ID. */
   runSandbox(pod: Pod, attempt: number): Promise<string>;
   /**

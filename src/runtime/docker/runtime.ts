@@ -4,7 +4,8 @@ import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
 import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, ImagePullPolicy, Mount, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, ImagePullPolicy, Mount, PullCredentials, RegistryAuth, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import { aggregate } from '../../api/validation.js';
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
@@ -218,7 +219,7 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async ensureImage(image: string, policy: ImagePullPolicy): Promise<ImageInfo> {
+  async ensureImage(image: string, policy: ImagePullPolicy, credentials?: PullCredentials): Promise<ImageInfo> {
     if (!image.trim()) throw new ImageError('InvalidImageName', 'image name is empty');
     const present = await this.#image(image);
     if (policy === 'Never') {
@@ -226,7 +227,7 @@ export class DockerRuntime implements Runtime {
       throw new ImageError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
     }
     if (present && policy === 'IfNotPresent') return present;
-    await this.#pull(image);
+    await this.#pullWith(image, credentials ? await credentials() : []);
     const pulled = await this.#image(image);
     if (!pulled) throw new ImageError('ErrImagePull', `image "${image}" not present after pull`);
     return pulled;
@@ -242,11 +243,30 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async #pull(image: string): Promise<void> {
-    const log = this.#opts.log.child({ image });
-    log.info('Pulling image');
+  /**
+   * The kubelet's `PullImage`: anonymously without credentials, else with each in turn until one
+   * pull succeeds; when all fail, the error lists each failure (`[a, b]`, as Go's aggregate).
+   */
+  async #pullWith(image: string, credentials: readonly RegistryAuth[]): Promise<void> {
+    if (!credentials.length) return this.#pull(image, undefined);
+    const failures: string[] = [];
+    for (const [i, auth] of credentials.entries()) {
+      try {
+        return await this.#pull(image, auth, i);
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
+    }
+    throw new ImageError('ErrImagePull', aggregate(failures));
+  }
+
+  async #pull(image: string, auth: RegistryAuth | undefined, credential?: number): Promise<void> {
+    // Never the credentials themselves: which of the pod's credentials (by position) is tried.
+    const log = this.#opts.log.child({ image, ...(credential !== undefined ? { credential } : {}) });
+    log.info(auth ? 'Pulling image with credentials' : 'Pulling image');
     try {
-      const stream = await this.#docker.pull(image);
+      // dockerode sends `authconfig` as the X-Registry-Auth header, never in the query.
+      const stream = await this.#docker.pull(image, auth ? { authconfig: { username: auth.username, password: auth.password, ...(auth.email ? { email: auth.email } : {}) } } : {});
       let lastLogged = 0;
       await new Promise<void>((resolve, reject) => {
         this.#docker.modem.followProgress(

@@ -1,0 +1,65 @@
+import type { Container, Pod } from '../api/types.js';
+
+/** Why a pod's sandbox is not created: the Warning event's reason and the containers' message. */
+export interface SandboxRefusal {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
+ * Pod-spec fields nodelet cannot apply, checked before a sandbox is created (project rule: a
+ * field is applied or refused, never accepted and ignored). The event reasons are those of the
+ * kubelet step that would fail:
+ *
+ * - `runtimeClassName`: the kubelet looks the RuntimeClass's handler up before it creates the
+ *   sandbox and fails it when there is none (`FailedCreatePodSandBox`). nodelet has one runtime,
+ *   Docker, and no handlers: every RuntimeClass is unknown here.
+ * - `overhead`: the apiserver sets it only from a RuntimeClass (its RuntimeClass admission rejects
+ *   "Pod Overhead set without corresponding RuntimeClass"); without one it is refused the same way.
+ *   With a runtimeClassName, that refusal comes first.
+ * - `resourceClaims` (and a container's `resources.claims`): dynamic resource allocation, which the
+ *   kubelet prepares before the sandbox (`FailedPrepareDynamicResources`); nodelet has no DRA.
+ * - `ports[].hostPort` on a pod without `hostNetwork`: the kubelet's network plugin publishes it
+ *   when it sets up the sandbox's network (`FailedCreatePodSandBox` when it cannot); nodelet's
+ *   sandboxes run on the Docker network `none` by default, where no host port can be published,
+ *   and nodelet sets up no port mapping on any `--pod-network`. With `hostNetwork` the apiserver
+ *   requires `hostPort` to equal `containerPort` (and defaults it to it), and the container
+ *   listening on it is all there is to apply.
+ */
+export function unsupportedFieldRefusal(pod: Pod): SandboxRefusal | undefined {
+  const spec = pod.spec;
+  if (!spec) return undefined;
+  if (spec.runtimeClassName) {
+    return {
+      reason: 'FailedCreatePodSandBox',
+      message: `runtimeClassName ${JSON.stringify(spec.runtimeClassName)}: nodelet has a single container runtime (Docker) and no RuntimeClass handlers; remove runtimeClassName to run the pod here`,
+    };
+  }
+  if (spec.overhead && Object.keys(spec.overhead).length) {
+    return {
+      reason: 'FailedCreatePodSandBox',
+      message: 'overhead: pod overhead is only set together with a RuntimeClass (runtimeClassName), which nodelet does not support',
+    };
+  }
+  const containers: readonly Container[] = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
+  const claim = spec.resourceClaims?.[0]?.name ?? containers.flatMap((c) => c.resources?.claims ?? [])[0]?.name;
+  if (claim !== undefined) {
+    return {
+      reason: 'FailedPrepareDynamicResources',
+      message: `resourceClaim ${JSON.stringify(claim)}: dynamic resource allocation (resourceClaims) is not supported by nodelet`,
+    };
+  }
+  if (!spec.hostNetwork) {
+    for (const c of containers) {
+      const port = c.ports?.find((p) => p.hostPort !== undefined && p.hostPort !== null && p.hostPort !== 0);
+      if (port) {
+        const at = `${port.hostIP ? `${port.hostIP}:` : ''}${port.hostPort}`;
+        return {
+          reason: 'FailedCreatePodSandBox',
+          message: `container ${JSON.stringify(c.name)}: hostPort ${at} (containerPort ${port.containerPort}/${port.protocol ?? 'TCP'}) cannot be published: nodelet does not map host ports into pod networks (sandboxes run on Docker network none by default); use hostNetwork: true (hostPort equal to containerPort) or remove hostPort`,
+        };
+      }
+    }
+  }
+  return undefined;
+}

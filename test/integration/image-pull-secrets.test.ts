@@ -1,0 +1,271 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import t from 'tap';
+import type { Secret } from 'kubernetes-types/core/v1.js';
+import type { Pod } from '../../src/api/types.js';
+import { EventRecorder } from '../../src/events/recorder.js';
+import { Backoff } from '../../src/kubelet/backoff.js';
+import { Kubelet } from '../../src/kubelet/kubelet.js';
+import { createLogger } from '../../src/logging/index.js';
+import { PodManager } from '../../src/pod/manager.js';
+import { DockerRuntime, ImageError } from '../../src/runtime/docker/runtime.js';
+import { StatusManager } from '../../src/status/manager.js';
+import type { PodObjectSource } from '../../src/volumes/source.js';
+import { BUSYBOX, removeNodeContainers, testDocker } from '../helpers/docker.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * imagePullSecrets against the real engine and a registry written here: a Node HTTP server on
+ * 127.0.0.1 (which Docker treats as an insecure registry, so plain HTTP) implementing just enough
+ * of the registry v2 API — `GET /v2/`, manifests and blobs — to serve the locally built busybox
+ * image (from `docker save`), behind HTTP Basic authentication. Checked: the runtime's pull with
+ * no, wrong, and several credentials; and through the kubelet's sync (pull secrets read from an
+ * object source, as cluster mode's apiserver reader), a pod whose secret matches runs, one whose
+ * secret holds a wrong password waits with ErrImagePull / ImagePullBackOff saying unauthorized.
+ */
+t.setTimeout(180_000);
+
+const USER = 'puller';
+const PASSWORD = `pw-${randomBytes(6).toString('hex')}`;
+const docker = testDocker();
+const log = createLogger({ verbosity: 0, format: 'json' });
+
+/** The files of a tar archive (`docker save` output: regular files only matter). */
+function untar(buf: Buffer): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  let off = 0;
+  while (off + 512 <= buf.length) {
+    const header = buf.subarray(off, off + 512);
+    if (header.every((b) => b === 0)) break;
+    const field = (start: number, len: number) => header.subarray(start, start + len).toString('latin1').replace(/\0.*$/s, '');
+    const prefix = field(345, 155);
+    const name = prefix ? `${prefix}/${field(0, 100)}` : field(0, 100);
+    const size = parseInt(field(124, 12).trim() || '0', 8);
+    const type = field(156, 1);
+    off += 512;
+    if (type === '0' || type === '') files.set(name, buf.subarray(off, off + size));
+    off += Math.ceil(size / 512) * 512;
+  }
+  return files;
+}
+
+const sha256 = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+interface Registry {
+  readonly host: string;
+  /** Requests by path and whether they carried the right credentials (`GET /v2/ ok`). */
+  readonly requests: string[];
+  close(): Promise<void>;
+}
+
+/** A registry serving `image` (as saved by the engine) as `<any name>:<any tag>`, for USER:PASSWORD only. */
+async function startRegistry(image: string): Promise<Registry> {
+  const saved = untar(Buffer.from(await new Promise<Buffer>((resolve, reject) => {
+    docker.getImage(image).get((err: Error | null, stream?: NodeJS.ReadableStream) => {
+      if (err || !stream) return reject(err ?? new Error('no stream'));
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => resolve(Buffer.concat(chunks)));
+      stream.on('error', reject);
+    });
+  })));
+  const [entry] = JSON.parse(saved.get('manifest.json')?.toString() ?? '[]') as { Config: string; Layers: string[] }[];
+  if (!entry) throw new Error('docker save gave no manifest.json');
+  const config = saved.get(entry.Config);
+  if (!config) throw new Error(`no ${entry.Config} in the saved image`);
+  const blobs = new Map<string, Buffer>([[sha256(config), config]]);
+  const layers = entry.Layers.map((path) => {
+    const tar = saved.get(path);
+    if (!tar) throw new Error(`no ${path} in the saved image`);
+    const gz = gzipSync(tar);
+    blobs.set(sha256(gz), gz);
+    return { mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: gz.length, digest: sha256(gz) };
+  });
+  const manifest = Buffer.from(JSON.stringify({
+    schemaVersion: 2,
+    mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
+    config: { mediaType: 'application/vnd.docker.container.image.v1+json', size: config.length, digest: sha256(config) },
+    layers,
+  }));
+  const manifestDigest = sha256(manifest);
+  const expected = `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}`;
+  const requests: string[] = [];
+
+  const send = (res: ServerResponse, req: IncomingMessage, status: number, body: Buffer, headers: Record<string, string>) => {
+    res.writeHead(status, { 'Docker-Distribution-API-Version': 'registry/2.0', 'Content-Length': String(body.length), ...headers });
+    res.end(req.method === 'HEAD' ? undefined : body);
+  };
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://registry').pathname;
+    const authorized = req.headers.authorization === expected;
+    requests.push(`${req.method} ${path} ${req.headers.authorization ? (authorized ? 'ok' : 'wrong') : 'anonymous'}`);
+    if (!authorized) {
+      const body = Buffer.from(JSON.stringify({ errors: [{ code: 'UNAUTHORIZED', message: 'authentication required', detail: null }] }));
+      return send(res, req, 401, body, { 'Content-Type': 'application/json', 'WWW-Authenticate': 'Basic realm="nodelet-test-registry"' });
+    }
+    if (path === '/v2/' || path === '/v2') return send(res, req, 200, Buffer.from('{}'), { 'Content-Type': 'application/json' });
+    const m = /^\/v2\/(.+)\/(manifests|blobs)\/([^/]+)$/.exec(path);
+    if (m?.[2] === 'manifests') {
+      return send(res, req, 200, manifest, { 'Content-Type': 'application/vnd.docker.distribution.manifest.v2+json', 'Docker-Content-Digest': manifestDigest });
+    }
+    const blob = m?.[2] === 'blobs' ? blobs.get(m[3] ?? '') : undefined;
+    if (blob) return send(res, req, 200, blob, { 'Content-Type': 'application/octet-stream', 'Docker-Content-Digest': m?.[3] ?? '' });
+    const body = Buffer.from(JSON.stringify({ errors: [{ code: 'BLOB_UNKNOWN', message: 'blob unknown to registry' }] }));
+    return send(res, req, 404, body, { 'Content-Type': 'application/json' });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    host: `127.0.0.1:${port}`,
+    requests,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+const registry = await startRegistry(BUSYBOX);
+t.teardown(() => registry.close());
+const tag = randomBytes(4).toString('hex');
+/** A fresh name per case, so each pull really goes to the registry. */
+const imageName = (what: string) => `${registry.host}/nodelet-test/${what}:${tag}`;
+const pulled: string[] = [];
+t.teardown(async () => {
+  for (const name of pulled) await docker.getImage(name).remove({ force: true }).catch(() => undefined);
+});
+
+const absent = async (name: string) => {
+  pulled.push(name);
+  await docker.getImage(name).remove({ force: true }).catch(() => undefined);
+  return name;
+};
+
+const nodeName = `pullsecrets-${tag}`;
+const runtime = new DockerRuntime({ docker, nodeName, infraImage: 'registry.k8s.io/pause:3.10', podNetwork: 'none', log });
+
+const errorOf = async (p: Promise<unknown>): Promise<ImageError> => {
+  try {
+    await p;
+  } catch (err) {
+    return err as ImageError;
+  }
+  throw new Error('the pull succeeded');
+};
+
+t.test('the runtime: an anonymous pull and a wrong password are refused as unauthorized; the right one pulls', async (t) => {
+  const anon = await absent(imageName('anon'));
+  const e1 = await errorOf(runtime.ensureImage(anon, 'Always'));
+  t.equal(e1.reason, 'ErrImagePull');
+  // Docker's words for a Basic challenge answered with no credentials at all.
+  t.match(e1.message, /no basic auth credentials/i);
+  t.ok(registry.requests.some((r) => r.endsWith('anonymous')), 'the registry was asked, anonymously');
+  t.notOk(registry.requests.some((r) => r.endsWith(' ok')), 'and never with the right credentials');
+
+  const wrong = await absent(imageName('wrong'));
+  const e2 = await errorOf(runtime.ensureImage(wrong, 'Always', async () => [{ username: USER, password: 'not-it' }]));
+  t.equal(e2.reason, 'ErrImagePull');
+  t.match(e2.message, /unauthorized/i);
+  t.ok(registry.requests.some((r) => r.endsWith('wrong')), 'the wrong credentials were sent');
+
+  const right = await absent(imageName('right'));
+  const info = await runtime.ensureImage(right, 'Always', async () => [{ username: USER, password: PASSWORD }]);
+  t.match(info.id, /^sha256:/);
+  t.equal(info.id, (await docker.getImage(BUSYBOX).inspect()).Id, 'the image served is the saved one');
+});
+
+t.test('the runtime: several credentials are tried in order until one pull succeeds; all failing lists each failure', async (t) => {
+  const name = await absent(imageName('several'));
+  const before = registry.requests.length;
+  const asked: string[] = [];
+  const creds = async () => {
+    asked.push('asked');
+    return [{ username: 'someone', password: 'else' }, { username: USER, password: PASSWORD }];
+  };
+  await runtime.ensureImage(name, 'Always', creds);
+  const seen = registry.requests.slice(before);
+  t.ok(seen.findIndex((r) => r.endsWith('wrong')) < seen.findIndex((r) => r.endsWith(' ok')), 'the first credential before the second');
+  t.same(asked, ['asked']);
+
+  // Present now: IfNotPresent does not pull, so the credentials are not even asked for.
+  await runtime.ensureImage(name, 'IfNotPresent', creds);
+  t.same(asked, ['asked'], 'no pull, no credentials read');
+
+  const failing = await absent(imageName('all-wrong'));
+  const e = await errorOf(runtime.ensureImage(failing, 'Always', async () => [{ username: 'a', password: 'b' }, { username: 'c', password: 'd' }]));
+  t.equal(e.reason, 'ErrImagePull');
+  t.match(e.message, /^\[failed to pull image .*unauthorized.*, failed to pull image .*unauthorized.*\]$/is, 'one failure per credential');
+});
+
+const dockerConfigSecret = (name: string, password: string): Secret => ({
+  metadata: { name, namespace: 'team' },
+  type: 'kubernetes.io/dockerconfigjson',
+  data: { '.dockerconfigjson': Buffer.from(JSON.stringify({ auths: { [`http://${registry.host}`]: { auth: Buffer.from(`${USER}:${password}`).toString('base64') } } })).toString('base64') },
+});
+
+t.test('through the kubelet: pull secrets from the object source; the right one runs the pod, a wrong one waits unauthorized', async (t) => {
+  const secrets = [dockerConfigSecret('regcred', PASSWORD), dockerConfigSecret('stale', 'old-password')];
+  const objects: PodObjectSource = {
+    getSecret: async (namespace, name) => secrets.find((s) => s.metadata?.namespace === namespace && s.metadata?.name === name),
+    getConfigMap: async () => undefined,
+    requestServiceAccountToken: async () => {
+      throw new Error('not used');
+    },
+  };
+  const podManager = new PodManager();
+  const statusManager = new StatusManager();
+  const recorder = new EventRecorder({ nodeName });
+  const kubelet = new Kubelet({
+    nodeName,
+    nodeIP: '127.0.0.1',
+    runtime,
+    podManager,
+    statusManager,
+    recorder,
+    log,
+    objects,
+    syncFrequencyMs: 60_000,
+    relistPeriodMs: 1000,
+    backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
+  });
+  t.teardown(async () => {
+    await kubelet.stop();
+    await removeNodeContainers(docker, nodeName);
+  });
+  kubelet.start();
+  kubelet.markSourcesReady();
+  const podOf = (uid: string, image: string, secret: string): Pod => ({
+    metadata: { uid, name: uid, namespace: 'team' },
+    spec: {
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 0,
+      imagePullSecrets: [{ name: 'missing' }, { name: secret }],
+      containers: [{ name: 'app', image, imagePullPolicy: 'Always', command: ['sh', '-c', 'echo pulled-and-running; sleep 600'] }],
+    },
+  });
+  const add = (pod: Pod) => {
+    podManager.updatePod(pod);
+    kubelet.handlePodChanges({ added: [pod], updated: [], removed: [] });
+  };
+
+  const good = podOf('good', await absent(imageName('kubelet-good')), 'regcred');
+  add(good);
+  await waitFor('the pod with the right secret running', () => (statusManager.getPodStatus('good')?.containerStatuses?.[0]?.state?.running ? true : undefined), 90_000, 50);
+  const events = recorder.list('team');
+  t.ok(events.some((e) => e.reason === 'FailedToRetrieveImagePullSecret' && e.involvedObject?.name === 'good' && /\(missing\)/.test(e.message ?? '')), 'the missing secret is named in a warning, the pull goes on');
+  t.ok(events.some((e) => e.reason === 'Pulled' && e.involvedObject?.name === 'good'));
+
+  const bad = podOf('bad', await absent(imageName('kubelet-bad')), 'stale');
+  add(bad);
+  await waitFor('the failed pull event', () => (recorder.list('team').some((e) => e.involvedObject?.name === 'bad' && e.reason === 'Failed' && /unauthorized/i.test(e.message ?? '')) ? true : undefined), 60_000, 50);
+  // The next sync (here asked for; a resync or any pod event does the same) publishes the failure.
+  kubelet.handlePodChanges({ added: [], updated: [bad], removed: [] });
+  const waiting = await waitFor('the pod with the stale secret waiting', () => {
+    const w = statusManager.getPodStatus('bad')?.containerStatuses?.[0]?.state?.waiting;
+    return w?.reason === 'ErrImagePull' || w?.reason === 'ImagePullBackOff' ? w : undefined;
+  }, 30_000, 50);
+  t.match(waiting.message, /unauthorized/i, `${waiting.reason}: ${waiting.message}`);
+  t.equal(statusManager.getPodStatus('bad')?.phase, 'Pending');
+});

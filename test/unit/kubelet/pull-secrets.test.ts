@@ -1,0 +1,156 @@
+import t from 'tap';
+import type { Secret } from 'kubernetes-types/core/v1.js';
+import type { Pod } from '../../../src/api/types.js';
+import { EventRecorder } from '../../../src/events/recorder.js';
+import { Backoff } from '../../../src/kubelet/backoff.js';
+import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { pullCredentials } from '../../../src/kubelet/pull-secrets.js';
+import { createLogger } from '../../../src/logging/index.js';
+import { PodManager } from '../../../src/pod/manager.js';
+import type { ImageInfo, ImagePullPolicy, PullCredentials, RegistryAuth } from '../../../src/runtime/types.js';
+import { StatusManager } from '../../../src/status/manager.js';
+import type { PodObjectSource } from '../../../src/volumes/source.js';
+import { waitFor } from '../../helpers/wait.js';
+import { MemoryRuntime } from './fixtures/memory-runtime.js';
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const dockerConfigSecret = (name: string, auths: Record<string, unknown>): Secret => ({
+  metadata: { name, namespace: 'team' },
+  type: 'kubernetes.io/dockerconfigjson',
+  data: { '.dockerconfigjson': b64(JSON.stringify({ auths })) },
+});
+
+/** Secrets of namespace `team`; a name in `failing` rejects as an unreachable apiserver would. */
+function objects(secrets: Secret[], failing: string[] = []): PodObjectSource & { reads: string[] } {
+  const reads: string[] = [];
+  return {
+    reads,
+    async getSecret(namespace: string, name: string) {
+      reads.push(`${namespace}/${name}`);
+      if (failing.includes(name)) throw new Error('connect ECONNREFUSED');
+      return secrets.find((s) => s.metadata?.name === name && namespace === 'team');
+    },
+    async getConfigMap() {
+      return undefined;
+    },
+    async requestServiceAccountToken() {
+      throw new Error('not here');
+    },
+  };
+}
+
+const podWith = (secrets: string[], image = 'registry.example:5000/app:1', policy = 'Always'): Pod => ({
+  metadata: { uid: 'u1', name: 'p', namespace: 'team' },
+  spec: { restartPolicy: 'Always', imagePullSecrets: secrets.map((name) => ({ name })), containers: [{ name: 'app', image, imagePullPolicy: policy }] },
+});
+
+function warnings() {
+  const list: string[] = [];
+  return { list, warn: (reason: string, message: string) => list.push(`${reason}: ${message}`) };
+}
+
+t.test('the credentials of the pull secrets that match the image, most specific first, secret order kept', async (t) => {
+  const src = objects([
+    dockerConfigSecret('host', { 'https://registry.example:5000': { auth: b64('host-user:p1') } }),
+    dockerConfigSecret('team', { 'registry.example:5000/app': { username: 'app-user', password: 'p2' } }),
+    dockerConfigSecret('elsewhere', { 'other.example': { username: 'other', password: 'p3' } }),
+  ]);
+  const w = warnings();
+  const creds = await pullCredentials(podWith(['host', 'team', 'elsewhere']), 'registry.example:5000/app:1', { objects: src, warn: w.warn });
+  t.same(creds, [
+    { username: 'app-user', password: 'p2' },
+    { username: 'host-user', password: 'p1' },
+  ]);
+  t.same(src.reads, ['team/host', 'team/team', 'team/elsewhere']);
+  t.same(w.list, []);
+});
+
+t.test('a secret that cannot be read is skipped with the kubelet event; the pull goes on with the rest', async (t) => {
+  const src = objects([dockerConfigSecret('ok', { 'registry.example:5000': { username: 'u', password: 'p' } })], ['down']);
+  const w = warnings();
+  const creds = await pullCredentials(podWith(['missing', 'ok', 'down', '']), 'registry.example:5000/app', { objects: src, warn: w.warn });
+  t.same(creds, [{ username: 'u', password: 'p' }]);
+  t.same(w.list, ['FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets (missing, down); attempting to pull the image may not succeed.']);
+  t.notOk(src.reads.includes('team/'), 'an entry with an empty name is not read');
+});
+
+t.test('standalone: no secret can be read; anonymous pull, with the event saying why', async (t) => {
+  const w = warnings();
+  t.same(await pullCredentials(podWith(['regcred']), 'registry.example:5000/app', { objects: undefined, warn: w.warn }), []);
+  t.match(w.list, [/^FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets \(regcred\); .* need cluster mode \(--kubeconfig\)\.$/]);
+  const none = warnings();
+  t.same(await pullCredentials(podWith([]), 'registry.example:5000/app', { objects: undefined, warn: none.warn }), []);
+  t.same(none.list, [], 'no pull secrets: nothing to say');
+});
+
+t.test('a malformed docker config fails the pull, naming the secret', async (t) => {
+  const broken: Secret = { metadata: { name: 'broken', namespace: 'team' }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64('{"auths":') } };
+  await t.rejects(pullCredentials(podWith(['broken']), 'registry.example:5000/app', { objects: objects([broken]), warn: () => undefined }), /image pull secret "broken": invalid \.dockerconfigjson/);
+});
+
+/** A runtime that must pull every image and records the credentials the kubelet handed it. */
+class PullingRuntime extends MemoryRuntime {
+  readonly pulls: { image: string; policy: ImagePullPolicy; credentials: readonly RegistryAuth[] | 'not asked' }[] = [];
+  present = false;
+
+  override async ensureImage(image: string, policy: ImagePullPolicy = 'IfNotPresent', credentials?: PullCredentials): Promise<ImageInfo> {
+    const mustPull = policy === 'Always' || (policy === 'IfNotPresent' && !this.present);
+    this.pulls.push({ image, policy, credentials: mustPull && credentials ? await credentials() : 'not asked' });
+    return { id: `sha256:${image}`, user: '' };
+  }
+}
+
+function setup(source: PodObjectSource | undefined) {
+  const runtime = new PullingRuntime();
+  const podManager = new PodManager();
+  const statusManager = new StatusManager();
+  const recorder = new EventRecorder({ nodeName: 'n1' });
+  const kubelet = new Kubelet({
+    nodeName: 'n1',
+    nodeIP: '127.0.0.1',
+    runtime,
+    podManager,
+    statusManager,
+    recorder,
+    log: createLogger({ verbosity: 0, format: 'json' }),
+    syncFrequencyMs: 60_000,
+    relistPeriodMs: 60_000,
+    backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
+    ...(source ? { objects: source } : {}),
+  });
+  kubelet.start();
+  kubelet.markSourcesReady();
+  const add = (pod: Pod) => {
+    podManager.updatePod(pod);
+    kubelet.handlePodChanges({ added: [pod], updated: [], removed: [] });
+  };
+  return { runtime, statusManager, recorder, kubelet, add };
+}
+
+t.test('through the sync: the pod pull secrets reach the runtime pull; read only when a pull is needed', async (t) => {
+  const src = objects([dockerConfigSecret('regcred', { 'registry.example:5000': { username: 'u', password: 'p' } })]);
+  const { runtime, statusManager, kubelet, add } = setup(src);
+  t.teardown(() => kubelet.stop());
+  add(podWith(['regcred']));
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  t.same(runtime.pulls, [{ image: 'registry.example:5000/app:1', policy: 'Always', credentials: [{ username: 'u', password: 'p' }] }]);
+
+  const second = setup(objects([]));
+  t.teardown(() => second.kubelet.stop());
+  second.runtime.present = true;
+  second.add(podWith(['regcred'], 'registry.example:5000/app:1', 'IfNotPresent'));
+  await waitFor('Running', () => (second.statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  t.same(second.runtime.pulls, [{ image: 'registry.example:5000/app:1', policy: 'IfNotPresent', credentials: 'not asked' }], 'a present image: no secret read');
+});
+
+t.test('through the sync, standalone: anonymous pull and a FailedToRetrieveImagePullSecret event on the pod', async (t) => {
+  const { runtime, statusManager, recorder, kubelet, add } = setup(undefined);
+  t.teardown(() => kubelet.stop());
+  add(podWith(['regcred']));
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  t.same(runtime.pulls[0]?.credentials, []);
+  const event = recorder.list('team').find((e) => e.reason === 'FailedToRetrieveImagePullSecret');
+  t.equal(event?.type, 'Warning');
+  t.equal(event?.involvedObject?.name, 'p');
+  t.match(event?.message, /\(regcred\)/);
+});

@@ -1,0 +1,94 @@
+import t from 'tap';
+import type { Pod } from '../../../src/api/types.js';
+import { validatePod } from '../../../src/api/validation.js';
+import { EventRecorder } from '../../../src/events/recorder.js';
+import { Backoff } from '../../../src/kubelet/backoff.js';
+import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { unsupportedFieldRefusal } from '../../../src/kubelet/unsupported.js';
+import { createLogger } from '../../../src/logging/index.js';
+import { PodManager } from '../../../src/pod/manager.js';
+import { StatusManager } from '../../../src/status/manager.js';
+import { waitFor } from '../../helpers/wait.js';
+import { MemoryRuntime } from './fixtures/memory-runtime.js';
+
+type Spec = NonNullable<Pod['spec']>;
+const pod = (extra: Partial<Spec> = {}, container: Partial<Spec['containers'][number]> = {}): Pod => ({
+  metadata: { uid: 'u1', name: 'p', namespace: 'default' },
+  spec: { restartPolicy: 'Always', containers: [{ name: 'app', image: 'busybox', ...container }], ...extra },
+});
+
+t.test('runtimeClassName: refused whatever the class, naming it', async (t) => {
+  const r = unsupportedFieldRefusal(pod({ runtimeClassName: 'gvisor' }));
+  t.equal(r?.reason, 'FailedCreatePodSandBox');
+  t.match(r?.message, /^runtimeClassName "gvisor": nodelet has a single container runtime \(Docker\) and no RuntimeClass handlers/);
+  t.match(unsupportedFieldRefusal(pod({ runtimeClassName: 'runc', overhead: { cpu: '100m' } }))?.message, /^runtimeClassName "runc"/, 'the class is named before its overhead');
+});
+
+t.test('overhead: only set together with a RuntimeClass', async (t) => {
+  const r = unsupportedFieldRefusal(pod({ overhead: { memory: '64Mi' } }));
+  t.equal(r?.reason, 'FailedCreatePodSandBox');
+  t.match(r?.message, /^overhead: pod overhead is only set together with a RuntimeClass \(runtimeClassName\)/);
+  t.equal(unsupportedFieldRefusal(pod({ overhead: {} })), undefined, 'an empty overhead asks for nothing');
+});
+
+t.test('resourceClaims: no dynamic resource allocation', async (t) => {
+  const r = unsupportedFieldRefusal(pod({ resourceClaims: [{ name: 'gpu' }] }));
+  t.equal(r?.reason, 'FailedPrepareDynamicResources');
+  t.equal(r?.message, 'resourceClaim "gpu": dynamic resource allocation (resourceClaims) is not supported by nodelet');
+  t.match(unsupportedFieldRefusal(pod({}, { resources: { claims: [{ name: 'fpga' }] } }))?.message, /^resourceClaim "fpga"/, "a container's resources.claims too");
+});
+
+t.test('hostPort: refused without hostNetwork, applied with it', async (t) => {
+  const r = unsupportedFieldRefusal(pod({}, { ports: [{ containerPort: 80 }, { containerPort: 8080, hostPort: 30080, hostIP: '127.0.0.1', protocol: 'TCP' }] }));
+  t.equal(r?.reason, 'FailedCreatePodSandBox');
+  t.match(r?.message, /^container "app": hostPort 127\.0\.0\.1:30080 \(containerPort 8080\/TCP\) cannot be published: nodelet does not map host ports/);
+  t.match(r?.message, /use hostNetwork: true/);
+  const init = pod({ initContainers: [{ name: 'setup', image: 'busybox', ports: [{ containerPort: 53, hostPort: 53, protocol: 'UDP' }] }] });
+  t.match(unsupportedFieldRefusal(init)?.message, /^container "setup": hostPort 53 \(containerPort 53\/UDP\)/, 'init containers too');
+  t.equal(unsupportedFieldRefusal(pod({}, { ports: [{ containerPort: 80, hostPort: 0 }] })), undefined, 'hostPort 0 is no host port');
+  t.equal(unsupportedFieldRefusal(pod({ hostNetwork: true }, { ports: [{ containerPort: 8080, hostPort: 8080 }] })), undefined, 'hostNetwork: the container listens on the host port itself');
+  t.equal(unsupportedFieldRefusal(pod()), undefined);
+});
+
+t.test('validation (static pods): with hostNetwork, hostPort must be the containerPort, as the apiserver says', async (t) => {
+  const withPorts = (hostNetwork: boolean, ports: unknown[]) => validatePod({ ...pod({ hostNetwork }), spec: { ...pod({ hostNetwork }).spec!, containers: [{ name: 'app', image: 'busybox', ports: ports as never }] } });
+  t.same(withPorts(true, [{ containerPort: 8080, hostPort: 8080 }, { containerPort: 9090 }]), [], 'equal, or unset (the apiserver defaults it to the containerPort)');
+  t.same(withPorts(true, [{ containerPort: 8080, hostPort: 80 }]), ['spec.containers[0].ports[0].containerPort: Invalid value: 8080: must match `hostPort` when `hostNetwork` is true']);
+  t.same(withPorts(false, [{ containerPort: 8080, hostPort: 80 }]), [], 'without hostNetwork validation allows it (nodelet refuses it at the sandbox)');
+});
+
+t.test('through the sync: a refused pod gets no sandbox; its container waits with CreateContainerConfigError and the reason, and an event says it', async (t) => {
+  const runtime = new MemoryRuntime();
+  const podManager = new PodManager();
+  const statusManager = new StatusManager();
+  const recorder = new EventRecorder({ nodeName: 'n1' });
+  const kubelet = new Kubelet({
+    nodeName: 'n1',
+    nodeIP: '127.0.0.1',
+    runtime,
+    podManager,
+    statusManager,
+    recorder,
+    log: createLogger({ verbosity: 0, format: 'json' }),
+    syncFrequencyMs: 60_000,
+    relistPeriodMs: 60_000,
+    backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
+  });
+  t.teardown(() => kubelet.stop());
+  kubelet.start();
+  kubelet.markSourcesReady();
+  const refused = pod({ runtimeClassName: 'kata' });
+  podManager.updatePod(refused);
+  kubelet.handlePodChanges({ added: [refused], updated: [], removed: [] });
+  await waitFor('the refusal event', () => (recorder.list('default').some((e) => e.reason === 'FailedCreatePodSandBox') ? true : undefined), 5000, 5);
+  // The next sync (here asked for; a resync or any pod event does the same) publishes the refusal.
+  kubelet.handlePodChanges({ added: [], updated: [refused], removed: [] });
+  const waitingNow = () => statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.waiting;
+  const waiting = await waitFor('waiting with the refusal', () => (waitingNow()?.reason === 'CreateContainerConfigError' ? waitingNow() : undefined), 5000, 5);
+  t.match(waiting.message, /^runtimeClassName "kata": nodelet has a single container runtime/);
+  t.equal(statusManager.getPodStatus('u1')?.phase, 'Pending');
+  t.same(runtime.calls, [], 'no sandbox, no container');
+  const event = recorder.list('default').find((e) => e.reason === 'FailedCreatePodSandBox');
+  t.equal(event?.type, 'Warning');
+  t.match(event?.message, /runtimeClassName "kata"/);
+});
