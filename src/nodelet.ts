@@ -117,6 +117,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     getPod: (uid) => podManager.getPodByUID(uid),
     listPods: () => podManager.getPods(),
     podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, kubelet.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
+    clusterDomain: config.clusterDomain,
   });
   const kubelet = new Kubelet({
     nodeName: config.nodeName,
@@ -132,6 +133,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     rootDir: config.rootDir,
     ...(objects ? { objects } : {}),
     onPodTerminated: (uid) => cluster?.podTerminated(uid),
+    dns: { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, resolvConf: config.resolvConf },
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
   });

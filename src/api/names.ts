@@ -13,7 +13,54 @@ export function podFullName(pod: Pick<Pod, 'metadata'>): string {
  * `spec.hostname` or the pod name, cut to 63 characters without a trailing `-` or `.`.
  */
 export function podHostname(pod: Pick<Pod, 'metadata' | 'spec'>): string {
-  return (pod.spec?.hostname ?? pod.metadata?.name ?? '').slice(0, 63).replace(/[-.]+$/, '');
+  return truncateHostname(pod.spec?.hostname || pod.metadata?.name || '');
+}
+
+/** `truncatePodHostnameIfNeeded`: longer than 63 characters, cut to 63 and trailing `-` and `.` dropped. */
+function truncateHostname(hostname: string): string {
+  return hostname.length <= 63 ? hostname : hostname.slice(0, 63).replace(/[-.]+$/, '');
+}
+
+/**
+ * The kubelet's `GeneratePodHostNameAndDomain`: the pod's short hostname (`spec.hostname` or
+ * the pod name, truncated) and, with `spec.subdomain`, its domain
+ * `<subdomain>.<namespace>.svc.<clusterDomain>` (formed as the kubelet does even when the
+ * cluster domain is empty). Throws the kubelet's error for a hostname or subdomain that is not a
+ * DNS label.
+ */
+export function podHostnameAndDomain(pod: Pick<Pod, 'metadata' | 'spec'>, clusterDomain: string): { hostname: string; domain: string } {
+  const name = pod.metadata?.name ?? '';
+  let hostname = name;
+  const given = pod.spec?.hostname ?? '';
+  if (given) {
+    const msgs = isDNS1123Label(given);
+    if (msgs.length) throw new Error(`pod Hostname ${JSON.stringify(given)} is not a valid DNS label: ${msgs.join(';')}`);
+    hostname = given;
+  }
+  hostname = truncateHostname(hostname);
+  if (!hostname) throw new Error(`hostname for pod ${JSON.stringify(name)} was invalid: ${JSON.stringify(given || name)}`);
+  const subdomain = pod.spec?.subdomain ?? '';
+  if (!subdomain) return { hostname, domain: '' };
+  const msgs = isDNS1123Label(subdomain);
+  if (msgs.length) throw new Error(`pod Subdomain ${JSON.stringify(subdomain)} is not a valid DNS label: ${msgs.join(';')}`);
+  return { hostname, domain: `${subdomain}.${pod.metadata?.namespace ?? ''}.svc.${clusterDomain}` };
+}
+
+/** The Linux kernel's nodename field holds 64 characters (plus the terminating NUL). */
+export const FQDNMaxLength = 64;
+
+/**
+ * The kubelet's `GetNodenameForKernel`: the hostname the pod's UTS namespace gets — the short
+ * hostname, or with `setHostnameAsFQDN` and a domain the FQDN `<hostname>.<domain>`, which must fit
+ * the kernel's 64 characters (the kubelet's error otherwise; the sandbox is not created).
+ */
+export function nodenameForKernel(hostname: string, domain: string, setHostnameAsFQDN: boolean | undefined): string {
+  if (!domain || setHostnameAsFQDN !== true) return hostname;
+  const fqdn = `${hostname}.${domain}`;
+  if (fqdn.length > FQDNMaxLength) {
+    throw new Error(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (${FQDNMaxLength} characters is the max, ${fqdn.length} characters requested)`);
+  }
+  return fqdn;
 }
 
 // Formats and messages are apimachinery's (k8s.io/apimachinery/pkg/util/validation), verbatim,

@@ -39,7 +39,43 @@ export function setFromString(out: Settings, spec: FlagSpec, raw: string): void 
     case 'enum':
       setEnum(out, spec, raw);
       return;
+    case 'stringList':
+      // pflag's StringSlice: the first use replaces the default, each further one appends.
+      out[spec.target] = [...(out[spec.target] ?? []), ...splitCSV(raw)];
+      return;
   }
+}
+
+/** pflag's `readAsCSV`: one CSV record (`""` is none; `"a,b"` quoted keeps its comma). */
+export function splitCSV(raw: string): string[] {
+  if (raw === '') return [];
+  const fields: string[] = [];
+  let field = '';
+  let quoted = false;
+  let start = true;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charAt(i);
+    if (quoted) {
+      if (c === '"' && raw.charAt(i + 1) === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"' && start) {
+      quoted = true;
+      start = false;
+    } else if (c === ',') {
+      fields.push(field);
+      field = '';
+      start = true;
+    } else {
+      field += c;
+      start = false;
+    }
+  }
+  if (quoted) throw new ValueError('unterminated quoted field');
+  fields.push(field);
+  return fields;
 }
 
 /** Generic over the target so TypeScript ties each enum flag's values to its own field. */
@@ -81,6 +117,12 @@ export function setFromYaml(out: Settings, spec: FlagSpec, value: unknown): void
       if (typeof value !== 'string') throw new ValueError(`expected a string, got ${typeName(value)}`);
       setFromString(out, spec, value);
       return;
+    case 'stringList':
+      if (!Array.isArray(value) || !value.every((v): v is string => typeof v === 'string')) {
+        throw new ValueError(`expected a list of strings, got ${typeName(value)} ${JSON.stringify(value)}`);
+      }
+      out[spec.target] = [...value];
+      return;
   }
 }
 
@@ -106,6 +148,9 @@ export function flagDefaults(specs: readonly FlagSpec[], env: NodeJS.ProcessEnv)
         break;
       case 'enum':
         setDefault(out, spec);
+        break;
+      case 'stringList':
+        out[spec.target] = [...spec.default];
         break;
     }
   }

@@ -53,6 +53,12 @@ export interface BoolFlag extends Common {
   readonly target: TargetOf<boolean>;
   readonly default: boolean;
 }
+export interface StringListFlag extends Common {
+  /** pflag's StringSlice: comma-separated (CSV), a repeated flag appends; a YAML list in `--config`. */
+  readonly kind: 'stringList';
+  readonly target: TargetOf<readonly string[]>;
+  readonly default: readonly string[];
+}
 export type EnumFlag = {
   [K in EnumTarget]: Common & {
     readonly kind: 'enum';
@@ -61,7 +67,7 @@ export type EnumFlag = {
     readonly default: FlagValues[K];
   };
 }[EnumTarget];
-export type FlagSpec = StringFlag | IntFlag | DurationFlag | BoolFlag | EnumFlag;
+export type FlagSpec = StringFlag | IntFlag | DurationFlag | BoolFlag | EnumFlag | StringListFlag;
 export type FlagKind = FlagSpec['kind'];
 
 export const DEFAULT_DOCKER_ENDPOINT = 'unix:///var/run/docker.sock';
@@ -247,6 +253,18 @@ const TABLE = [
   {
     name: 'enable-debugging-handlers', kind: 'bool', target: 'enableDebuggingHandlers', default: true, fileField: 'enableDebuggingHandlers',
     help: 'Enables server endpoints for exec, attach, run, port-forward, container logs and runningpods; when false they answer 405',
+  },
+  {
+    name: 'cluster-dns', kind: 'stringList', target: 'clusterDNS', default: [], fileField: 'clusterDNS',
+    help: 'Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of Pods with "dnsPolicy=ClusterFirst" (without it such pods fall back to "Default" and get a MissingClusterDNS event). Note: all DNS servers appearing in the list MUST serve the same set of records otherwise name resolution within the cluster may not work correctly',
+  },
+  {
+    name: 'cluster-domain', kind: 'string', target: 'clusterDomain', default: '', fileField: 'clusterDomain',
+    help: 'Domain for this cluster. If set, nodelet will configure all containers to search this domain in addition to the host\'s search domains, and pods with a subdomain get the FQDN <hostname>.<subdomain>.<namespace>.svc.<domain>',
+  },
+  {
+    name: 'resolv-conf', kind: 'string', target: 'resolvConf', default: '/etc/resolv.conf', fileField: 'resolvConf',
+    help: 'Resolver configuration file used as the basis for the container DNS resolution configuration (dnsPolicy "Default"; its search domains also follow the cluster ones). Empty: pods get nameserver 127.0.0.1 and no host search domains',
   },
   {
     name: 'help', short: 'h', kind: 'bool', target: 'help', default: false,

@@ -8,6 +8,7 @@ const TYPE_NAME: Record<FlagSpec['kind'], string> = {
   port: 'int32',
   duration: 'duration',
   bool: '',
+  stringList: 'strings',
 };
 
 /** pflag prints a default only when it differs from the type's zero value. */
@@ -23,6 +24,8 @@ function defaultText(spec: FlagSpec): string {
       return spec.default === '0s' ? '' : ` (default ${spec.default})`;
     case 'bool':
       return spec.default ? ' (default true)' : '';
+    case 'stringList':
+      return spec.default.length === 0 ? '' : ` (default [${spec.default.join(',')}])`;
   }
 }
 

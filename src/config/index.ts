@@ -67,6 +67,11 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
   if (readOnlyPort > 65535) throw new ConfigError(`invalid read-only port ${readOnlyPort} (from ${origin('readOnlyPort')}): must be between 0 and 65535`);
   if (readOnlyPort !== 0 && readOnlyPort === get('port')) throw new ConfigError(`--read-only-port ${readOnlyPort} is the same as --port`);
 
+  const clusterDNS = get('clusterDNS');
+  for (const ip of clusterDNS) {
+    if (isIP(ip) === 0) throw new ConfigError(`invalid cluster DNS address ${quote(ip)} (from ${origin('clusterDNS')}): not a valid IP address`);
+  }
+
   const config: Config = {
     address,
     port: get('port'),
@@ -105,6 +110,9 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     authorizationWebhookCacheUnauthorizedTTLMs: get('authorizationWebhookCacheUnauthorizedTTLMs'),
     readOnlyPort,
     enableDebuggingHandlers: get('enableDebuggingHandlers'),
+    clusterDNS: Object.freeze([...clusterDNS]),
+    clusterDomain: get('clusterDomain'),
+    resolvConf: get('resolvConf'),
     ...security,
   };
   const warnings = [...file.warnings];

@@ -107,4 +107,10 @@ export interface Config {
   readonly readOnlyPort: number;
   /** exec/attach/run/port-forward/container logs/runningpods served (`--enable-debugging-handlers`). */
   readonly enableDebuggingHandlers: boolean;
+  /** Nameservers of `ClusterFirst` pods (`--cluster-dns`, `clusterDNS`); empty: such pods fall back to `Default`. */
+  readonly clusterDNS: readonly string[];
+  /** The cluster's DNS domain (`--cluster-domain`, `clusterDomain`): search domains and pod FQDNs; empty = none. */
+  readonly clusterDomain: string;
+  /** The node's resolver file that `Default` pods get (`--resolv-conf`, `resolvConf`, /etc/resolv.conf); empty = none. */
+  readonly resolvConf: string;
 }

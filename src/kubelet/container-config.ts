@@ -23,7 +23,7 @@ export function podRuntimeInfo(pod: Pod, nodeIP: string, sandboxIPs: readonly st
 
 /**
  * What the kubelet resolves before it creates a container (`generateContainerConfig`): the pod's
- * volumes set up, the pod's hosts file written (mounted at /etc/hosts), the environment with every `valueFrom` and `envFrom` read, mounts,
+ * volumes set up, the pod's hosts file written (mounted at /etc/hosts) and its resolv.conf mounted, the environment with every `valueFrom` and `envFrom` read, mounts,
  * `$(VAR)`-expanded command and args, and the security settings (runAsNonRoot checked against
  * the image's user). Throws `ContainerConfigError` (waiting reason
  * `CreateContainerConfigError`) when something is missing or refused.
@@ -39,6 +39,8 @@ export async function buildContainerConfig(pod: Pod, container: Container, image
   const mounts = deps.volumes ? await deps.volumes.mountsFor(pod, container, env) : [];
   const hosts = await deps.volumes?.etcHostsMount(pod, container, info.podIPs);
   if (hosts) mounts.push(hosts);
+  const resolv = await deps.volumes?.resolvConfMount(pod, container);
+  if (resolv) mounts.push(resolv);
   const security = containerSecurity(pod, container, image, { appArmorEnabled: appArmorEnabled() });
   return { env: envList(env), mounts, ...expandCommandAndArgs(container, env), security };
 }

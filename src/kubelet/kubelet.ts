@@ -21,6 +21,8 @@ import { sandboxRefusal } from './security-context.js';
 import { unsupportedFieldRefusal } from './unsupported.js';
 import { pullCredentials } from './pull-secrets.js';
 import { admissionRefusal } from './admission.js';
+import { podSandboxConfig } from './sandbox-config.js';
+import type { NodeDNS } from '../volumes/resolv-conf.js';
 import { getPodQOS } from '../api/qos.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
@@ -55,6 +57,8 @@ export interface KubeletOptions {
    * status is published: cluster mode may now delete the pod object.
    */
   onPodTerminated?: (uid: string) => void;
+  /** `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: each sandbox's resolv.conf and FQDN (absent: no cluster DNS, the node's /etc/resolv.conf). */
+  dns?: Omit<NodeDNS, 'nodeIPs'>;
 }
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -387,7 +391,7 @@ export class Kubelet {
     if (actions.createSandbox !== undefined) {
       try {
         plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
-        const id = await runtime.runSandbox(pod, actions.createSandbox);
+        const id = await runtime.runSandbox(pod, actions.createSandbox, await this.#sandboxConfig(pod));
         this.#o.metrics?.startedPods.inc();
         this.#sandboxFailures.delete(pod.metadata?.uid ?? '');
         if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
@@ -415,6 +419,17 @@ export class Kubelet {
     for (const s of actions.start) {
       await this.#startContainer(pod, s.container, sandbox, s.attempt, plog);
     }
+  }
+
+  /** Hostname and DNS of a new sandbox (`generatePodSandboxConfig`); its errors fail the sandbox. */
+  #sandboxConfig(pod: Pod): ReturnType<typeof podSandboxConfig> {
+    const { recorder, nodeName, nodeIP } = this.#o;
+    const dns = this.#o.dns ?? { clusterDNS: [], clusterDomain: '', resolvConf: '/etc/resolv.conf' };
+    return podSandboxConfig(pod, {
+      dns: { ...dns, nodeIPs: nodeIP ? [nodeIP] : [] },
+      volumes: this.#o.volumes,
+      warn: (on, reason, message) => recorder.record(on === 'node' ? { kind: 'Node', metadata: { name: nodeName, uid: nodeName, namespace: '' } } : pod, 'Warning', reason, message),
+    });
   }
 
   async #startContainer(pod: Pod, container: Container, sandbox: NonNullable<RuntimePod['sandboxes'][number]>, attempt: number, plog: Logger): Promise<void> {

@@ -150,6 +150,15 @@ export interface ContainerConfig {
   readonly pidNamespaceOf?: string;
 }
 
+/**
+ * What the kubelet resolved for a pod's sandbox (`generatePodSandboxConfig`): the hostname its
+ * UTS namespace gets (`GetNodenameForKernel`: the short name or, with `setHostnameAsFQDN`, the
+ * FQDN); absent for host-network pods, which keep the node's.
+ */
+export interface SandboxConfig {
+  readonly hostname?: string;
+}
+
 /** What the node reports of its container engine: `docker://<version>` (or `podman://…`) and its images. */
 export interface EngineFacts {
   readonly runtimeVersion: string;
@@ -164,8 +173,8 @@ export interface Runtime {
    * A pull asks `credentials` (when given) and tries each in order until one succeeds.
    */
   ensureImage(image: string, policy: ImagePullPolicy, credentials?: PullCredentials): Promise<ImageInfo>;
-  /** Creates and starts a sandbox; returns its ID. */
-  runSandbox(pod: Pod, attempt: number): Promise<string>;
+  /** Creates and starts a sandbox (with `config`'s hostname when given); returns its ID. */
+  runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<string>;
   /**
    * Creates and starts one container inside the sandbox with the resolved `config` (the spec's
    * `env`, `command`, `args` and volume mounts are not read again); returns its ID.

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { podHostname } from '../api/names.js';
+import { podHostname, podHostnameAndDomain } from '../api/names.js';
 import type { Container, Pod } from '../api/types.js';
 
 /** Where containers see the pod's hosts file, and the header that marks it as the kubelet's. */
@@ -26,14 +26,27 @@ export function mountsEtcHosts(container: Container): boolean {
  * own hosts file under the host-network header, else the managed file with the localhost lines
  * and one line per pod IP for the pod's hostname; `hostAliases` appended to both.
  */
-export async function etcHostsContent(pod: Pod, podIPs: readonly string[], nodeHostsFile = etcHostsPath): Promise<string> {
+export async function etcHostsContent(pod: Pod, podIPs: readonly string[], nodeHostsFile = etcHostsPath, clusterDomain = ''): Promise<string> {
   const aliases = hostAliasEntries(pod.spec?.hostAliases ?? []);
   if (pod.spec?.hostNetwork === true) return managedHeaderHostNetwork + (await readFile(nodeHostsFile, 'utf8')) + aliases;
-  return managedHostsContent(podIPs, podHostname(pod), aliases);
+  const { hostname, domain } = hostnameAndDomain(pod, clusterDomain);
+  return managedHostsContent(podIPs, hostname, aliases, domain);
 }
 
-/** `managedHostsFileContent`, byte for byte (no DNS domain: nodelet has no `--cluster-domain`). */
-export function managedHostsContent(podIPs: readonly string[], hostname: string, aliasEntries: string): string {
+/** The sandbox was created with these (`podHostnameAndDomain` did not throw then); a spec that no longer passes keeps the plain name. */
+function hostnameAndDomain(pod: Pod, clusterDomain: string): { hostname: string; domain: string } {
+  try {
+    return podHostnameAndDomain(pod, clusterDomain);
+  } catch {
+    return { hostname: podHostname(pod), domain: '' };
+  }
+}
+
+/**
+ * `managedHostsFileContent`, byte for byte: with a domain (`spec.subdomain`) each pod IP's line
+ * is `<ip>\t<hostname>.<domain>\t<hostname>`, else `<ip>\t<hostname>`.
+ */
+export function managedHostsContent(podIPs: readonly string[], hostname: string, aliasEntries: string, domain = ''): string {
   let out = managedHeader;
   out += '127.0.0.1\tlocalhost\n';
   out += '::1\tlocalhost ip6-localhost ip6-loopback\n';
@@ -41,7 +54,7 @@ export function managedHostsContent(podIPs: readonly string[], hostname: string,
   out += 'fe00::0\tip6-mcastprefix\n';
   out += 'fe00::1\tip6-allnodes\n';
   out += 'fe00::2\tip6-allrouters\n';
-  for (const ip of podIPs) out += `${ip}\t${hostname}\n`;
+  for (const ip of podIPs) out += domain ? `${ip}\t${hostname}.${domain}\t${hostname}\n` : `${ip}\t${hostname}\n`;
   return out + aliasEntries;
 }
 

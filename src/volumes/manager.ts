@@ -1,4 +1,4 @@
-import { chmod, lstat, mkdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import type { ConfigMap, Container, Pod, Secret, Volume } from 'kubernetes-types/core/v1.js';
 import { quantityOf } from '../api/quantity.js';
@@ -9,6 +9,7 @@ import type { PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
 import { etcHostsContent, etcHostsPath, mountsEtcHosts } from './etc-hosts.js';
 import { expand } from './expansion.js';
+import { mountsResolvConf, resolvConfPath } from './resolv-conf.js';
 import { checkHostPath } from './host-path.js';
 import { isMountPoint, mountTmpfs, setVolumeOwnership, unmountUnder } from './host.js';
 import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } from './payloads.js';
@@ -33,6 +34,10 @@ export interface VolumeManagerOptions {
   now?: () => number;
   /** The node's hosts file, copied for host-network pods (default /etc/hosts); tests pass their own. */
   nodeHostsFile?: string;
+  /** `--cluster-domain`: the domain of pods with a `subdomain` in their hosts file. */
+  clusterDomain?: string;
+  /** The node's /etc/resolv.conf, copied when a pod's resolver settings are all empty (as CRI runtimes do); tests pass their own. */
+  nodeResolvConfFile?: string;
 }
 
 interface SetUpVolume {
@@ -181,9 +186,37 @@ export class VolumeManager {
     if (!mountsEtcHosts(container) || !safeUID.test(uid)) return undefined;
     const file = join(this.podDir(uid), 'etc-hosts');
     await mkdir(this.podDir(uid), { recursive: true });
-    await writeFile(file, await etcHostsContent(pod, podIPs, this.#o.nodeHostsFile), { mode: 0o644 });
+    await writeFile(file, await etcHostsContent(pod, podIPs, this.#o.nodeHostsFile, this.#o.clusterDomain), { mode: 0o644 });
     await chmod(file, 0o644);
     return { hostPath: file, containerPath: etcHostsPath, readOnly: false };
+  }
+
+  /**
+   * Writes the pod's resolver file, `<rootDir>/pods/<uid>/resolv.conf` (`resolvConfContent`), when
+   * its sandbox is created, as a CRI runtime does; empty `content` copies the node's
+   * /etc/resolv.conf, as containerd and CRI-O do when the kubelet's settings are all empty.
+   */
+  async writeResolvConf(pod: Pod, content: string): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    if (!safeUID.test(uid)) return;
+    const file = join(this.podDir(uid), 'resolv.conf');
+    await mkdir(this.podDir(uid), { recursive: true });
+    const text = content || (await readFile(this.#o.nodeResolvConfFile ?? resolvConfPath, 'utf8').catch(() => ''));
+    await writeFile(file, text, { mode: 0o644 });
+    await chmod(file, 0o644);
+  }
+
+  /**
+   * The bind mount of the pod's resolver file over `container`'s /etc/resolv.conf; undefined when
+   * the container mounts its own, or when the file was never written (a sandbox created by an
+   * older nodelet keeps Docker's file).
+   */
+  async resolvConfMount(pod: Pod, container: Container): Promise<Mount | undefined> {
+    const uid = pod.metadata?.uid ?? '';
+    if (!mountsResolvConf(container) || !safeUID.test(uid)) return undefined;
+    const file = join(this.podDir(uid), 'resolv.conf');
+    if (!(await exists(file))) return undefined;
+    return { hostPath: file, containerPath: resolvConfPath, readOnly: false };
   }
 
   /** Unmounts the pod's tmpfs volumes and deletes `<rootDir>/pods/<uid>` (its containers are gone). */

@@ -89,6 +89,9 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     authorizationWebhookCacheUnauthorizedTTLMs: 30_000,
     readOnlyPort: 0,
     enableDebuggingHandlers: true,
+    clusterDNS: [],
+    clusterDomain: '',
+    resolvConf: '/etc/resolv.conf',
     ...overrides,
   });
   const log = createLogger({ verbosity: config.verbosity, format: 'json' });

@@ -5,6 +5,7 @@ import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
 import { podHostname } from '../../api/names.js';
 import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, ImagePullPolicy, Mount, PullCredentials, RegistryAuth, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import type { SandboxConfig } from '../types.js';
 import { aggregate } from '../../api/validation.js';
 import { statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
@@ -287,7 +288,7 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async runSandbox(pod: Pod, attempt: number): Promise<string> {
+  async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<string> {
     const meta = pod.metadata ?? {};
     const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
     await this.ensureImage(this.#opts.infraImage, 'IfNotPresent');
@@ -298,7 +299,8 @@ export class DockerRuntime implements Runtime {
     const created = await this.#docker.createContainer({
       name: makeSandboxName(parts, attempt),
       Image: this.#opts.infraImage,
-      ...(hostNetwork ? {} : { Hostname: podHostname(pod) }),
+      // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
+      ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
       Labels: sandboxLabels(pod, this.#opts.nodeName),
       HostConfig: {
         NetworkMode: hostNetwork ? 'host' : this.#opts.podNetwork,

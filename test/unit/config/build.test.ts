@@ -79,6 +79,9 @@ t.test('defaults', async (t) => {
     authorizationWebhookCacheUnauthorizedTTLMs: 30_000,
     readOnlyPort: 0,
     enableDebuggingHandlers: true,
+    clusterDNS: [],
+    clusterDomain: '',
+    resolvConf: '/etc/resolv.conf',
   });
 });
 
@@ -330,4 +333,27 @@ t.test('without injected host info the real host is used', async (t) => {
   const r = buildConfig(['--hostname-override=n'], {});
   if ('help' in r) throw new Error('unexpected help');
   t.ok(r.config.nodeIP.length > 0);
+});
+
+t.test('DNS: --cluster-dns (pflag StringSlice), --cluster-domain, --resolv-conf, and their config fields', async (t) => {
+  t.same(build(['--cluster-dns=10.96.0.10']).clusterDNS, ['10.96.0.10']);
+  t.same(build(['--cluster-dns=10.96.0.10,fd00::a']).clusterDNS, ['10.96.0.10', 'fd00::a']);
+  t.same(build(['--cluster-dns', '10.0.0.1', '--cluster-dns=10.0.0.2']).clusterDNS, ['10.0.0.1', '10.0.0.2'], 'a repeated flag appends');
+  t.same(build(['--cluster-dns=']).clusterDNS, [], 'empty: none');
+  t.ok(Object.isFrozen(build(['--cluster-dns=10.0.0.1']).clusterDNS));
+  fails(t, () => build(['--cluster-dns=10.0.0.1,dns.example']), 'invalid cluster DNS address "dns.example" (from --cluster-dns): not a valid IP address');
+  fails(t, () => build(['--cluster-dns="10.0.0.1']), /^invalid argument .* for "--cluster-dns" flag: unterminated quoted field$/);
+  t.equal(build(['--cluster-domain=cluster.local']).clusterDomain, 'cluster.local');
+  t.equal(build(['--resolv-conf=']).resolvConf, '', 'empty: no host resolver file');
+  t.equal(build(['--resolv-conf=/run/systemd/resolve/resolv.conf']).resolvConf, '/run/systemd/resolve/resolv.conf');
+
+  const path = join(t.testdir(), 'k.yaml');
+  writeFileSync(path, FILE_HEAD + 'clusterDNS:\n  - 10.96.0.10\n  - 10.96.0.11\nclusterDomain: cluster.local\nresolvConf: ""\n');
+  const c = build([`--config=${path}`]);
+  t.same([c.clusterDNS, c.clusterDomain, c.resolvConf], [['10.96.0.10', '10.96.0.11'], 'cluster.local', '']);
+  t.same(build([`--config=${path}`, '--cluster-dns=10.0.0.9']).clusterDNS, ['10.0.0.9'], 'a flag replaces the file\'s list');
+  writeFileSync(path, FILE_HEAD + 'clusterDNS: 10.96.0.10\n');
+  fails(t, () => build([`--config=${path}`]), /invalid value for clusterDNS: expected a list of strings, got string "10.96.0.10"$/);
+  writeFileSync(path, FILE_HEAD + 'clusterDNS: [bad]\n');
+  fails(t, () => build([`--config=${path}`]), /^invalid cluster DNS address "bad" \(from clusterDNS in ".*k\.yaml"\): not a valid IP address$/);
 });
