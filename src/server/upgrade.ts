@@ -115,6 +115,12 @@ export function acceptUpgrade<T extends UpgradeTarget>(
   if (!slot) throw new StatusError('TooManyRequests', 'too many streaming sessions in flight; retry later', { retryAfterSeconds: 60 });
   socket.once('close', slot.release);
   reply.hijack();
+  // From here the session owns the socket: nothing of the HTTP exchange may stay reachable from
+  // it for the session's lifetime (the ServerResponse, and through its listeners Fastify's
+  // request, reply and logger: ~4 KiB per idle session), and the server's 4 h socket timer stops
+  // (refreshed on every read and write; the session has its own idle timeout).
+  if (reply.raw.socket === socket) reply.raw.detachSocket(socket as Socket);
+  (socket as Partial<Socket>).setTimeout?.(0);
   const start = (ws: WebSocket | undefined, rest: Buffer): void => {
     slot.track(socket);
     streaming.upgraded({ path, transport: ws ? 'websocket' : 'spdy', protocol: 'spdy' in target ? target.spdy : target.websocket });

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
@@ -63,6 +64,10 @@ export async function attachToContainer(docker: Docker, containerId: string, io:
  * ended here: the streaming session owns them (it ends and flushes them before the status).
  */
 function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
+  // Node's keep-alive agent armed an idle timer on this socket before Docker hijacked it; an exec
+  // may idle for hours (the session's own idle timeout governs), and the timer would only be
+  // refreshed on every read and write.
+  (socket as Partial<Socket>).setTimeout?.(0);
   return new Promise((resolve) => {
     let settled = false;
     const finish = (how: 'ended' | 'aborted') => {
