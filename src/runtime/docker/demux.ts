@@ -3,14 +3,16 @@
  * `[stream, 0, 0, 0, size (uint32 BE)]` and `size` payload bytes; stream 0 stdin, 1 stdout,
  * 2 stderr, 3 system error. Payloads are emitted as `subarray`s of the input — zero copy, unlike
  * dockerode's `demuxStream` (perf-baselines.md §2) — and only a header split across chunks is
- * copied (8 bytes).
+ * gathered (8 bytes, no allocation).
  */
 export type StdStream = 1 | 2 | 3;
 
 export class StdcopyParser {
-  readonly #header = Buffer.alloc(8);
+  // The header is read straight from the chunk; only one split across chunks is gathered here,
+  // in numbers (no Buffer: an idle exec keeps one parser for hours).
   #headerFill = 0;
   #stream = 0;
+  #size = 0;
   #left = 0;
 
   /** Feeds a chunk; calls `emit` for every payload piece, in order. Throws on an unknown stream id. */
@@ -18,17 +20,25 @@ export class StdcopyParser {
     let off = 0;
     while (off < chunk.length) {
       if (this.#left === 0) {
-        const take = Math.min(8 - this.#headerFill, chunk.length - off);
-        chunk.copy(this.#header, this.#headerFill, off, off + take);
-        this.#headerFill += take;
-        off += take;
-        if (this.#headerFill < 8) return;
-        this.#headerFill = 0;
-        this.#stream = this.#header.readUInt8(0);
-        this.#left = this.#header.readUInt32BE(4);
+        if (this.#headerFill === 0 && chunk.length - off >= 8) {
+          this.#stream = chunk[off]!;
+          this.#size = chunk.readUInt32BE(off + 4);
+          off += 8;
+        } else {
+          // Header byte i: 0 is the stream id, 4–7 the big-endian size.
+          for (; this.#headerFill < 8 && off < chunk.length; this.#headerFill++, off++) {
+            const byte = chunk[off]!;
+            if (this.#headerFill === 0) this.#stream = byte;
+            else if (this.#headerFill === 4) this.#size = byte;
+            else if (this.#headerFill > 4) this.#size = this.#size * 256 + byte;
+          }
+          if (this.#headerFill < 8) return;
+          this.#headerFill = 0;
+        }
         if (this.#stream < 1 || this.#stream > 3) {
           throw new Error(`invalid Docker stream id ${this.#stream} in multiplexed output`);
         }
+        this.#left = this.#size;
         continue;
       }
       const n = Math.min(this.#left, chunk.length - off);

@@ -92,11 +92,13 @@ export class RemoteCommand {
     await t.finish(statusPayload(spec.version, spec.kind, spec.command, ended));
   }
 
-  async #run(io: StreamIO): Promise<SessionOutcome> {
+  /** The run's outcome, its failure included; not an async function: no suspended frame per open session. */
+  #run(io: StreamIO): Promise<SessionOutcome> {
+    const failed = (error: unknown): SessionOutcome => ({ kind: 'error', error });
     try {
-      return await this.spec.run(io);
+      return this.spec.run(io).then((result) => result, failed);
     } catch (error) {
-      return { kind: 'error', error };
+      return Promise.resolve(failed(error));
     }
   }
 }

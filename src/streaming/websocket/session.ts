@@ -86,11 +86,27 @@ export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex,
 
 /** A Writable framing its bytes on `channel`; writes queued behind a full socket go out as one frame. */
 export function channelWriter(conn: ChannelConnection, channel: number): Writable {
-  return new Writable({
-    highWaterMark: OUTPUT_HIGH_WATER_MARK,
-    write: (chunk: Buffer, _enc, cb) => conn.write(channel, chunk, cb),
-    writev: (chunks, cb) => conn.write(channel, chunks.map((c) => c.chunk as Buffer), cb),
-  });
+  return new ChannelWriter(conn, channel);
+}
+
+/** Methods on the prototype, not closures per instance: an idle session keeps two of these for hours. */
+class ChannelWriter extends Writable {
+  readonly #conn: ChannelConnection;
+  readonly #channel: number;
+
+  constructor(conn: ChannelConnection, channel: number) {
+    super({ highWaterMark: OUTPUT_HIGH_WATER_MARK });
+    this.#conn = conn;
+    this.#channel = channel;
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.#conn.write(this.#channel, chunk, cb);
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], cb: (err?: Error | null) => void): void {
+    this.#conn.write(this.#channel, chunks.map((c) => c.chunk), cb);
+  }
 }
 
 const noop = (): void => undefined;
