@@ -50,17 +50,15 @@ interface StreamRecord {
   readonly control: StreamControl;
   remoteFin: boolean;
   localFin: boolean;
-  /** Resolves when the SYN_REPLY is on the socket or the stream is gone; never rejects. */
-  readonly replyGate: Promise<void>;
-  readonly openGate: () => void;
-  replyRequested: boolean;
-  /** The SYN_REPLY is on the socket: DATA may go out synchronously. */
+  /** The SYN_REPLY is on the socket: DATA may go out. */
   replied: boolean;
+  /** Set while DATA written before reply() waits; called once replied or gone. */
+  openGate: (() => void) | undefined;
   /** Received bytes not yet granted back by WINDOW_UPDATE. */
   unacked: number;
 }
 
-type PauseReason = 'headers' | 'reader' | 'backlog';
+type PauseReason = 'reader' | 'backlog';
 
 const noop = (): void => {};
 
@@ -79,8 +77,9 @@ const noop = (): void => {};
  * comes from the socket instead: a stream write completes only once the socket took its frames.
  * Inbound, WINDOW_UPDATEs keep spec-following clients going, and when a stream's read buffer
  * is full the whole session stops reading until that stream is read (head-of-line blocking, like
- * the kubelet's per-stream io.Pipe). Header blocks are inflated one at a time, in frame order,
- * with reading paused meanwhile: the peer's zlib context spans frames.
+ * the kubelet's per-stream io.Pipe). Header blocks are inflated and compressed synchronously, in
+ * frame order (each direction's zlib context spans frames): a SYN_STREAM's 'stream' event fires
+ * from inside the frame parser, and reply() puts the SYN_REPLY on the socket at once.
  */
 /** Typed events (the class merges with this interface). */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the typed-events idiom; the interface only narrows EventEmitter's methods
@@ -110,8 +109,6 @@ export class SpdyConnection extends EventEmitter {
   #lastGoodId = 0;
   #sessionUnacked = 0;
   #blockedOn: StreamRecord | undefined;
-  #replyTail: Promise<void> = Promise.resolve();
-  #pendingReplies = 0;
   #drain: { promise: Promise<void>; resolve: () => void } | undefined;
   #goAwaySent = false;
   #peerGoneAway = false;
@@ -228,70 +225,50 @@ export class SpdyConnection extends EventEmitter {
       return this.#fail(new SpdyProtocolError(`SYN_STREAM id ${id} is even or not above ${this.#lastRemoteId}`));
     }
     this.#lastRemoteId = id;
-    // Even a stream we will refuse must be inflated: the zlib context spans all frames.
-    this.#withHeaders(frame.headerBlock, (values) => {
-      if (this.#goAwaySent || this.#peerGoneAway) return; // §2.6.6: ignore new streams after GOAWAY
-      if (this.#streams.size >= this.#maxStreams) {
-        this.#writeControl(encodeRstStream(id, RstStatus.REFUSED_STREAM));
-        return;
-      }
-      this.#accept(id, values, frame);
-    });
+    // Even a stream we will refuse must be inflated: the zlib context spans all frames. A zlib
+    // or parse error (or a throwing 'stream' listener) propagates through the parser to #fail.
+    const values = this.#inflate.decompress(frame.headerBlock);
+    if (this.#goAwaySent || this.#peerGoneAway) return; // §2.6.6: ignore new streams after GOAWAY
+    if (this.#streams.size >= this.#maxStreams) {
+      this.#writeControl(encodeRstStream(id, RstStatus.REFUSED_STREAM));
+      return;
+    }
+    this.#accept(id, values, frame);
   }
 
   #accept(id: number, values: HeaderValues, frame: SynStreamFrame): void {
-    let openGate = noop;
-    const replyGate = new Promise<void>((resolve) => (openGate = resolve));
     const [stream, control] = SpdyStream.open(this.#session, id, values);
     const rec: StreamRecord = {
       id,
       control,
       remoteFin: false,
       localFin: frame.unidirectional, // §2.3.6: the recipient of a unidirectional stream never sends
-      replyGate,
-      openGate,
-      replyRequested: false,
       replied: false,
+      openGate: undefined,
       unacked: 0,
     };
     this.#streams.set(id, rec);
     this.#lastGoodId = id;
     this.#log?.debug({ streamId: id, headers: stream.headers }, 'spdy: stream opened');
+    // The listener may reset the stream or close the session (which pauses the parser, so no
+    // later frame of the same chunk is processed): check before going on.
     this.emit('stream', stream);
-    if (frame.fin && this.#isOpen(rec)) this.#remoteFin(rec); // the listener may have reset it
+    if (frame.fin && this.#isOpen(rec)) this.#remoteFin(rec);
   }
 
   #onHeaders(frame: SynReplyFrame | HeadersFrame): void {
-    this.#withHeaders(frame.headerBlock, (values) => {
-      const rec = this.#streams.get(frame.streamId);
-      if (!rec || frame.type === 'SYN_REPLY') {
-        // We never open streams, so a SYN_REPLY is always wrong; HEADERS needs an open stream.
-        if (rec) return this.#resetStream(rec, RstStatus.PROTOCOL_ERROR);
-        if (frame.streamId > this.#lastRemoteId || frame.streamId % 2 === 0) {
-          this.#writeControl(encodeRstStream(frame.streamId, RstStatus.INVALID_STREAM));
-        }
-        return;
+    const values = this.#inflate.decompress(frame.headerBlock); // always: the context spans frames
+    const rec = this.#streams.get(frame.streamId);
+    if (!rec || frame.type === 'SYN_REPLY') {
+      // We never open streams, so a SYN_REPLY is always wrong; HEADERS needs an open stream.
+      if (rec) return this.#resetStream(rec, RstStatus.PROTOCOL_ERROR);
+      if (frame.streamId > this.#lastRemoteId || frame.streamId % 2 === 0) {
+        this.#writeControl(encodeRstStream(frame.streamId, RstStatus.INVALID_STREAM));
       }
-      rec.control.headers(values);
-      if (frame.fin && this.#isOpen(rec)) this.#remoteFin(rec);
-    });
-  }
-
-  /** Inflates a header block with input paused, so later frames wait for it. */
-  #withHeaders(block: Buffer, then: (values: HeaderValues) => void): void {
-    this.#pauseInput('headers');
-    this.#inflate.decompress(block).then(
-      (values) => {
-        if (this.#closed) return;
-        try {
-          then(values); // may run the owner's 'stream' listener
-        } catch (err) {
-          return this.#fail(err);
-        }
-        this.#resumeInput('headers');
-      },
-      (err: unknown) => this.#fail(err),
-    );
+      return;
+    }
+    rec.control.headers(values);
+    if (frame.fin && this.#isOpen(rec)) this.#remoteFin(rec);
   }
 
   #onData(frame: DataFrame): void {
@@ -382,32 +359,23 @@ export class SpdyConnection extends EventEmitter {
     },
   };
 
+  /** Compresses and writes the SYN_REPLY at once, so blocks go out in compression order. */
   #reply(id: number, headers: HeaderInput): Promise<void> {
     const rec = this.#streams.get(id);
-    if (!rec || rec.replyRequested) return Promise.resolve();
-    rec.replyRequested = true;
-    this.#pendingReplies++;
-    // Chained: blocks are compressed and written strictly in request order. Never rejects.
-    const done = this.#replyTail.then(async () => {
-      // Not compressed yet, so skipping it leaves the peer's inflate context intact.
-      if (this.#closed || !this.#streams.has(id)) return;
-      let block: Buffer;
-      try {
-        block = await this.#deflate.compress(headers);
-      } catch (err) {
-        return this.#fail(err); // a no-op if the session closed meanwhile
-      }
-      // Sent even if the stream died meanwhile: every compressed block must reach the peer's
-      // inflate context. spdystream ignores replies for streams it forgot.
-      this.#write(encodeSynReply(id, block));
-    }).catch((err: unknown) => this.#fail(err));
-    this.#replyTail = done;
-    void done.then(() => {
-      this.#pendingReplies--;
-      rec.replied = true;
-      rec.openGate();
-    });
-    return done;
+    // Skipped for a stream that is gone (the session's are cleared on close): not compressing
+    // it leaves the peer's inflate context intact.
+    if (!rec || rec.replied) return Promise.resolve();
+    let block: Buffer;
+    try {
+      block = this.#deflate.compress(headers);
+    } catch (err) {
+      this.#fail(err);
+      return Promise.resolve();
+    }
+    this.#write(encodeSynReply(id, block));
+    rec.replied = true;
+    this.#release(rec);
+    return Promise.resolve();
   }
 
   /**
@@ -418,17 +386,23 @@ export class SpdyConnection extends EventEmitter {
   #writeData(id: number, chunk: Buffer, fin: boolean): Promise<void> | undefined {
     const rec = this.#streams.get(id);
     if (!rec || rec.localFin) return undefined;
-    // DATA never overtakes its stream's SYN_REPLY, nor any SYN_REPLY requested before it.
-    if (!rec.replied || this.#pendingReplies > 0) return this.#writeAfterReply(rec, chunk, fin);
+    // DATA never overtakes its stream's SYN_REPLY (earlier streams' replies are out already).
+    if (!rec.replied) return this.#writeAfterReply(rec, chunk, fin);
     return chunk.length === 0 && !fin ? undefined : this.#sendData(id, chunk, 0, fin);
   }
 
+  /** The stream serializes its writes, so at most one waits per stream. */
   async #writeAfterReply(rec: StreamRecord, chunk: Buffer, fin: boolean): Promise<void> {
-    const earlier = this.#pendingReplies > 0 ? this.#replyTail : undefined;
-    await rec.replyGate;
-    if (earlier) await earlier;
+    await new Promise<void>((resolve) => (rec.openGate = resolve));
     if (chunk.length === 0 && !fin) return;
     await this.#sendData(rec.id, chunk, 0, fin);
+  }
+
+  /** Lets DATA held for the SYN_REPLY go (to be sent, or dropped if the stream is gone). */
+  #release(rec: StreamRecord): void {
+    const open = rec.openGate;
+    rec.openGate = undefined;
+    open?.();
   }
 
   #sendData(id: number, chunk: Buffer, from: number, fin: boolean): Promise<void> | undefined {
@@ -466,7 +440,7 @@ export class SpdyConnection extends EventEmitter {
   #forget(rec: StreamRecord): void {
     if (!this.#isOpen(rec)) return;
     this.#streams.delete(rec.id);
-    rec.openGate();
+    this.#release(rec);
     if (this.#blockedOn === rec) {
       this.#blockedOn = undefined;
       process.nextTick(() => this.#resumeInput('reader'));
@@ -557,7 +531,7 @@ export class SpdyConnection extends EventEmitter {
     this.#streams.clear();
     this.#blockedOn = undefined;
     for (const rec of recs) {
-      rec.openGate();
+      this.#release(rec);
       rec.control.abort();
     }
     this.#onDrain();

@@ -1,4 +1,5 @@
-import zlib from 'node:zlib';
+import type { ZlibOptions } from 'node:zlib';
+import { Deflate, Inflate, constants } from 'minizlib';
 import { SPDY3_DICTIONARY } from './dictionary.js';
 import { SpdyProtocolError } from './errors.js';
 
@@ -90,89 +91,51 @@ export function firstValues(values: HeaderValues): Readonly<Record<string, strin
   return out;
 }
 
-interface Job {
-  readonly chunks: Buffer[];
-  size: number;
-  readonly max: number;
-  readonly resolve: (b: Buffer) => void;
-  readonly reject: (err: Error) => void;
-}
-
-const noop = (): void => {};
-
 /**
- * One zlib stream driven one block at a time, in call order, through the public stream API:
- * each write is processed with Z_SYNC_FLUSH (the `flush` option) and its callback fires only
- * after all its output was pushed, so reading the buffer then collects exactly that block.
- * Output is read as it is produced and counted, so a bomb is cut off just past `max` bytes.
+ * One zlib context driven synchronously: minizlib's `write()` runs Node's zlib binding on the
+ * calling thread with Z_SYNC_FLUSH (the `flush` option) and emits all the output as 'data'
+ * before it returns, so one write yields exactly one block. `maxOutputLength` caps what a single
+ * write may produce: the binding stops a bomb just past it, and the context is dead afterwards.
  */
-class OrderedZlib {
-  readonly #z: zlib.Inflate | zlib.Deflate;
-  #tail: Promise<void> = Promise.resolve();
-  #job: Job | undefined;
+class SyncZlib {
+  readonly #z: Inflate | Deflate;
+  readonly #max: number;
+  #out: Buffer[] = [];
   #error: Error | undefined;
 
-  constructor(z: zlib.Inflate | zlib.Deflate) {
+  constructor(z: Inflate | Deflate, max: number) {
     this.#z = z;
-    z.on('readable', () => this.#drain());
-    z.on('error', (err: Error) => this.#fail(err));
+    this.#max = max;
+    z.on('data', (chunk: Buffer) => this.#out.push(chunk));
+    z.on('error', (err: unknown) => (this.#error ??= err as Error));
   }
 
-  run(input: Buffer, max: number): Promise<Buffer> {
-    const result = this.#tail.then(() => this.#runOne(input, max));
-    this.#tail = result.then(noop, noop);
-    return result;
+  run(input: Buffer): Buffer {
+    if (!this.#error) this.#z.write(input);
+    const out = this.#out;
+    this.#out = [];
+    const err = this.#error;
+    if (!err) return out.length === 1 ? out[0]! : Buffer.concat(out);
+    const cause = err.cause instanceof Error ? err.cause : err;
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code === 'ERR_BUFFER_TOO_LARGE') throw new SpdyProtocolError(`header block inflates past ${this.#max} bytes`);
+    throw new SpdyProtocolError(`header block zlib: ${cause.message}`);
   }
 
   close(): void {
-    this.#fail(new Error('header compression context closed'));
-  }
-
-  #runOne(input: Buffer, max: number): Promise<Buffer> {
-    if (this.#error) return Promise.reject(this.#error);
-    return new Promise<Buffer>((resolve, reject) => {
-      this.#job = { chunks: [], size: 0, max, resolve, reject };
-      this.#z.write(input, (err) => {
-        if (err) return this.#fail(err);
-        this.#drain();
-        const job = this.#job;
-        if (!job) return; // failed while draining
-        this.#job = undefined;
-        job.resolve(Buffer.concat(job.chunks, job.size));
-      });
-    });
-  }
-
-  #drain(): void {
-    let chunk: Buffer | null;
-    while ((chunk = this.#z.read() as Buffer | null) !== null) {
-      const job = this.#job;
-      if (!job) continue; // nothing is pending: cannot happen, but never misattribute output
-      job.size += chunk.length;
-      if (job.size > job.max) return this.#fail(new SpdyProtocolError(`header block inflates past ${job.max} bytes`));
-      job.chunks.push(chunk);
-    }
-  }
-
-  #fail(err: Error): void {
-    this.#error ??= err;
-    const job = this.#job;
-    this.#job = undefined;
-    job?.reject(err instanceof SpdyProtocolError ? err : new SpdyProtocolError(`header block zlib: ${err.message}`));
-    // The context is unusable now; destroying it also stops a bomb mid-inflate.
-    if (!this.#z.destroyed) this.#z.destroy();
+    this.#error ??= new Error('header compression context closed');
+    this.#z.close();
   }
 }
 
-/** Our direction's header compressor: one per session. */
-export class HeaderCompressor {
-  readonly #zlib = new OrderedZlib(
-    zlib.createDeflate({ dictionary: SPDY3_DICTIONARY, flush: zlib.constants.Z_SYNC_FLUSH }),
-  );
+const zlibOptions: ZlibOptions = { dictionary: SPDY3_DICTIONARY, flush: constants.Z_SYNC_FLUSH };
 
-  /** Compresses one block. Results must be sent in call order (they already resolve in it). */
-  compress(headers: HeaderInput): Promise<Buffer> {
-    return this.#zlib.run(encodeHeaderBlock(headers), Number.POSITIVE_INFINITY);
+/** Our direction's header compressor: one per session. Blocks must be sent in call order. */
+export class HeaderCompressor {
+  readonly #zlib = new SyncZlib(new Deflate(zlibOptions), Number.POSITIVE_INFINITY);
+
+  compress(headers: HeaderInput): Buffer {
+    return this.#zlib.run(encodeHeaderBlock(headers));
   }
 
   close(): void {
@@ -182,23 +145,22 @@ export class HeaderCompressor {
 
 /** The peer's direction: one per session, fed every received header block in frame order. */
 export class HeaderDecompressor {
-  readonly #zlib = new OrderedZlib(
-    zlib.createInflate({ dictionary: SPDY3_DICTIONARY, flush: zlib.constants.Z_SYNC_FLUSH }),
-  );
-  readonly #maxBytes: number;
+  readonly #zlib: SyncZlib;
 
   constructor(opts: { maxHeaderBytes?: number } = {}) {
-    this.#maxBytes = opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+    const max = opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+    const options: ZlibOptions = { ...zlibOptions, maxOutputLength: max }; // bounds each write, not the stream
+    this.#zlib = new SyncZlib(new Inflate(options), max);
   }
 
   /**
-   * Inflates and parses one block; rejects with a SpdyProtocolError on a zlib error, a block
-   * inflating past `maxHeaderBytes` (stopped there), or a malformed block. Any rejection leaves
-   * the context unusable only if zlib itself failed; the session closes either way.
+   * Inflates and parses one block; throws a SpdyProtocolError on a zlib error, a block
+   * inflating past `maxHeaderBytes` (stopped there), or a malformed block. Only a zlib failure
+   * leaves the context unusable; the session closes either way.
    */
-  async decompress(block: Buffer): Promise<HeaderValues> {
+  decompress(block: Buffer): HeaderValues {
     if (block.length === 0) throw new SpdyProtocolError('empty compressed header block');
-    return parseHeaderBlock(await this.#zlib.run(block, this.#maxBytes));
+    return parseHeaderBlock(this.#zlib.run(block));
   }
 
   close(): void {

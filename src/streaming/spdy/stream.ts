@@ -75,10 +75,10 @@ export class SpdyStream extends Duplex {
   }
 
   /**
-   * Sends SYN_REPLY (default: no headers, as the kubelet's spdystream server does) and resolves
-   * once it was handed to the socket, after any SYN_REPLY requested earlier on the session.
-   * Never rejects: if the stream or the session ended first, it resolves without sending
-   * (`destroyed` tells). Later calls return the first call's promise.
+   * Sends SYN_REPLY (default: no headers, as the kubelet's spdystream server does): it is on the
+   * socket when this returns, and the promise is already resolved. Never rejects: if the stream
+   * or the session ended first, nothing is sent (`destroyed` tells). Later calls return the first
+   * call's promise.
    *
    * kubectl reads no stream until every stream it opened has its reply, so reply to all the
    * streams of a command before producing output.

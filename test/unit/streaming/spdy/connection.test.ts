@@ -8,8 +8,8 @@ import {
   type SpdyConnectionOptions,
   type SpdyStream,
 } from '../../../../src/streaming/spdy/index.js';
-import { encodePing } from '../../../../src/streaming/spdy/frames.js';
-import { TestClient, duplexPair, once, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from './fixtures/helpers.js';
+import { encodeData, encodePing } from '../../../../src/streaming/spdy/frames.js';
+import { TestClient, duplexPair, finOf, once, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from './fixtures/helpers.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const plain = (v: object | undefined): unknown => JSON.parse(JSON.stringify(v ?? null));
@@ -546,10 +546,10 @@ t.test('reply() never rejects, whatever happens to the stream or session', async
   const [a, b] = [await stream(1), await stream(2)];
   a.destroy();
   const gone = a.reply(); // already gone
-  const dying = b.reply(); // queued, then the session dies under it
   conn.close();
+  const closedFirst = b.reply(); // the session closed first
   t.equal(await gone, undefined);
-  t.equal(await dying, undefined);
+  t.equal(await closedFirst, undefined);
   // The pattern a caller may well use: Promise.all over the replies, not awaited.
   void Promise.all([a.reply(), b.reply()]).then(() => undefined);
   await sleep(20);
@@ -648,4 +648,92 @@ t.test('10 000 SYN_STREAMs past maxStreams are refused with bounded memory', asy
   await sleep(50);
   t.equal(streams.length, 101);
   conn.close();
+});
+
+// ---- synchronous headers: re-entrancy ---------------------------------------------------
+
+/** A SYN_STREAM with FIN around an already compressed block. */
+const synFinBlock = (id: number, block: Buffer): Buffer =>
+  Buffer.concat([hex('80030001'), u32((0x01 << 24) | (10 + block.length)), u32(id), u32(0), hex('0000'), block]);
+
+t.test('reply() puts the SYN_REPLY on the socket before it returns', async (t) => {
+  const { client, conn, serverSock } = setup();
+  const writes: Buffer[] = [];
+  const write = serverSock.write.bind(serverSock);
+  serverSock.write = ((chunk: Buffer, ...rest: never[]) => {
+    writes.push(chunk);
+    return write(chunk, ...rest);
+  }) as typeof serverSock.write;
+  let sent: Buffer[] = [];
+  conn.on('stream', (s: SpdyStream) => {
+    const n = writes.length;
+    void s.reply();
+    sent = writes.slice(n);
+    s.end('out');
+  });
+  await client.open([['streamtype', 'stdout']]);
+  await client.waitFor(finOf(1));
+  t.same(sent.map((b) => b.subarray(0, 4).toString('hex')), ['80030002'], 'the SYN_REPLY, written synchronously');
+  t.same(client.summary().split(' ').filter((f) => f.endsWith('(1)')), ['SYN_REPLY(1)', 'DATA(1)', 'DATA(1)']);
+  conn.close();
+});
+
+t.test("a 'stream' listener that resets its stream: later frames of the same chunk still count", async (t) => {
+  const { client, conn, streams, closeCount } = setup();
+  conn.on('stream', (s: SpdyStream) => {
+    if (s.id === 1) return s.reset();
+    void s.reply();
+    s.end('ok');
+  });
+  const b1 = await client.compressRaw(rawHeaderBlock([['streamtype', 'a']]));
+  const b3 = await client.compressRaw(rawHeaderBlock([['streamtype', 'b']]));
+  // One chunk: SYN_STREAM 1 with FIN (reset by the listener before FIN is applied), DATA on the
+  // dead stream (dropped), SYN_STREAM 3 (inflated in the same context), PING.
+  client.write(Buffer.concat([synFinBlock(1, b1), encodeData(1, Buffer.from('late'), false), synBlock(3, b3), encodePing(9)]));
+  await client.waitFor((f) => f.type === 'PING' && f.id === 9);
+  await client.waitFor((f) => f.type === 'DATA' && f.streamId === 3 && f.fin);
+  t.same(plain(client.received.find(isType('RST_STREAM', 1))), { type: 'RST_STREAM', streamId: 1, status: RstStatus.CANCEL });
+  t.equal(client.received.filter(isType('RST_STREAM')).length, 1, 'the dropped DATA draws no RST');
+  t.same(streams.map((s) => s.id), [1, 3]);
+  t.equal(client.dataOf(3).bytes.toString(), 'ok');
+  t.equal(closeCount(), 0);
+  t.notOk(conn.closed);
+  conn.close();
+});
+
+t.test("a 'stream' listener that closes the session: no later frame of the chunk is processed", async (t) => {
+  const { client, conn, streams, closed, closeCount } = setup();
+  let seen = 0;
+  conn.on('stream', () => {
+    seen++;
+    conn.close();
+  });
+  const b1 = await client.compressRaw(rawHeaderBlock([['streamtype', 'a']]));
+  const b3 = await client.compressRaw(rawHeaderBlock([['streamtype', 'b']]));
+  client.write(Buffer.concat([synFinBlock(1, b1), synBlock(3, b3), encodePing(9)]));
+  t.equal(await closed, undefined);
+  await sleep(20);
+  t.equal(seen, 1);
+  t.same(streams.map((s) => s.id), [1]);
+  t.ok(streams[0]!.destroyed);
+  t.equal(closeCount(), 1);
+  t.notOk(client.received.some(isType('PING')));
+});
+
+t.test('a header bomb in one chunk with later frames fails with the cap in the message', async (t) => {
+  const { client, conn, streams, closed } = setup({ maxHeaderBytes: 4096 });
+  const ok = await client.compressRaw(rawHeaderBlock([['streamtype', 'a']]));
+  // 8 MiB of headers, compressed in the session's context to a few KB.
+  const bomb = await client.compressRaw(rawHeaderBlock([['streamtype', 'b'], ['x', 'x'.repeat(8 << 20)]]));
+  t.ok(bomb.length < 64 * 1024, `${bomb.length} compressed bytes`);
+  client.write(Buffer.concat([synBlock(1, ok), synBlock(3, bomb), encodePing(9)]));
+  const err = await closed;
+  t.type(err, SpdyProtocolError);
+  t.equal(err?.message, 'header block inflates past 4096 bytes');
+  t.same(streams.map((s) => s.id), [1], 'the stream before the bomb was accepted');
+  t.ok(streams[0]!.destroyed);
+  const ga = await client.waitFor(isType('GOAWAY'), 1000);
+  t.ok(ga.type === 'GOAWAY' && ga.status === 1 && ga.lastGoodStreamId === 1, 'GOAWAY PROTOCOL_ERROR naming stream 1');
+  t.notOk(client.received.some(isType('PING')), 'the PING after the bomb is not answered');
+  t.ok(conn.closed);
 });

@@ -19,7 +19,7 @@ t.test('the dictionary is the SPDY/3 one', async (t) => {
   t.equal(adler32(SPDY3_DICTIONARY).toString(16), 'e3c6a7c2');
   t.equal(SPDY3_DICTIONARY.subarray(0, 11).toString('latin1'), '\0\0\0\x07options');
   t.equal(SPDY3_DICTIONARY.subarray(-6).toString('latin1'), 'enq=0.');
-  const block = await new HeaderCompressor().compress({ streamtype: 'error' });
+  const block = new HeaderCompressor().compress({ streamtype: 'error' });
   t.equal(block.subarray(2, 6).toString('hex'), 'e3c6a7c2', 'our zlib stream names that dictionary');
   t.equal(block.subarray(-4).toString('hex'), '0000ffff', 'and ends each block with a sync flush');
 });
@@ -64,22 +64,26 @@ t.test('successive blocks share one zlib context across frames', async (t) => {
     { streamtype: 'data', port: '8080', requestid: '12' },
     {},
   ];
-  // Requested together, they still come out in order.
-  const blocks = await Promise.all(sets.map((h) => c.compress(h)));
+  const blocks = sets.map((h) => c.compress(h));
   t.ok(blocks[2]!.length < blocks[0]!.length, 'later blocks reuse the history');
 
   const fresh = new HeaderDecompressor();
-  for (let i = 0; i < sets.length; i++) t.same(plain(firstValues(await fresh.decompress(blocks[i]!))), sets[i], `block ${i}`);
+  for (let i = 0; i < sets.length; i++) t.same(plain(firstValues(fresh.decompress(blocks[i]!))), sets[i], `block ${i}`);
 
   // Skipping a block breaks a later one that refers back to it: the context really is shared.
   const repeated = { streamtype: 'data', 'x-nonce': 'qwertyuiopasdfghjkl' };
   const c2 = new HeaderCompressor();
-  const [b0, , b2] = [await c2.compress({}), await c2.compress(repeated), await c2.compress(repeated)];
+  const [b0, , b2] = [c2.compress({}), c2.compress(repeated), c2.compress(repeated)];
   c2.close();
   t.ok(b2!.length < 12, `a repeated block is a back-reference (${b2!.length} bytes)`);
   const skipping = new HeaderDecompressor();
-  await skipping.decompress(b0!);
-  const got = await skipping.decompress(b2!).then((v) => firstValues(v)['x-nonce'], () => 'rejected');
+  skipping.decompress(b0!);
+  let got: string | undefined;
+  try {
+    got = firstValues(skipping.decompress(b2!))['x-nonce'];
+  } catch {
+    got = 'threw';
+  }
   t.not(got, repeated['x-nonce'], 'a context that missed a block cannot read the next');
   c.close();
   fresh.close();
@@ -91,7 +95,7 @@ t.test('interoperates with an independent zlib both ways', async (t) => {
   const go = new GoLikeCompressor();
   const ours = new HeaderDecompressor();
   const pairs: [string, string][][] = [[['streamtype', 'error']], [['streamtype', 'stdout']], [['streamtype', 'resize'], ['x-other', 'v']]];
-  for (const p of pairs) t.same(plain(await ours.decompress(await go.compress(p))), Object.fromEntries(p.map(([k, v]) => [k, [v]])));
+  for (const p of pairs) t.same(plain(ours.decompress(await go.compress(p))), Object.fromEntries(p.map(([k, v]) => [k, [v]])));
   go.close();
 
   // Ours → theirs: node's inflate stream with the dictionary reads our blocks one by one.
@@ -100,7 +104,7 @@ t.test('interoperates with an independent zlib both ways', async (t) => {
   const got: Buffer[] = [];
   inflate.on('data', (d: Buffer) => got.push(d));
   for (const h of [{ ':status': '200 OK', ':version': 'HTTP/1.1' }, {}] as Record<string, string>[]) {
-    inflate.write(await c.compress(h));
+    inflate.write(c.compress(h));
     await new Promise<void>((r) => inflate.flush(zlib.constants.Z_SYNC_FLUSH, () => r()));
     await new Promise((r) => setImmediate(r));
     t.same(Buffer.concat(got.splice(0)), encodeHeaderBlock(h));
@@ -115,30 +119,30 @@ t.test('a zlib bomb is cut off at the cap, fast and without inflating it', async
   const d = new HeaderDecompressor();
   const rss0 = process.memoryUsage().rss;
   const t0 = performance.now();
-  await t.rejects(d.decompress(bomb), { name: 'SpdyProtocolError', message: /inflates past 65536/ });
+  t.throws(() => d.decompress(bomb), { name: 'SpdyProtocolError', message: /inflates past 65536 bytes/ });
   const ms = performance.now() - t0;
   t.ok(ms < 1000, `rejected in ${ms.toFixed(1)} ms`);
   t.ok(process.memoryUsage().rss - rss0 < 50 * 1024 * 1024, 'RSS grew < 50 MB');
-  await t.rejects(d.decompress(Buffer.from('x')), SpdyProtocolError, 'the context is dead afterwards');
+  t.throws(() => d.decompress(Buffer.from('x')), SpdyProtocolError, 'the context is dead afterwards');
 });
 
 t.test('maxHeaderBytes bounds the decompressed block', async (t) => {
   const c = new HeaderCompressor();
   const small = new HeaderDecompressor({ maxHeaderBytes: 100 });
-  t.ok(await small.decompress(await c.compress({ a: 'x'.repeat(50) })));
-  await t.rejects(small.decompress(await c.compress({ a: 'x'.repeat(200) })), SpdyProtocolError);
+  t.ok(small.decompress(c.compress({ a: 'x'.repeat(50) })));
+  t.throws(() => small.decompress(c.compress({ a: 'x'.repeat(200) })), { name: 'SpdyProtocolError', message: 'header block inflates past 100 bytes' });
   c.close();
 });
 
 t.test('corrupt compressed input is a protocol error', async (t) => {
-  await t.rejects(new HeaderDecompressor().decompress(Buffer.from('not zlib at all')), SpdyProtocolError);
-  await t.rejects(new HeaderDecompressor().decompress(Buffer.alloc(0)), SpdyProtocolError);
+  t.throws(() => new HeaderDecompressor().decompress(Buffer.from('not zlib at all')), { name: 'SpdyProtocolError', message: /^header block zlib: / });
+  t.throws(() => new HeaderDecompressor().decompress(Buffer.alloc(0)), SpdyProtocolError);
   // A stream seeded with another dictionary.
   const other = zlib.deflateSync(encodeHeaderBlock({ a: 'b' }), { dictionary: Buffer.from('nope') });
-  await t.rejects(new HeaderDecompressor().decompress(other), SpdyProtocolError);
+  t.throws(() => new HeaderDecompressor().decompress(other), SpdyProtocolError);
   // A well-formed stream carrying a malformed block.
   const go = new GoLikeCompressor();
   const truncated = await go.compressRaw(Buffer.concat([u32(3), u32(1), Buffer.from('a')]));
-  await t.rejects(new HeaderDecompressor().decompress(truncated), SpdyProtocolError);
+  t.throws(() => new HeaderDecompressor().decompress(truncated), SpdyProtocolError);
   go.close();
 });
