@@ -76,10 +76,31 @@ export class HttpSeries {
   completed = 0;
   /** `completed` as the counter was last told. */
   exported = 0;
+  /** Durations: how many fell in each of DURATION_BUCKETS (not cumulative), the last slot +Inf. */
+  readonly durations = new Float64Array(DURATION_BUCKETS.length + 1);
+  durationSum = 0;
 
   constructor(labels: HttpLabels) {
     this.labels = Object.freeze(labels);
   }
+
+  /** One request's duration in seconds: a bucket increment and an addition. */
+  observe(seconds: number): void {
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
+    this.durations[i]!++;
+    this.durationSum += seconds;
+  }
+}
+
+/** The kubelet's `kubelet_http_requests_duration_seconds` buckets (Prometheus `DefBuckets`). */
+export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** One sample of a metric as prom-client's registry formats it. */
+export interface MetricSample {
+  readonly metricName: string;
+  readonly labels: Readonly<Record<string, string | number>>;
+  readonly value: number;
 }
 
 /**
@@ -121,6 +142,20 @@ export class HttpSeriesSet {
       counter.inc(s.labels, s.completed - s.exported);
       s.exported = s.completed;
     }
+  }
+
+  /** The duration histogram's samples (`<name>_bucket` cumulative with `le`, `_sum`, `_count`), as prom-client writes a histogram. */
+  durationSamples(name: string): MetricSample[] {
+    const out: MetricSample[] = [];
+    for (const s of this.#series.values()) {
+      let cumulative = 0;
+      for (let i = 0; i <= DURATION_BUCKETS.length; i++) {
+        cumulative += s.durations[i]!;
+        out.push({ metricName: `${name}_bucket`, labels: { le: i < DURATION_BUCKETS.length ? DURATION_BUCKETS[i]! : '+Inf', ...s.labels }, value: cumulative });
+      }
+      out.push({ metricName: `${name}_sum`, labels: s.labels, value: s.durationSum }, { metricName: `${name}_count`, labels: s.labels, value: cumulative });
+    }
+    return out;
   }
 
   /** Gauge `collect()`: the requests in flight right now. */

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import { HttpSeriesSet } from './http.js';
 
 /**
@@ -31,12 +31,8 @@ export class Metrics {
     registers: [this.registry],
     collect: completedInto(this.http),
   });
-  readonly httpDuration = new Histogram({
-    name: 'kubelet_http_requests_duration_seconds',
-    help: 'Duration in seconds to serve http requests',
-    labelNames: ['method', 'path', 'server_type', 'long_running'] as const,
-    registers: [this.registry],
-  });
+  /** `kubelet_http_requests_duration_seconds`, kept in the HTTP series (`HttpSeries.observe`) and written from them when scraped. */
+  readonly httpDuration = registerSeriesHistogram(this.registry, this.http, 'kubelet_http_requests_duration_seconds', 'Duration in seconds to serve http requests');
   readonly httpInflight = new Gauge({
     name: 'kubelet_http_inflight_requests',
     help: 'Number of the inflight http requests',
@@ -158,6 +154,24 @@ export class Metrics {
       },
     });
   }
+}
+
+/**
+ * A histogram that lives in the HTTP series, registered as a metric of its own: prom-client's
+ * `Histogram.observe` validates and hashes its labels on every call, which cost more than serving
+ * a cached `/podInfo`; here a request costs a bucket increment, and the scrape does the rest.
+ */
+function registerSeriesHistogram(registry: Registry, http: HttpSeriesSet, name: string, help: string): { readonly name: string } {
+  const metric = {
+    name,
+    help,
+    type: 'histogram' as const,
+    aggregator: 'sum' as const,
+    get: async () => ({ name, help, type: 'histogram' as const, aggregator: 'sum' as const, values: http.durationSamples(name) }),
+    reset: () => undefined,
+  };
+  registry.registerMetric(metric as unknown as Metric);
+  return metric;
 }
 
 /** prom-client `collect` functions: bring a metric up to date with the HTTP series before it is read. */

@@ -6,6 +6,9 @@ import type { Logger } from '../../logging/index.js';
 import type { CommandResult, StreamIO } from '../../streaming/types.js';
 import { StdcopyParser } from './demux.js';
 
+/** Client stdin written to Docker but not yet taken by its socket, beyond which the client is paused. */
+const STDIN_BACKLOG_LIMIT = 256 * 1024;
+
 export interface ExecOptions {
   /** How long an exec'd process may outlive its disconnected client before it is killed. */
   disconnectGraceMs: number;
@@ -115,7 +118,10 @@ function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
     if (stdin) {
       const resumeStdin = () => stdin.resume();
       stdin.on('data', (chunk: Buffer) => {
-        if (!socket.write(chunk)) {
+        socket.write(chunk);
+        // Our own bound, not the socket's 16 KiB high-water mark: every 32 KiB client message
+        // would cross that and cost a pause, a 'drain' and a resume, while Docker keeps up.
+        if (socket.writableLength > STDIN_BACKLOG_LIMIT && !stdin.isPaused()) {
           stdin.pause();
           socket.once('drain', resumeStdin);
         }

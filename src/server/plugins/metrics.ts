@@ -8,10 +8,10 @@ import { getRoute } from '../methods.js';
  * response closes. Upgraded sessions (exec, attach, port-forward) close when the session does,
  * so their duration is the session's, as on the kubelet. Synchronous and allocation-light: the
  * series is found by route pattern (its bucket computed once per route), counts are plain
- * additions read at scrape time, and only the duration goes through prom-client per request.
+ * additions read at scrape time, the duration a bucket increment (`HttpSeries.observe`).
  */
 export function instrumentHttp(app: FastifyInstance, metrics: Metrics, serverType: 'readonly' | 'readwrite'): void {
-  const { http, httpDuration } = metrics;
+  const { http } = metrics;
   app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const series = request.is404
       ? http.forPath(request.method, request.url, serverType)
@@ -21,7 +21,7 @@ export function instrumentHttp(app: FastifyInstance, metrics: Metrics, serverTyp
     reply.raw.on('close', () => {
       series.inflight--;
       series.completed++;
-      httpDuration.observe(series.labels, (performance.now() - started) / 1000);
+      series.observe((performance.now() - started) / 1000);
     });
     done();
   });
