@@ -52,4 +52,5 @@ WORKDIR /opt/nodelet
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json openapi.yaml ./
-ENTRYPOINT ["node", "/opt/nodelet/dist/cli.js"]
+# The V8 flag of dist/cli.js's shebang (see src/cli.ts).
+ENTRYPOINT ["node", "--initial-old-space-size=64", "/opt/nodelet/dist/cli.js"]

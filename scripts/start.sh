@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 DOCKER_HOST=$(scripts/docker-engine.sh ensure)
 export DOCKER_HOST
 scripts/docker-engine.sh images
-exec node dist/cli.js --docker-endpoint "$DOCKER_HOST" --pod-manifest-path examples/pods "$@"
+exec node --initial-old-space-size=64 dist/cli.js --docker-endpoint "$DOCKER_HOST" --pod-manifest-path examples/pods "$@"

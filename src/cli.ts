@@ -1,4 +1,9 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --initial-old-space-size=64
+// V8 flag, why: every socket read is a fresh 64 KiB ArrayBuffer, about 16 000 per GiB relayed. With
+// the old-generation limit V8 derives from nodelet's ~25 MB live heap, those bytes can set off a
+// full mark-compact every ~30 MB moved: 30–40 per GiB, doubling the relay's CPU (bench/README.md,
+// "GC storm"). A 64 MB floor under the limit keeps the collections in the young generation.
+// `npm start`, the Dockerfile and the bench pass the same flag.
 import { buildConfig, ConfigError } from './config/index.js';
 import { createLogger } from './logging/index.js';
 import { startNodelet } from './nodelet.js';

@@ -98,6 +98,13 @@ export interface NodeletOptions {
  */
 export const GC_HOOK_ARGS: readonly string[] = ['--expose-gc', '--import', new URL('./gc-hook.js', import.meta.url).href];
 
+/** The node flags in a script's `#!/usr/bin/env -S node <flags>` line (none for a plain `node` shebang). */
+export function shebangNodeArgs(script: string): string[] {
+  const first = readFileSync(script, 'utf8').split('\n', 1)[0] ?? '';
+  const m = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(first);
+  return m?.[1] ? m[1].trim().split(/\s+/) : [];
+}
+
 /** nodelet as a child process (`node dist/cli.js …`), so its CPU time can be read from /proc. */
 export class NodeletProcess {
   private constructor(
@@ -130,6 +137,8 @@ export class NodeletProcess {
     const child = spawn(
       process.execPath,
       [
+        // What the bin's shebang gives nodelet (V8 flags, see src/cli.ts), then the bench's own.
+        ...shebangNodeArgs(cli),
         ...(opts.nodeArgs ?? []),
         cli,
         '--docker-endpoint', opts.dockerHost,
