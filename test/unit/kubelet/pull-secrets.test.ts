@@ -1,16 +1,11 @@
 import t from 'tap';
 import type { Secret } from 'kubernetes-types/core/v1.js';
 import type { Pod } from '../../../src/api/types.js';
-import { EventRecorder } from '../../../src/events/recorder.js';
-import { Backoff } from '../../../src/kubelet/backoff.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { pullCredentials } from '../../../src/kubelet/pull-secrets.js';
-import { createLogger } from '../../../src/logging/index.js';
-import { PodManager } from '../../../src/pod/manager.js';
 import type { ImageInfo, ImagePullPolicy, PullCredentials, RegistryAuth } from '../../../src/runtime/types.js';
-import { StatusManager } from '../../../src/status/manager.js';
 import type { PodObjectSource } from '../../../src/volumes/source.js';
 import { waitFor } from '../../helpers/wait.js';
+import { startKubelet } from './fixtures/kubelet.js';
 import { MemoryRuntime } from './fixtures/memory-runtime.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -101,30 +96,7 @@ class PullingRuntime extends MemoryRuntime {
 }
 
 function setup(source: PodObjectSource | undefined) {
-  const runtime = new PullingRuntime();
-  const podManager = new PodManager();
-  const statusManager = new StatusManager();
-  const recorder = new EventRecorder({ nodeName: 'n1' });
-  const kubelet = new Kubelet({
-    nodeName: 'n1',
-    nodeIP: '127.0.0.1',
-    runtime,
-    podManager,
-    statusManager,
-    recorder,
-    log: createLogger({ verbosity: 0, format: 'json' }),
-    syncFrequencyMs: 60_000,
-    relistPeriodMs: 60_000,
-    backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
-    ...(source ? { objects: source } : {}),
-  });
-  kubelet.start();
-  kubelet.markSourcesReady();
-  const add = (pod: Pod) => {
-    podManager.updatePod(pod);
-    kubelet.handlePodChanges({ added: [pod], updated: [], removed: [] });
-  };
-  return { runtime, statusManager, recorder, kubelet, add };
+  return startKubelet({ runtime: new PullingRuntime(), ...(source ? { objects: source } : {}) });
 }
 
 t.test('through the sync: the pod pull secrets reach the runtime pull; read only when a pull is needed', async (t) => {

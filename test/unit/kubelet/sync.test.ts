@@ -1,43 +1,13 @@
 import t from 'tap';
 import type { Pod } from '../../../src/api/types.js';
-import { EventRecorder } from '../../../src/events/recorder.js';
 import { Backoff } from '../../../src/kubelet/backoff.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
-import { createLogger } from '../../../src/logging/index.js';
-import { PodManager } from '../../../src/pod/manager.js';
-import { StatusManager } from '../../../src/status/manager.js';
 import { waitFor } from '../../helpers/wait.js';
-import { MemoryRuntime } from './fixtures/memory-runtime.js';
+import { startKubelet } from './fixtures/kubelet.js';
 
 const SANDBOX_BACKOFF_MS = 300;
 
 /** The sync of one pod, end to end inside the kubelet, against a runtime held in memory. */
-function setup() {
-  const runtime = new MemoryRuntime();
-  const podManager = new PodManager();
-  const statusManager = new StatusManager();
-  const recorder = new EventRecorder({ nodeName: 'n1' });
-  const kubelet = new Kubelet({
-    nodeName: 'n1',
-    nodeIP: '127.0.0.1',
-    runtime,
-    podManager,
-    statusManager,
-    recorder,
-    log: createLogger({ verbosity: 0, format: 'json' }),
-    syncFrequencyMs: 60_000,
-    relistPeriodMs: 60_000,
-    backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
-    sandboxBackoff: new Backoff({ initialMs: SANDBOX_BACKOFF_MS, maxMs: 2 * SANDBOX_BACKOFF_MS }),
-  });
-  kubelet.start();
-  kubelet.markSourcesReady();
-  const add = (pod: Pod) => {
-    podManager.updatePod(pod);
-    kubelet.handlePodChanges({ added: [pod], updated: [], removed: [] });
-  };
-  return { runtime, podManager, statusManager, recorder, kubelet, add };
-}
+const setup = () => startKubelet({ sandboxBackoff: new Backoff({ initialMs: SANDBOX_BACKOFF_MS, maxMs: 2 * SANDBOX_BACKOFF_MS }) });
 
 const pod = (restartPolicy: string, extra: Partial<NonNullable<Pod['spec']>> = {}): Pod => ({
   metadata: { uid: 'u1', name: 'p', namespace: 'default' },

@@ -1,15 +1,9 @@
 import t from 'tap';
 import type { Pod } from '../../../src/api/types.js';
 import { validatePod } from '../../../src/api/validation.js';
-import { EventRecorder } from '../../../src/events/recorder.js';
-import { Backoff } from '../../../src/kubelet/backoff.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { unsupportedFieldRefusal } from '../../../src/kubelet/unsupported.js';
-import { createLogger } from '../../../src/logging/index.js';
-import { PodManager } from '../../../src/pod/manager.js';
-import { StatusManager } from '../../../src/status/manager.js';
 import { waitFor } from '../../helpers/wait.js';
-import { MemoryRuntime } from './fixtures/memory-runtime.js';
+import { startKubelet } from './fixtures/kubelet.js';
 
 type Spec = NonNullable<Pod['spec']>;
 const pod = (extra: Partial<Spec> = {}, container: Partial<Spec['containers'][number]> = {}): Pod => ({
@@ -58,25 +52,8 @@ t.test('validation (static pods): with hostNetwork, hostPort must be the contain
 });
 
 t.test('through the sync: a refused pod gets no sandbox; its container waits with CreateContainerConfigError and the reason, and an event says it', async (t) => {
-  const runtime = new MemoryRuntime();
-  const podManager = new PodManager();
-  const statusManager = new StatusManager();
-  const recorder = new EventRecorder({ nodeName: 'n1' });
-  const kubelet = new Kubelet({
-    nodeName: 'n1',
-    nodeIP: '127.0.0.1',
-    runtime,
-    podManager,
-    statusManager,
-    recorder,
-    log: createLogger({ verbosity: 0, format: 'json' }),
-    syncFrequencyMs: 60_000,
-    relistPeriodMs: 60_000,
-    backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
-  });
+  const { runtime, podManager, statusManager, recorder, kubelet } = startKubelet();
   t.teardown(() => kubelet.stop());
-  kubelet.start();
-  kubelet.markSourcesReady();
   const refused = pod({ runtimeClassName: 'kata' });
   podManager.updatePod(refused);
   kubelet.handlePodChanges({ added: [refused], updated: [], removed: [] });
