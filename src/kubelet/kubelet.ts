@@ -411,6 +411,8 @@ export class Kubelet {
         this.#sandboxBackoff.next(uid, now, now);
         this.#sandboxFailures.set(uid, { at: now, waiting: { reason: 'ContainerCreating', message } });
         this.#scheduleAfter(uid, this.#sandboxBackoff.remaining(uid, now, now));
+        // No runtime change may follow (no PLEG event): one more sync publishes the failure now.
+        this.#schedule(uid);
         return;
       }
     }
@@ -532,6 +534,9 @@ export class Kubelet {
     this.#startBackoff.next(key, now, now);
     this.#startFailures.set(key, { at: now, waiting });
     this.#scheduleAfter(pod.metadata?.uid ?? '', this.#startBackoff.remaining(key, now, now));
+    // A failure that left no container brings no PLEG event: one more sync (held by the back-off)
+    // publishes the waiting reason now instead of when the back-off ends.
+    this.#schedule(pod.metadata?.uid ?? '');
   }
 
   /**

@@ -74,7 +74,7 @@ t.test('the image builds from the project and runs pods, port-forward included',
   await timed('docker build', () => dockerBuild(['--network', 'none', '--build-arg', `BASE=${base}`, '--build-arg', 'NPM_FLAGS=--offline', '-t', image, context]));
   t.teardown(() => dockerCLI('rmi', '-f', image).then(() => undefined, () => undefined));
   const entrypoint = await dockerCLI('image', 'inspect', '--format', '{{json .Config.Entrypoint}}', image);
-  t.same(JSON.parse(entrypoint), ['node', '/opt/nodelet/dist/cli.js']);
+  t.same(JSON.parse(entrypoint), ['node', '--initial-old-space-size=64', '/opt/nodelet/dist/cli.js'], 'the V8 flag of the bin shebang (src/cli.ts)');
 
   const nodeName = `img${randomBytes(4).toString('hex')}`;
   const root = await mkdtemp(join(tmpdir(), 'nodelet-image-root-'));

@@ -58,8 +58,7 @@ t.test('through the sync: a refused pod gets no sandbox; its container waits wit
   podManager.updatePod(refused);
   kubelet.handlePodChanges({ added: [refused], updated: [], removed: [] });
   await waitFor('the refusal event', () => (recorder.list('default').some((e) => e.reason === 'FailedCreatePodSandBox') ? true : undefined), 5000, 5);
-  // The next sync (here asked for; a resync or any pod event does the same) publishes the refusal.
-  kubelet.handlePodChanges({ added: [], updated: [refused], removed: [] });
+  // Published at once: no runtime event follows a refusal, and the retry is 10 s away.
   const waitingNow = () => statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.waiting;
   const waiting = await waitFor('waiting with the refusal', () => (waitingNow()?.reason === 'CreateContainerConfigError' ? waitingNow() : undefined), 5000, 5);
   t.match(waiting.message, /^runtimeClassName "kata": nodelet has a single container runtime/);
