@@ -11,9 +11,9 @@ import { StdcopyParser } from './demux.js';
  * A container's log through Docker's logs API — never by opening a file: the kubelet reads CRI log
  * files, nodelet asks the engine, so no path is ever built from request text.
  *
- * Docker is always asked for timestamps: they are what `since` is applied with (Docker's own
- * `since` has whole seconds, so it only narrows the read) and what the kubelet's fixed-width
- * prefix is made from. The stream is stdcopy-framed without a TTY and raw with one; a follow
+ * Docker is asked for timestamps whenever the answer needs them: they are what `since` is
+ * applied with (Docker's own `since` has whole seconds, so it only narrows the read) and what
+ * the kubelet's fixed-width prefix is made from; a plain read passes the text through. The stream is stdcopy-framed without a TTY and raw with one; a follow
  * stream ends when the container stops (Docker closes it), a plain read at the end of the log.
  *
  * Backpressure: the Docker response is paused whenever `out` is full, so a slow reader slows the
@@ -34,6 +34,11 @@ export async function containerLogs(docker: Docker, id: string, opts: LogOptions
   if (!out.writableEnded && !out.destroyed) out.end();
 }
 
+/** Docker's timestamps are asked for only when the answer needs them (`timestamps`, `since`). */
+function stampedRead(opts: LogOptions): boolean {
+  return opts.timestamps || opts.since !== undefined;
+}
+
 /** dockerode's `container.logs()` buffers the whole answer unless it follows: dial it as a stream. */
 function openLogStream(docker: Docker, id: string, opts: LogOptions, signal: AbortSignal): Promise<IncomingMessage | undefined> {
   // Whole seconds, rounded down: Docker then returns a superset and the writer filters exactly.
@@ -42,7 +47,7 @@ function openLogStream(docker: Docker, id: string, opts: LogOptions, signal: Abo
     follow: opts.follow,
     stdout: opts.stream !== 'Stderr',
     stderr: opts.stream !== 'Stdout',
-    timestamps: true,
+    timestamps: stampedRead(opts),
     ...(since > 0 ? { since } : {}),
     ...(opts.tailLines !== undefined ? { tail: opts.tailLines } : {}),
   };
@@ -145,7 +150,7 @@ function relay(stream: IncomingMessage, tty: boolean, opts: LogOptions, out: Wri
     // The reader went away without an abort (destroyed body): stop reading Docker as well.
     out.once('close', stop);
 
-    const writer = new LogWriter(opts, (chunk) => (out.writableEnded || out.destroyed ? false : out.write(chunk)));
+    const writer = new LogWriter({ ...opts, stamped: stampedRead(opts) }, (chunk) => (out.writableEnded || out.destroyed ? false : out.write(chunk)));
     const parser = tty ? undefined : new StdcopyParser();
     /** One chunk through the parser and writer; false once the stream is finished. */
     const handle = (chunk: Buffer): boolean => {

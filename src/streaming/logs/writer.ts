@@ -19,6 +19,13 @@ export interface LogWriterOptions {
   readonly timestamps: boolean;
   readonly since?: Date;
   readonly limitBytes?: number;
+  /**
+   * Whether the records carry Docker's timestamps (default true). A read that needs neither
+   * `timestamps` nor `since` asks the engine for none and passes the text through as it is:
+   * nothing to parse, and no engine quirk of record boundaries (Podman writes a TTY's partial
+   * line as a record of its own, the next one's timestamp right after it) can leak into it.
+   */
+  readonly stamped?: boolean;
 }
 
 /** Docker's copier buffer: a longer line is logged as pieces of exactly this many bytes. */
@@ -72,6 +79,7 @@ export class LogWriter {
    * their newline or their 16 KiB length.
    */
   push(stream: number, data: Buffer, recordEnd?: boolean): void {
+    if (this.#opts.stamped === false) return this.#emit(data);
     let state = this.#states.get(stream);
     if (!state) this.#states.set(stream, (state = new RecordState()));
     let off = 0;

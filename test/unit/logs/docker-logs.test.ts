@@ -53,12 +53,17 @@ function collector(): { out: Writable; text: () => string } {
   return { out, text: () => Buffer.concat(chunks).toString() };
 }
 
-const base: LogOptions = { follow: false, timestamps: false, stream: 'All' };
+/** A read that needs Docker's timestamps (`since` the epoch keeps every line): the scripted records carry them. */
+const base: LogOptions = { follow: false, timestamps: false, stream: 'All', since: new Date(0) };
+/** A plain read: no timestamps asked for, the text passed through. */
+const plain: LogOptions = { follow: false, timestamps: false, stream: 'All' };
 const TS = '2026-11-29T20:45:37.329060525Z';
 
-t.test('asks Docker for timestamps, whole-second since, tail and the wanted streams', async (t) => {
+t.test('asks Docker for timestamps when the answer needs them, whole-second since, tail and the wanted streams', async (t) => {
   const cases: [LogOptions, Record<string, unknown>][] = [
     [base, { follow: false, stdout: true, stderr: true, timestamps: true }],
+    [plain, { follow: false, stdout: true, stderr: true, timestamps: false }],
+    [{ ...plain, timestamps: true }, { follow: false, stdout: true, stderr: true, timestamps: true }],
     [{ ...base, follow: true, tailLines: 0 }, { follow: true, stdout: true, stderr: true, timestamps: true, tail: 0 }],
     [{ ...base, stream: 'Stdout', since: new Date('2026-11-29T20:45:37.999Z') }, { follow: false, stdout: true, stderr: false, timestamps: true, since: Date.parse('2026-11-29T20:45:37Z') / 1000 }],
     [{ ...base, stream: 'Stderr' }, { follow: false, stdout: false, stderr: true, timestamps: true }],

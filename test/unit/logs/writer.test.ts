@@ -162,3 +162,11 @@ t.test('a full destination is reported once per check', async (t) => {
   t.equal(writer.takeBlocked(), true);
   t.equal(writer.takeBlocked(), false);
 });
+
+t.test('records read without timestamps pass through as they are, limitBytes still applied', async (t) => {
+  // What a plain read gets from the engine: no timestamps, text that merely looks like one kept.
+  const text = `tty1\r\ntty2${TS[0]} \r\n`;
+  t.equal(raw({ timestamps: false, stamped: false }, [Buffer.from(text)]).text, text, 'raw (TTY)');
+  t.equal(framed({ timestamps: false, stamped: false }, [Buffer.concat([frame(1, 'out1\n'), frame(2, 'err1\n')])]).text, 'out1\nerr1\n', 'framed');
+  t.equal(raw({ timestamps: false, stamped: false, limitBytes: 7 }, [Buffer.from('abc\n'), Buffer.from('defgh\n')]).text, 'abc\ndef');
+});
