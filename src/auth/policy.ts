@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
+import { isMapping, parseMapping } from '../config/yaml-mapping.js';
 import { SUBRESOURCES, type Attributes, type Authorizer, type Verb } from './types.js';
 
 /**
@@ -41,25 +41,20 @@ function stringList(v: unknown, where: string, allowed?: readonly string[]): str
 }
 
 export function parsePolicy(text: string): Rule[] {
-  const doc = parseDocument(text);
-  const syntax = doc.errors[0];
-  if (syntax !== undefined) throw new PolicyError(`YAML: ${syntax.message.split('\n')[0] ?? ''}`);
-  const root: unknown = doc.toJS();
-  if (typeof root !== 'object' || root === null || Array.isArray(root)) throw new PolicyError('expected a mapping with a "rules" list');
+  const root = parseMapping(text, 'a mapping with a "rules" list', (why) => new PolicyError(why));
   const extra = Object.keys(root).find((k) => k !== 'rules' && k !== 'apiVersion' && k !== 'kind');
   if (extra !== undefined) throw new PolicyError(`unknown field ${JSON.stringify(extra)}`);
-  const rules: unknown = (root as Record<string, unknown>).rules;
+  const rules: unknown = root.rules;
   if (!Array.isArray(rules)) throw new PolicyError('"rules" must be a list');
   return rules.map((r: unknown, i) => {
     const where = `rules[${i}]`;
-    if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new PolicyError(`${where} must be a mapping`);
-    const rec = r as Record<string, unknown>;
-    const unknown = Object.keys(rec).find((k) => !RULE_KEYS.has(k));
+    if (!isMapping(r)) throw new PolicyError(`${where} must be a mapping`);
+    const unknown = Object.keys(r).find((k) => !RULE_KEYS.has(k));
     if (unknown !== undefined) throw new PolicyError(`${where}: unknown field ${JSON.stringify(unknown)}`);
-    const users = stringList(rec.users, `${where}.users`);
-    const groups = stringList(rec.groups, `${where}.groups`);
-    const verbs = stringList(rec.verbs, `${where}.verbs`, VERBS);
-    const resources = stringList(rec.resources, `${where}.resources`, RESOURCES);
+    const users = stringList(r.users, `${where}.users`);
+    const groups = stringList(r.groups, `${where}.groups`);
+    const verbs = stringList(r.verbs, `${where}.verbs`, VERBS);
+    const resources = stringList(r.resources, `${where}.resources`, RESOURCES);
     if (users.length + groups.length === 0) throw new PolicyError(`${where} names no users or groups`);
     if (verbs.length === 0) throw new PolicyError(`${where} has no verbs`);
     if (resources.length === 0) throw new PolicyError(`${where} has no resources`);

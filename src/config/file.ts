@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
 import { setFromYaml, type Settings } from './convert.js';
 import { ConfigError, ValueError, quote } from './errors.js';
 import { FLAGS, type FlagSpec } from './flags.js';
+import { isMapping, parseMapping } from './yaml-mapping.js';
 
 export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 export const KUBELET_CONFIG_KIND = 'KubeletConfiguration';
@@ -27,9 +27,6 @@ const BRANCHES: ReadonlySet<string> = new Set(
   }),
 );
 
-const isMapping = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Loads a `kubelet.config.k8s.io/v1beta1` KubeletConfiguration; throws ConfigError naming the file. */
 export function loadConfigFile(path: string): ConfigFileResult {
   const fail = (why: string): ConfigError => new ConfigError(`failed to load kubelet config file ${quote(path)}: ${why}`);
@@ -39,16 +36,7 @@ export function loadConfigFile(path: string): ConfigFileResult {
   } catch (err) {
     throw fail(err instanceof Error ? err.message : String(err));
   }
-  const doc = parseDocument(text);
-  const syntax = doc.errors[0];
-  if (syntax !== undefined) throw fail(`YAML: ${syntax.message.split('\n')[0] ?? ''}`);
-  let root: unknown;
-  try {
-    root = doc.toJS();
-  } catch (err) {
-    throw fail(`YAML: ${err instanceof Error ? err.message : String(err)}`); // e.g. alias bombs
-  }
-  if (!isMapping(root)) throw fail(`expected a ${KUBELET_CONFIG_KIND} mapping`);
+  const root = parseMapping(text, `a ${KUBELET_CONFIG_KIND} mapping`, fail);
 
   for (const [field, want] of [['apiVersion', KUBELET_CONFIG_API_VERSION], ['kind', KUBELET_CONFIG_KIND]] as const) {
     const got = root[field];

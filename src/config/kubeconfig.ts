@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseDocument, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { isLoopbackAddress, isUnspecifiedAddress } from './host.js';
+import { isMapping, parseMapping } from './yaml-mapping.js';
 
 /**
  * `--kubeconfig`: how to reach the apiserver. Only what the TokenReview and SubjectAccessReview
@@ -26,14 +27,13 @@ export interface ApiserverConnection {
 export class KubeconfigError extends Error {}
 
 type Rec = Record<string, unknown>;
-const isRec = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function named(list: unknown, kind: string, name: string, field: string): Rec {
   if (!Array.isArray(list)) throw new KubeconfigError(`no ${kind}s list`);
-  const entry: unknown = list.find((e: unknown) => isRec(e) && e.name === name);
+  const entry: unknown = list.find((e: unknown) => isMapping(e) && e.name === name);
   if (entry === undefined) throw new KubeconfigError(`${kind} ${JSON.stringify(name)} not found`);
   const body = (entry as Rec)[field];
-  if (!isRec(body)) throw new KubeconfigError(`${kind} ${JSON.stringify(name)} has no ${field} mapping`);
+  if (!isMapping(body)) throw new KubeconfigError(`${kind} ${JSON.stringify(name)} has no ${field} mapping`);
   return body;
 }
 
@@ -46,23 +46,14 @@ function str(rec: Rec, key: string, where: string): string | undefined {
 
 /** Parses kubeconfig text; `baseDir` resolves relative file paths; `read` is injectable for tests. */
 export function parseKubeconfig(text: string, baseDir: string, read: (path: string) => Buffer = (p) => readFileSync(p)): ApiserverConnection {
-  const doc = parseDocument(text);
-  const syntax = doc.errors[0];
-  if (syntax !== undefined) throw new KubeconfigError(`YAML: ${syntax.message.split('\n')[0] ?? ''}`);
-  let root: unknown;
-  try {
-    root = doc.toJS();
-  } catch (err) {
-    throw new KubeconfigError(`YAML: ${(err as Error).message}`);
-  }
-  if (!isRec(root)) throw new KubeconfigError('expected a kubeconfig mapping (kind: Config)');
+  const root = parseMapping(text, 'a kubeconfig mapping (kind: Config)', (why) => new KubeconfigError(why));
   if (root.kind !== undefined && root.kind !== 'Config') throw new KubeconfigError(`unsupported kind ${JSON.stringify(root.kind)}; expected "Config"`);
 
   let contextName = typeof root['current-context'] === 'string' ? root['current-context'] : '';
   if (contextName === '') {
     const contexts = Array.isArray(root.contexts) ? root.contexts : [];
     const only: unknown = contexts.length === 1 ? contexts[0] : undefined;
-    if (!isRec(only) || typeof only.name !== 'string') throw new KubeconfigError('no current-context (and not exactly one context)');
+    if (!isMapping(only) || typeof only.name !== 'string') throw new KubeconfigError('no current-context (and not exactly one context)');
     contextName = only.name;
   }
   const context = named(root.contexts, 'context', contextName, 'context');
