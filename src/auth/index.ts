@@ -6,7 +6,8 @@ import { ApiserverClient } from './apiserver.js';
 import { PolicyAuthorizer, alwaysAllow, privilegedGroup } from './policy.js';
 import { TokenFileAuthenticator } from './token-file.js';
 import { PRIVILEGED_GROUP, type Authenticator, type Authorizer, type UserInfo } from './types.js';
-import { WebhookTokenAuthenticator, type WebhookLog } from './webhook-authn.js';
+import type { WebhookLog } from './cached-reviews.js';
+import { WebhookTokenAuthenticator } from './webhook-authn.js';
 import { WebhookAuthorizer } from './webhook-authz.js';
 import { X509Authenticator } from './x509.js';
 

@@ -1,27 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { ReviewClient } from './apiserver.js';
+import { CachedReviews, DEFAULT_REVIEW_TIMEOUT_MS, type Reviewed, type WebhookLog, type WebhookOptions } from './cached-reviews.js';
 import { bearerToken } from './token-file.js';
-import { TtlCache, type Clock } from './ttl-cache.js';
 import type { AuthnResult, Authenticator, UserInfo } from './types.js';
 
 export const TOKEN_REVIEW_PATH = '/apis/authentication.k8s.io/v1/tokenreviews';
 
-/** Where the webhooks report apiserver trouble; pino's logger fits. Never given a credential. */
-export interface WebhookLog {
-  warn(obj: object, msg: string): void;
-}
-
-export interface WebhookAuthnOptions {
-  readonly client: ReviewClient;
+export interface WebhookAuthnOptions extends WebhookOptions {
   /** `--authentication-token-webhook-cache-ttl` (kubelet default 2 min); 0 = no caching. */
   readonly cacheTTLMs: number;
-  /** Bound on cached tokens (default 10 000); the least recently used is dropped. */
-  readonly maxEntries?: number;
-  /** Per-review deadline (default 10 s). */
-  readonly timeoutMs?: number;
-  readonly now?: Clock;
-  readonly log?: WebhookLog;
 }
 
 type Review = { readonly user: UserInfo } | { readonly user: undefined; readonly error: string };
@@ -44,41 +32,34 @@ export class WebhookTokenAuthenticator implements Authenticator {
   readonly #client: ReviewClient;
   readonly #ttl: number;
   readonly #timeout: number;
-  readonly #cache: TtlCache<Review>;
-  readonly #inflight = new Map<string, Promise<Review>>();
+  readonly #reviews: CachedReviews<Review>;
   readonly #log: WebhookLog | undefined;
 
   constructor(opts: WebhookAuthnOptions) {
     this.#client = opts.client;
     this.#ttl = opts.cacheTTLMs;
-    this.#timeout = opts.timeoutMs ?? 10_000;
-    this.#cache = new TtlCache(opts.maxEntries ?? 10_000, opts.now);
+    this.#timeout = opts.timeoutMs ?? DEFAULT_REVIEW_TIMEOUT_MS;
+    this.#reviews = new CachedReviews(opts);
     this.#log = opts.log;
   }
 
   get cacheSize(): number {
-    return this.#cache.size;
+    return this.#reviews.size;
   }
 
   authenticate(req: IncomingMessage): AuthnResult | Promise<AuthnResult> {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) return { ok: false };
-    const key = digest(token);
-    const cached = this.#cache.get(key);
-    if (cached !== undefined) return result(cached);
-    let pending = this.#inflight.get(key);
-    if (pending === undefined) {
-      pending = this.#review(token, key).finally(() => this.#inflight.delete(key));
-      this.#inflight.set(key, pending);
-    }
-    return pending.then(result, (err: unknown) => {
+    const review = this.#reviews.get(digest(token), () => this.#review(token));
+    if (!(review instanceof Promise)) return result(review);
+    return review.then(result, (err: unknown) => {
       const reason = err instanceof Error ? err.message : String(err);
       this.#log?.warn({ reason }, 'TokenReview failed; request refused');
       return { ok: false, error: `token webhook: ${reason}` };
     });
   }
 
-  async #review(token: string, key: string): Promise<Review> {
+  async #review(token: string): Promise<Reviewed<Review>> {
     const answer = await this.#client.post(
       TOKEN_REVIEW_PATH,
       { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
@@ -88,15 +69,11 @@ export class WebhookTokenAuthenticator implements Authenticator {
     if (typeof answer !== 'object' || answer === null || (status !== undefined && (typeof status !== 'object' || status === null))) {
       throw new Error('malformed TokenReview answer');
     }
-    let review: Review;
     const user = status?.user as Record<string, unknown> | undefined;
-    if (status?.authenticated === true && typeof user?.username === 'string' && user.username !== '') {
-      review = { user: { name: user.username, uid: typeof user.uid === 'string' ? user.uid : '', groups: strings(user.groups) } };
-    } else {
-      review = { user: undefined, error: 'invalid bearer token' };
-    }
-    this.#cache.set(key, review, this.#ttl);
-    return review;
+    const value: Review = status?.authenticated === true && typeof user?.username === 'string' && user.username !== ''
+      ? { user: { name: user.username, uid: typeof user.uid === 'string' ? user.uid : '', groups: strings(user.groups) } }
+      : { user: undefined, error: 'invalid bearer token' };
+    return { value, ttlMs: this.#ttl };
   }
 }
 

@@ -1,22 +1,14 @@
 import type { ReviewClient } from './apiserver.js';
-import { TtlCache, type Clock } from './ttl-cache.js';
+import { CachedReviews, DEFAULT_REVIEW_TIMEOUT_MS, type Reviewed, type WebhookLog, type WebhookOptions } from './cached-reviews.js';
 import type { Attributes, Authorizer } from './types.js';
-import type { WebhookLog } from './webhook-authn.js';
 
 export const SUBJECT_ACCESS_REVIEW_PATH = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
 
-export interface WebhookAuthzOptions {
-  readonly client: ReviewClient;
+export interface WebhookAuthzOptions extends WebhookOptions {
   /** `--authorization-webhook-cache-authorized-ttl` (kubelet default 5 min); 0 = no caching. */
   readonly authorizedTTLMs: number;
   /** `--authorization-webhook-cache-unauthorized-ttl` (kubelet default 30 s); 0 = no caching. */
   readonly unauthorizedTTLMs: number;
-  /** Bound on cached decisions (default 10 000); the least recently used is dropped. */
-  readonly maxEntries?: number;
-  /** Per-review deadline (default 10 s). */
-  readonly timeoutMs?: number;
-  readonly now?: Clock;
-  readonly log?: WebhookLog;
 }
 
 /** The SubjectAccessReview spec the kubelet sends for its attributes (`auth.go`, resource request). */
@@ -50,41 +42,34 @@ export class WebhookAuthorizer implements Authorizer {
   readonly #allowTTL: number;
   readonly #denyTTL: number;
   readonly #timeout: number;
-  readonly #cache: TtlCache<boolean>;
-  readonly #inflight = new Map<string, Promise<boolean>>();
+  readonly #reviews: CachedReviews<boolean>;
   readonly #log: WebhookLog | undefined;
 
   constructor(opts: WebhookAuthzOptions) {
     this.#client = opts.client;
     this.#allowTTL = opts.authorizedTTLMs;
     this.#denyTTL = opts.unauthorizedTTLMs;
-    this.#timeout = opts.timeoutMs ?? 10_000;
-    this.#cache = new TtlCache(opts.maxEntries ?? 10_000, opts.now);
+    this.#timeout = opts.timeoutMs ?? DEFAULT_REVIEW_TIMEOUT_MS;
+    this.#reviews = new CachedReviews(opts);
     this.#log = opts.log;
   }
 
   get cacheSize(): number {
-    return this.#cache.size;
+    return this.#reviews.size;
   }
 
   authorize(attrs: Attributes): boolean | Promise<boolean> {
     const spec = subjectAccessReviewSpec(attrs);
-    const key = JSON.stringify(spec);
-    const cached = this.#cache.get(key);
-    if (cached !== undefined) return cached;
-    let pending = this.#inflight.get(key);
-    if (pending === undefined) {
-      pending = this.#review(spec, key).finally(() => this.#inflight.delete(key));
-      this.#inflight.set(key, pending);
-    }
-    return pending.catch((err: unknown) => {
+    const decision = this.#reviews.get(JSON.stringify(spec), () => this.#review(spec));
+    if (!(decision instanceof Promise)) return decision;
+    return decision.catch((err: unknown) => {
       const reason = err instanceof Error ? err.message : String(err);
       this.#log?.warn({ reason, user: attrs.user.name, verb: attrs.verb, subresource: attrs.subresource }, 'SubjectAccessReview failed');
       throw new Error(`SubjectAccessReview: ${reason}`);
     });
   }
 
-  async #review(spec: Record<string, unknown>, key: string): Promise<boolean> {
+  async #review(spec: Record<string, unknown>): Promise<Reviewed<boolean>> {
     const answer = await this.#client.post(
       SUBJECT_ACCESS_REVIEW_PATH,
       { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec },
@@ -94,7 +79,6 @@ export class WebhookAuthorizer implements Authorizer {
     if (typeof status !== 'object' || status === null) throw new Error('malformed SubjectAccessReview answer (no status)');
     // Only an explicit allow admits; `denied`, no opinion and anything else deny.
     const allowed = (status as Record<string, unknown>).allowed === true && (status as Record<string, unknown>).denied !== true;
-    this.#cache.set(key, allowed, allowed ? this.#allowTTL : this.#denyTTL);
-    return allowed;
+    return { value: allowed, ttlMs: allowed ? this.#allowTTL : this.#denyTTL };
   }
 }
