@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import t from 'tap';
 import { StatusError } from '../../../src/api/errors.js';
 import type { Pod } from '../../../src/api/types.js';
@@ -127,6 +127,30 @@ t.test('a runtime failure before any output is a Status; after output, a clean e
 });
 
 /** A real socket: the abort signal must fire when the client goes away mid-stream. */
+t.test('the chunked terminator is written apart from the last bytes (the apiserver\'s WebSocket relay drops bytes read with EOF)', async (t) => {
+  const { app, host } = setup();
+  host.logsImpl = async (_r, _o, out) => {
+    out.end('container is alive\n'); // the last bytes and the end in one turn, as a short log's read
+  };
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  t.teardown(() => app.close());
+  const { port } = app.server.address() as AddressInfo;
+  // Each socket read as it came; the terminator must not share one with the log's bytes.
+  const reads = await new Promise<{ text: string; at: number }[]>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write('GET /containerLogs/default/web/app HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+    const seen: { text: string; at: number }[] = [];
+    socket.on('data', (d: Buffer) => seen.push({ text: d.toString('latin1'), at: performance.now() }));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(seen));
+  });
+  const whole = reads.map((r) => r.text).join('');
+  t.ok(whole.endsWith('13\r\ncontainer is alive\n\r\n0\r\n\r\n'), 'one chunk, then the terminator');
+  const dataRead = reads.findIndex((r) => r.text.includes('container is alive'));
+  const endRead = reads.findIndex((r) => r.text.includes('0\r\n\r\n'));
+  t.ok(dataRead >= 0 && endRead > dataRead, `the terminator came in a later read (reads ${JSON.stringify(reads.map((r) => r.text.length))})`);
+  t.ok((reads[endRead]?.at ?? 0) - (reads[dataRead]?.at ?? 0) >= 5, 'and some milliseconds later');
+});
+
 t.test('a client that disconnects aborts the runtime read', async (t) => {
   const { app, host } = setup();
   let aborted: Promise<void> | undefined;
