@@ -19,6 +19,7 @@ const SPECS = [
   '[sig-node] Pods should get a host IP [NodeConformance] [Conformance]',
   '[sig-node] Pods should be submitted and removed [NodeConformance] [Conformance]',
   '[sig-node] Pods should support remote command execution over websockets [NodeConformance] [Conformance]',
+  '[sig-node] Pods should support retrieving logs from the container over websockets [NodeConformance] [Conformance]',
   '[sig-node] Containers should use the image defaults if command and args are blank [NodeConformance] [Conformance]',
   "[sig-node] Containers should be able to override the image's default command and arguments [NodeConformance] [Conformance]",
   '[sig-node] Kubelet when scheduling a busybox command in a pod should print the output to logs [NodeConformance] [Conformance]',
