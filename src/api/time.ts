@@ -17,3 +17,18 @@ export function rfc3339Nano(d: Date): string {
   const iso = d.toISOString(); // 2026-01-02T03:04:05.678Z
   return `${iso.slice(0, 23)}000000Z`;
 }
+
+/**
+ * Go's `time.Duration.String()` of a span truncated to milliseconds, as the kubelet's events print
+ * durations: `0s`, `850ms`, `1.234s`, `2m3.5s`, `1h0m0s`.
+ */
+export function goDuration(ms: number): string {
+  const whole = Math.max(0, Math.trunc(ms));
+  if (whole === 0) return '0s';
+  if (whole < 1000) return `${whole}ms`;
+  const hours = Math.floor(whole / 3_600_000);
+  const minutes = Math.floor((whole % 3_600_000) / 60_000);
+  const seconds = `${(whole % 60_000) / 1000}s`;
+  if (hours > 0) return `${hours}h${minutes}m${seconds}`;
+  return minutes > 0 ? `${minutes}m${seconds}` : seconds;
+}

@@ -28,7 +28,7 @@ export function podRuntimeInfo(pod: Pod, nodeIP: string, sandboxIPs: readonly st
  * the image's user). Throws `ContainerConfigError` (waiting reason
  * `CreateContainerConfigError`) when something is missing or refused.
  */
-export async function buildContainerConfig(pod: Pod, container: Container, image: ImageInfo, sandboxIPs: readonly string[], deps: ContainerConfigDeps): Promise<ContainerConfig> {
+export async function buildContainerConfig(pod: Pod, container: Container, image: Pick<ImageInfo, 'user'>, sandboxIPs: readonly string[], deps: ContainerConfigDeps): Promise<ContainerConfig> {
   const info = podRuntimeInfo(pod, deps.nodeIP, sandboxIPs);
   const device = container.volumeDevices?.[0];
   if (device) throw new ContainerConfigError(`volumeDevice ${JSON.stringify(device.name)} at ${device.devicePath}: raw block volumes are not supported by nodelet`, { mount: true });

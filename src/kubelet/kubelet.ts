@@ -2,7 +2,7 @@ import type { Container, Pod } from '../api/types.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
-import type { Runtime, RuntimePod } from '../runtime/types.js';
+import type { ImageInfo, Runtime, RuntimePod } from '../runtime/types.js';
 import type { StatusManager } from '../status/manager.js';
 import { rfc3339 } from '../api/time.js';
 import type { Metrics } from '../metrics/registry.js';
@@ -20,6 +20,7 @@ import { readsPodIP } from '../volumes/downward-api.js';
 import { sandboxRefusal } from './security-context.js';
 import { unsupportedFieldRefusal } from './unsupported.js';
 import { pullCredentials } from './pull-secrets.js';
+import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
 import { admissionRefusal } from './admission.js';
 import { podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
@@ -259,9 +260,15 @@ export class Kubelet {
       const key = backoffKey(pod, container.name);
       const failure = this.#startFailures.get(key);
       if (!failure || !this.#startBackoff.isInBackOffSince(key, failure.at, now)) return true;
-      const waiting = failure.waiting.reason === 'ErrImagePull'
-        ? { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}": ErrImagePull: ${failure.waiting.message}` }
-        : failure.waiting;
+      let waiting = failure.waiting;
+      if (waiting.reason === 'ErrImagePull') {
+        // The image manager's back-off answer, with its events (BackOff, then kuberuntime's Failed).
+        const image = withDefaultTag(container.image ?? '');
+        waiting = { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}": ErrImagePull: ${failure.waiting.message}` };
+        const subject = containerSubject(pod, container.name);
+        this.#o.recorder.record(subject, 'Normal', 'BackOff', `Back-off pulling image "${image}"`);
+        this.#o.recorder.record(subject, 'Warning', 'Failed', 'Error: ImagePullBackOff');
+      }
       actions.waiting.set(container.name, waiting);
       const left = this.#startBackoff.remaining(key, failure.at, now);
       actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, left);
@@ -439,17 +446,18 @@ export class Kubelet {
     const subject = containerSubject(pod, container.name);
     const clog = plog.child({ container: container.name });
     const policy = container.imagePullPolicy === 'Always' || container.imagePullPolicy === 'Never' ? container.imagePullPolicy : 'IfNotPresent';
-    let image: Awaited<ReturnType<typeof runtime.ensureImage>>;
+    let image: ImageInfo;
     try {
-      if (policy !== 'IfNotPresent') recorder.record(subject, 'Normal', 'Pulling', `Pulling image "${container.image}"`);
-      // imagePullSecrets are read only when the image must be pulled.
-      const credentials = () => pullCredentials(pod, container.image ?? '', { objects: this.#o.objects, warn: (reason, message) => recorder.record(pod, 'Warning', reason, message) });
-      image = await runtime.ensureImage(container.image ?? '', policy, credentials);
-      recorder.record(subject, 'Normal', 'Pulled', policy === 'Always' ? `Successfully pulled image "${container.image}"` : `Container image "${container.image}" already present on machine`);
+      image = await ensureImageExists(runtime, container.image ?? '', policy, {
+        // imagePullSecrets are read only when the image must be pulled.
+        credentials: () => pullCredentials(pod, container.image ?? '', { objects: this.#o.objects, warn: (reason, message) => recorder.record(pod, 'Warning', reason, message) }),
+        event: (type, reason, message) => recorder.record(subject, type, reason, message),
+      });
     } catch (err) {
-      const reason = (err as { reason?: string }).reason ?? 'ErrImagePull';
+      // An engine failure other than the pull itself (e.g. its image inspect) is a failed pull too.
+      const reason = err instanceof ImageError ? err.reason : 'ErrImagePull';
       clog.warn({ err }, 'Image not available');
-      recorder.record(subject, 'Warning', 'Failed', `Failed to pull image "${container.image}": ${(err as Error).message}`);
+      // kuberuntime's FailedToCreateContainer after EnsureImageExists failed.
       recorder.record(subject, 'Warning', 'Failed', `Error: ${reason}`);
       this.#recordStartFailure(pod, container, { reason, message: (err as Error).message });
       return;

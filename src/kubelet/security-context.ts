@@ -103,7 +103,7 @@ function appArmorProfile(pod: Pod, container: Container, sc: SecurityContext, ps
  * over pod fields), after the kubelet's `verifyRunAsNonRoot` against the image's user. Throws
  * `ContainerConfigError` for a refused field.
  */
-export function containerSecurity(pod: Pod, container: Container, image: ImageInfo, host: { appArmorEnabled: boolean }): ContainerSecurity {
+export function containerSecurity(pod: Pod, container: Container, image: Pick<ImageInfo, 'user'>, host: { appArmorEnabled: boolean }): ContainerSecurity {
   const psc: PodSecurityContext = pod.spec?.securityContext ?? {};
   const sc: SecurityContext = container.securityContext ?? {};
   const refuse = (message: string): never => {

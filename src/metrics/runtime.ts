@@ -4,7 +4,8 @@ import type { Metrics } from './registry.js';
 /** The kubelet's CRI operation names for each `Runtime` method (`kubelet_runtime_operations_*`). */
 const operationOf = {
   listPods: 'list_containers',
-  ensureImage: 'pull_image',
+  imageStatus: 'image_status',
+  pullImage: 'pull_image',
   runSandbox: 'run_podsandbox',
   startContainer: 'start_container',
   stopContainer: 'stop_container',
@@ -43,7 +44,8 @@ export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
   };
   return {
     listPods: timed('listPods'),
-    ensureImage: timed('ensureImage'),
+    imageStatus: timed('imageStatus'),
+    pullImage: timed('pullImage'),
     runSandbox: timed('runSandbox'),
     startContainer: timed('startContainer'),
     stopContainer: timed('stopContainer'),

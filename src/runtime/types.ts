@@ -97,6 +97,8 @@ export type PullCredentials = () => Promise<readonly RegistryAuth[]>;
 export interface ImageInfo {
   readonly id: string;
   readonly user: string;
+  /** The image's size as the engine reports it (the `Image size` of the kubelet's Pulled event). */
+  readonly sizeBytes: number;
 }
 
 /** One bind mount of a host path (a pod volume, or a file or directory inside one) into a container. */
@@ -168,11 +170,14 @@ export interface EngineFacts {
 export interface Runtime {
   /** Every pod this node owns, rebuilt from labels (never from nodelet's memory). */
   listPods(): Promise<RuntimePod[]>;
+  /** The image as the engine has it (CRI `ImageStatus`), or undefined when it is not present. */
+  imageStatus(image: string): Promise<ImageInfo | undefined>;
   /**
-   * Makes `image` present according to `policy`; throws `ErrImagePull`/`ErrImageNeverPull` errors.
-   * A pull asks `credentials` (when given) and tries each in order until one succeeds.
+   * Pulls `image` (CRI `PullImage`): anonymously without credentials, else with each in turn
+   * until one succeeds; throws the engine's error (all of them, aggregated, when every one fails).
+   * When to pull — the pull policy, events, back-off — is the kubelet's (src/kubelet/images.ts).
    */
-  ensureImage(image: string, policy: ImagePullPolicy, credentials?: PullCredentials): Promise<ImageInfo>;
+  pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<ImageInfo>;
   /** Creates and starts a sandbox (with `config`'s hostname when given); returns its ID. */
   runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<string>;
   /**

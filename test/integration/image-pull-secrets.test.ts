@@ -10,7 +10,8 @@ import { Backoff } from '../../src/kubelet/backoff.js';
 import { Kubelet } from '../../src/kubelet/kubelet.js';
 import { createLogger } from '../../src/logging/index.js';
 import { PodManager } from '../../src/pod/manager.js';
-import { DockerRuntime, ImageError } from '../../src/runtime/docker/runtime.js';
+import { DockerRuntime } from '../../src/runtime/docker/runtime.js';
+import { ensureImageExists } from '../../src/kubelet/images.js';
 import { StatusManager } from '../../src/status/manager.js';
 import type { PodObjectSource } from '../../src/volumes/source.js';
 import { BUSYBOX, removeNodeContainers, testDocker } from '../helpers/docker.js';
@@ -146,33 +147,32 @@ const absent = async (name: string) => {
 const nodeName = `pullsecrets-${tag}`;
 const runtime = new DockerRuntime({ docker, nodeName, infraImage: 'registry.k8s.io/pause:3.10', podNetwork: 'none', log });
 
-const errorOf = async (p: Promise<unknown>): Promise<ImageError> => {
+const errorOf = async (p: Promise<unknown>): Promise<Error> => {
   try {
     await p;
   } catch (err) {
-    return err as ImageError;
+    return err as Error;
   }
   throw new Error('the pull succeeded');
 };
 
 t.test('the runtime: an anonymous pull and a wrong password are refused as unauthorized; the right one pulls', async (t) => {
   const anon = await absent(imageName('anon'));
-  const e1 = await errorOf(runtime.ensureImage(anon, 'Always'));
-  t.equal(e1.reason, 'ErrImagePull');
+  const e1 = await errorOf(runtime.pullImage(anon, []));
   // Docker's words for a Basic challenge answered with no credentials at all.
   t.match(e1.message, /no basic auth credentials/i);
   t.ok(registry.requests.some((r) => r.endsWith('anonymous')), 'the registry was asked, anonymously');
   t.notOk(registry.requests.some((r) => r.endsWith(' ok')), 'and never with the right credentials');
 
   const wrong = await absent(imageName('wrong'));
-  const e2 = await errorOf(runtime.ensureImage(wrong, 'Always', async () => [{ username: USER, password: 'not-it' }]));
-  t.equal(e2.reason, 'ErrImagePull');
+  const e2 = await errorOf(runtime.pullImage(wrong, [{ username: USER, password: 'not-it' }]));
   t.match(e2.message, /unauthorized/i);
   t.ok(registry.requests.some((r) => r.endsWith('wrong')), 'the wrong credentials were sent');
 
   const right = await absent(imageName('right'));
-  const info = await runtime.ensureImage(right, 'Always', async () => [{ username: USER, password: PASSWORD }]);
+  const info = await runtime.pullImage(right, [{ username: USER, password: PASSWORD }]);
   t.match(info.id, /^sha256:/);
+  t.ok(info.sizeBytes > 0, 'with its size');
   t.equal(info.id, (await docker.getImage(BUSYBOX).inspect()).Id, 'the image served is the saved one');
 });
 
@@ -184,19 +184,22 @@ t.test('the runtime: several credentials are tried in order until one pull succe
     asked.push('asked');
     return [{ username: 'someone', password: 'else' }, { username: USER, password: PASSWORD }];
   };
-  await runtime.ensureImage(name, 'Always', creds);
+  const events: string[] = [];
+  const event = (_type: string, reason: string, message: string) => void events.push(`${reason}: ${message}`);
+  await ensureImageExists(runtime, name, 'Always', { credentials: creds, event });
   const seen = registry.requests.slice(before);
   t.ok(seen.findIndex((r) => r.endsWith('wrong')) < seen.findIndex((r) => r.endsWith(' ok')), 'the first credential before the second');
   t.same(asked, ['asked']);
+  t.match(events, [`Pulling: Pulling image "${name}"`, new RegExp(`^Pulled: Successfully pulled image "${name}" in \\S+ \\(\\S+ including waiting\\)\\. Image size: [1-9]\\d* bytes\\.$`)], 'the kubelet\'s events');
 
   // Present now: IfNotPresent does not pull, so the credentials are not even asked for.
-  await runtime.ensureImage(name, 'IfNotPresent', creds);
+  await ensureImageExists(runtime, name, 'IfNotPresent', { credentials: creds, event });
   t.same(asked, ['asked'], 'no pull, no credentials read');
+  t.equal(events.at(-1), `Pulled: Container image "${name}" already present on machine`);
 
   const failing = await absent(imageName('all-wrong'));
-  const e = await errorOf(runtime.ensureImage(failing, 'Always', async () => [{ username: 'a', password: 'b' }, { username: 'c', password: 'd' }]));
-  t.equal(e.reason, 'ErrImagePull');
-  t.match(e.message, /^\[failed to pull image .*unauthorized.*, failed to pull image .*unauthorized.*\]$/is, 'one failure per credential');
+  const e = await errorOf(runtime.pullImage(failing, [{ username: 'a', password: 'b' }, { username: 'c', password: 'd' }]));
+  t.match(e.message, /^\[.*unauthorized.*, .*unauthorized.*\]$/is, 'one failure per credential');
 });
 
 const dockerConfigSecret = (name: string, password: string): Secret => ({

@@ -4,7 +4,7 @@ import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
 import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, ImagePullPolicy, Mount, PullCredentials, RegistryAuth, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, RegistryAuth, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
 import type { SandboxConfig } from '../types.js';
 import { aggregate } from '../../api/validation.js';
 import { statusCodeOf } from './client.js';
@@ -35,17 +35,6 @@ export interface DockerRuntimeOptions {
   /** `--container-ulimits` (default `auto`: what the engine needs, see engine.ts). */
   containerUlimits?: string;
   log: Logger;
-}
-
-/** An image problem, with the kubelet's waiting reason (`ErrImagePull`, `ErrImageNeverPull`). */
-export class ImageError extends Error {
-  constructor(
-    readonly reason: 'ErrImagePull' | 'ErrImageNeverPull' | 'InvalidImageName',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ImageError';
-  }
 }
 
 /** How long a relist waits for one container's inspect before reporting it from its list entry. */
@@ -220,24 +209,21 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async ensureImage(image: string, policy: ImagePullPolicy, credentials?: PullCredentials): Promise<ImageInfo> {
-    if (!image.trim()) throw new ImageError('InvalidImageName', 'image name is empty');
-    const present = await this.#image(image);
-    if (policy === 'Never') {
-      if (present) return present;
-      throw new ImageError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
-    }
-    if (present && policy === 'IfNotPresent') return present;
-    await this.#pullWith(image, credentials ? await credentials() : []);
+  imageStatus(image: string): Promise<ImageInfo | undefined> {
+    return this.#image(image);
+  }
+
+  async pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<ImageInfo> {
+    await this.#pullWith(image, credentials);
     const pulled = await this.#image(image);
-    if (!pulled) throw new ImageError('ErrImagePull', `image "${image}" not present after pull`);
+    if (!pulled) throw new Error(`image "${image}" not present after its pull`);
     return pulled;
   }
 
   async #image(image: string): Promise<ImageInfo | undefined> {
     try {
       const info = await this.#docker.getImage(image).inspect();
-      return { id: info.Id, user: info.Config?.User ?? '' };
+      return { id: info.Id, user: info.Config?.User ?? '', sizeBytes: info.Size ?? 0 };
     } catch (err) {
       if (statusCodeOf(err) === 404) return undefined;
       throw err;
@@ -258,40 +244,47 @@ export class DockerRuntime implements Runtime {
         failures.push((err as Error).message);
       }
     }
-    throw new ImageError('ErrImagePull', aggregate(failures));
+    throw new Error(aggregate(failures));
   }
 
   async #pull(image: string, auth: RegistryAuth | undefined, credential?: number): Promise<void> {
     // Never the credentials themselves: which of the pod's credentials (by position) is tried.
     const log = this.#opts.log.child({ image, ...(credential !== undefined ? { credential } : {}) });
     log.info(auth ? 'Pulling image with credentials' : 'Pulling image');
+    // dockerode sends `authconfig` as the X-Registry-Auth header, never in the query.
+    const stream = await this.#docker.pull(image, auth ? { authconfig: { username: auth.username, password: auth.password, ...(auth.email ? { email: auth.email } : {}) } } : {});
+    let lastLogged = 0;
+    await new Promise<void>((resolve, reject) => {
+      this.#docker.modem.followProgress(
+        stream,
+        (err: Error | null) => (err ? reject(err) : resolve()),
+        (event: { status?: string; progress?: string; id?: string }) => {
+          // Progress events arrive many times a second; one line per second is plenty.
+          const now = Date.now();
+          if (now - lastLogged < 1000) return;
+          lastLogged = now;
+          log.info({ layer: event.id, progress: event.progress ?? event.status }, 'Pull progress');
+        },
+      );
+    });
+    log.info('Pulled image');
+  }
+
+  /** The sandbox's image, pulled when missing (as the CRI runtime does for its pause image). */
+  async #ensureInfraImage(): Promise<void> {
+    const image = this.#opts.infraImage;
+    if (await this.#image(image)) return;
     try {
-      // dockerode sends `authconfig` as the X-Registry-Auth header, never in the query.
-      const stream = await this.#docker.pull(image, auth ? { authconfig: { username: auth.username, password: auth.password, ...(auth.email ? { email: auth.email } : {}) } } : {});
-      let lastLogged = 0;
-      await new Promise<void>((resolve, reject) => {
-        this.#docker.modem.followProgress(
-          stream,
-          (err: Error | null) => (err ? reject(err) : resolve()),
-          (event: { status?: string; progress?: string; id?: string }) => {
-            // Progress events arrive many times a second; one line per second is plenty.
-            const now = Date.now();
-            if (now - lastLogged < 1000) return;
-            lastLogged = now;
-            log.info({ layer: event.id, progress: event.progress ?? event.status }, 'Pull progress');
-          },
-        );
-      });
-      log.info('Pulled image');
+      await this.#pull(image, undefined);
     } catch (err) {
-      throw new ImageError('ErrImagePull', `failed to pull image "${image}": ${(err as Error).message}`);
+      throw new Error(`failed to pull image "${image}": ${(err as Error).message}`, { cause: err });
     }
   }
 
   async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<string> {
     const meta = pod.metadata ?? {};
     const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
-    await this.ensureImage(this.#opts.infraImage, 'IfNotPresent');
+    await this.#ensureInfraImage();
     const hostNetwork = pod.spec?.hostNetwork === true;
     // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
     const sysctls = sandboxSysctls(pod);
