@@ -18,18 +18,23 @@ export function applyPodSpecDefaults(pod: Pod): Pod {
   spec.enableServiceLinks ??= true;
   for (const list of [spec.initContainers, spec.containers]) {
     if (!Array.isArray(list)) continue;
-    for (const c of list) if (isObject(c)) defaultContainer(c);
+    for (const c of list) if (isObject(c)) defaultContainer(c, spec.hostNetwork === true);
   }
   return out;
 }
 
-function defaultContainer(c: Container): void {
+function defaultContainer(c: Container, hostNetwork: boolean): void {
   c.terminationMessagePath ||= '/dev/termination-log';
   c.terminationMessagePolicy ||= 'File';
   c.imagePullPolicy ||= defaultPullPolicy(typeof c.image === 'string' ? c.image : '');
   c.resources ??= {};
   if (Array.isArray(c.ports)) {
-    for (const p of c.ports) if (isObject(p)) p.protocol ||= 'TCP';
+    for (const p of c.ports) {
+      if (!isObject(p)) continue;
+      p.protocol ||= 'TCP';
+      // defaultHostNetworkPorts: on the host's network a container port is a host port.
+      if (hostNetwork && !p.hostPort && typeof p.containerPort === 'number') p.hostPort = p.containerPort;
+    }
   }
 }
 

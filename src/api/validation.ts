@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { isDNS1123Label, isDNS1123Subdomain, isQualifiedName, isValidLabelValue } from './names.js';
 import type { Pod } from './types.js';
 
@@ -145,6 +146,7 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
 
   validateEnum(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errs);
   validateEnum(spec.dnsPolicy, `${path}.dnsPolicy`, dnsPolicies, errs);
+  validatePodDNSConfig(spec.dnsConfig, spec.dnsPolicy, `${path}.dnsConfig`, errs);
   const grace = spec.terminationGracePeriodSeconds;
   if (grace !== undefined && grace !== null) {
     if (!Number.isInteger(grace)) errs.invalid(`${path}.terminationGracePeriodSeconds`, grace, 'must be an integer');
@@ -158,10 +160,46 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
   }
 }
 
+/** The apiserver's limits on `dnsConfig` (`MaxDNSNameservers`, `MaxDNSSearchPaths`, `MaxDNSSearchListChars`). */
+const MAX_DNS_NAMESERVERS = 3;
+const MAX_DNS_SEARCH_PATHS = 32;
+const MAX_DNS_SEARCH_LIST_CHARS = 2048;
+
+/**
+ * The apiserver's `validatePodDNSConfig`: `None` needs a `dnsConfig` with a nameserver; at most 3
+ * nameservers, each an IP; at most 32 search domains (DNS-1123 subdomains, a trailing dot
+ * allowed, `.` alone as relaxed validation allows), 2048 characters joined; options named.
+ */
+function validatePodDNSConfig(config: unknown, policy: unknown, path: string, errs: FieldErrors): void {
+  if (config !== undefined && config !== null && !isRecord(config)) return errs.invalid(path, config, 'must be an object');
+  const nameservers = isRecord(config) ? optList(config.nameservers, `${path}.nameservers`, errs) : undefined;
+  if (policy === 'None') {
+    if (!isRecord(config)) return errs.required(path, 'must provide `dnsConfig` when `dnsPolicy` is None');
+    if (!nameservers?.length) return errs.required(`${path}.nameservers`, 'must provide at least one DNS nameserver when `dnsPolicy` is None');
+  }
+  if (!isRecord(config)) return;
+  if (nameservers && nameservers.length > MAX_DNS_NAMESERVERS) errs.invalid(`${path}.nameservers`, nameservers, `must not have more than ${MAX_DNS_NAMESERVERS} nameservers`);
+  nameservers?.forEach((ns, i) => {
+    if (typeof ns !== 'string' || isIP(ns) === 0) errs.invalid(`${path}.nameservers[${i}]`, ns, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)');
+  });
+  const searches = optList(config.searches, `${path}.searches`, errs);
+  if (searches && searches.length > MAX_DNS_SEARCH_PATHS) errs.invalid(`${path}.searches`, searches, `must not have more than ${MAX_DNS_SEARCH_PATHS} search paths`);
+  if (searches && searches.join(' ').length > MAX_DNS_SEARCH_LIST_CHARS) errs.invalid(`${path}.searches`, searches, `must not have more than ${MAX_DNS_SEARCH_LIST_CHARS} characters (including spaces) in the search list`);
+  searches?.forEach((search, i) => {
+    if (typeof search !== 'string') return errs.invalid(`${path}.searches[${i}]`, search, 'must be a string');
+    if (search === '.') return;
+    const name = search.endsWith('.') ? search.slice(0, -1) : search;
+    // RelaxedDNSSearchValidation (on by default): underscores are allowed too.
+    for (const msg of isDNS1123Subdomain(name.replaceAll('_', 'a'))) errs.invalid(`${path}.searches[${i}]`, name, msg);
+  });
+  optList(config.options, `${path}.options`, errs)?.forEach((option, i) => {
+    if (!isRecord(option) || typeof option.name !== 'string' || option.name === '') errs.required(`${path}.options[${i}]`, 'must not be empty');
+  });
+}
+
 /**
  * The apiserver's `validateHostNetwork`: a host-network container listens on the host itself,
- * so `hostPort` must be its `containerPort`. The apiserver first defaults an unset `hostPort`
- * to the `containerPort`; static pods are not given that default here, so unset passes.
+ * so `hostPort` must be its `containerPort` (an unset one was defaulted to it, see defaults.ts).
  */
 function validateHostNetworkPorts(containers: unknown[] | undefined, path: string, errs: FieldErrors): void {
   containers?.forEach((c, i) => {

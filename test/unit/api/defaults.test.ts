@@ -79,3 +79,19 @@ t.test('imagePullPolicy from the tag', async (t) => {
   t.equal(imageTag('a:1/b'), undefined);
   t.equal(imageTag('a@sha256:00'), '');
 });
+
+t.test('hostNetwork: an unset hostPort is its containerPort (defaultHostNetworkPorts), for init containers too', async (t) => {
+  const pod: Pod = {
+    metadata: { name: 'p', namespace: 'default' },
+    spec: {
+      hostNetwork: true,
+      initContainers: [{ name: 'init', image: 'busybox:1.36', ports: [{ containerPort: 9000 }] }],
+      containers: [{ name: 'app', image: 'nginx', ports: [{ containerPort: 80 }, { containerPort: 53, hostPort: 53, protocol: 'UDP' }, { containerPort: 81, hostPort: 0 }] }],
+    },
+  };
+  const out = applyPodSpecDefaults(pod);
+  t.same(out.spec?.containers[0]?.ports?.map((p) => p.hostPort), [80, 53, 81]);
+  t.same(out.spec?.initContainers?.[0]?.ports?.map((p) => p.hostPort), [9000]);
+  const off = applyPodSpecDefaults({ ...pod, spec: { ...pod.spec!, hostNetwork: false } });
+  t.same(off.spec?.containers[0]?.ports?.map((p) => p.hostPort), [undefined, 53, 0], 'not on the pod network');
+});

@@ -211,3 +211,23 @@ t.test('labels and annotations: the apiserver limits (256 KiB of annotations, 63
   const long = validatePod(meta({ labels: { app: 'x'.repeat(1 << 20) } }));
   t.ok(long.every((e) => e.length < 1024), 'a 1 MiB value is cut in the message');
 });
+
+t.test('dnsConfig: the apiserver\'s validatePodDNSConfig', async (t) => {
+  const dns = (dnsPolicy: string | undefined, dnsConfig: unknown) => validatePod(withEdit((p) => {
+    if (dnsPolicy !== undefined) p.spec.dnsPolicy = dnsPolicy;
+    if (dnsConfig !== undefined) (p.spec as Record<string, unknown>).dnsConfig = dnsConfig;
+  }));
+  t.same(dns('None', { nameservers: ['1.2.3.4', '2001:db8::1'], searches: ['ns1.svc.cluster.local', 'my.dns.search.suffix.', '.', 'under_score.example'], options: [{ name: 'ndots', value: '2' }] }), []);
+  t.same(dns('ClusterFirst', undefined), []);
+  t.same(dns('None', undefined), ['spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None']);
+  t.same(dns('None', { searches: ['a'] }), ['spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None']);
+  t.same(dns('Default', { nameservers: ['1.1.1.1', '1.1.1.2', '1.1.1.3', '1.1.1.4'] }), ['spec.dnsConfig.nameservers: Invalid value: ["1.1.1.1","1.1.1.2","1.1.1.3","1.1.1.4"]: must not have more than 3 nameservers']);
+  t.same(dns('Default', { nameservers: ['dns.example'] }), ['spec.dnsConfig.nameservers[0]: Invalid value: "dns.example": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)']);
+  const many = Array.from({ length: 33 }, (_, i) => `s${i}.example`);
+  t.match(dns('Default', { searches: many }), [/^spec\.dnsConfig\.searches: Invalid value: .*must not have more than 32 search paths$/]);
+  const long = Array.from({ length: 12 }, (_, i) => `${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.d${i}`);
+  t.match(dns('Default', { searches: long }), [/must not have more than 2048 characters \(including spaces\) in the search list$/]);
+  t.same(dns('Default', { searches: ['Bad.Example'] }), [`spec.dnsConfig.searches[0]: Invalid value: "Bad.Example": ${subdomainMsg}`]);
+  t.same(dns('Default', { options: [{ value: '1' }] }), ['spec.dnsConfig.options[0]: Required value: must not be empty']);
+  t.same(dns('Default', 'x'), ['spec.dnsConfig: Invalid value: "x": must be an object']);
+});
