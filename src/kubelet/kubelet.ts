@@ -257,7 +257,7 @@ export class Kubelet {
   /** Starts that failed recently without leaving a container (e.g. an image pull) wait out a back-off. */
   #holdFailedStarts(pod: Pod, actions: PodActions, now: number): void {
     actions.start = actions.start.filter(({ container }) => {
-      const key = backoffKey(pod, container.name);
+      const key = backoffKey(pod, container);
       const failure = this.#startFailures.get(key);
       if (!failure || !this.#startBackoff.isInBackOffSince(key, failure.at, now)) return true;
       let waiting = failure.waiting;
@@ -350,7 +350,7 @@ export class Kubelet {
       : pod;
     const allWaiting = new Map(waiting);
     for (const c of pod.spec?.containers ?? []) {
-      const failure = this.#startFailures.get(backoffKey(pod, c.name));
+      const failure = this.#startFailures.get(backoffKey(pod, c));
       if (failure && !allWaiting.has(c.name) && !runtimePod?.containers.some((rc) => rc.name === c.name && rc.state === 'running')) {
         allWaiting.set(c.name, failure.waiting);
       }
@@ -490,7 +490,7 @@ export class Kubelet {
     try {
       if (this.#o.rootDir) config = { ...config, mounts: [...config.mounts, await terminationLogMount(this.#o.rootDir, pod, container, attempt)] };
       const id = await runtime.startContainer(pod, container, sandbox, attempt, config);
-      this.#startFailures.delete(backoffKey(pod, container.name));
+      this.#startFailures.delete(backoffKey(pod, container));
       this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
       clog.info({ attempt }, 'Started container');
       recorder.record(subject, 'Normal', 'Created', `Created container ${container.name}`);
@@ -537,7 +537,7 @@ export class Kubelet {
   }
 
   #recordStartFailure(pod: Pod, container: Container, waiting: Waiting): void {
-    const key = backoffKey(pod, container.name);
+    const key = backoffKey(pod, container);
     const now = Date.now();
     this.#startBackoff.next(key, now, now);
     this.#startFailures.set(key, { at: now, waiting });

@@ -50,7 +50,11 @@ export interface PodActions {
   resyncAfterMs: number | undefined;
 }
 
-export const backoffKey = (pod: Pod, name: string) => `${pod.metadata?.uid}/${name}`;
+/**
+ * A container's back-off key, the kubelet's `GetStableKey`: pod UID, container name and the spec's
+ * hash, so a changed spec (a new image) starts from the initial delay instead of the crash loop's.
+ */
+export const backoffKey = (pod: Pod, container: Container) => `${pod.metadata?.uid}/${container.name}/${hashContainer(container)}`;
 
 /** Which probe says a running container instance must be restarted (from the prober). */
 export type ProbeVerdict = (containerName: string, containerId: string) => 'liveness' | 'startup' | undefined;
@@ -169,7 +173,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
         break;
       case 'exited': {
         if (!shouldRun(c)) break;
-        const key = backoffKey(pod, c.name);
+        const key = backoffKey(pod, c);
         const finished = newest.finishedAt?.getTime() ?? now;
         if (backoff.isInBackOffSince(key, finished, now)) {
           const delay = backoff.delayOf(key);
@@ -259,7 +263,7 @@ function initContainerActions(
     // Exited.
     if (!sidecar && newest.exitCode === 0) continue;
     if (!sidecar && policy === 'Never') return 'failed';
-    const key = backoffKey(pod, c.name);
+    const key = backoffKey(pod, c);
     const finished = newest.finishedAt?.getTime() ?? now;
     if (backoff.isInBackOffSince(key, finished, now)) {
       actions.waiting.set(c.name, {

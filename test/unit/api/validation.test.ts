@@ -215,7 +215,7 @@ t.test('labels and annotations: the apiserver limits (256 KiB of annotations, 63
 t.test('dnsConfig: the apiserver\'s validatePodDNSConfig', async (t) => {
   const dns = (dnsPolicy: string | undefined, dnsConfig: unknown) => validatePod(withEdit((p) => {
     if (dnsPolicy !== undefined) p.spec.dnsPolicy = dnsPolicy;
-    if (dnsConfig !== undefined) (p.spec as Record<string, unknown>).dnsConfig = dnsConfig;
+    if (dnsConfig !== undefined) (p.spec as unknown as Record<string, unknown>).dnsConfig = dnsConfig;
   }));
   t.same(dns('None', { nameservers: ['1.2.3.4', '2001:db8::1'], searches: ['ns1.svc.cluster.local', 'my.dns.search.suffix.', '.', 'under_score.example'], options: [{ name: 'ndots', value: '2' }] }), []);
   t.same(dns('ClusterFirst', undefined), []);

@@ -37,6 +37,24 @@ t.test('an exited container restarts under Always, after a back-off the second t
   t.equal(statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.restartCount, 2);
 });
 
+t.test('a changed spec (a new image) starts from the initial delay: the back-off key holds the spec hash (GetStableKey)', async (t) => {
+  // A minute-long back-off: a restart within the test's deadline means the back-off was reset.
+  const { runtime, statusManager, podManager, kubelet, add } = startKubelet({ backoff: new Backoff({ initialMs: 60_000, maxMs: 120_000 }) });
+  t.teardown(() => kubelet.stop());
+  const first = pod('Always');
+  add(first);
+  await waitFor('first start', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 1);
+  await waitFor('restarted at once the first time', () => (runtime.calls.includes('start app 1') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 1);
+  await waitFor('in a minute\'s back-off', () => (statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff' ? true : undefined), 5000, 5);
+  const updated: Pod = { ...first, spec: { ...first.spec!, containers: [{ name: 'app', image: 'busybox:2' }] } };
+  podManager.updatePod(updated);
+  kubelet.handlePodChanges({ added: [], updated: [updated], removed: [] });
+  await waitFor('restarted with the new image, no back-off', () => (runtime.calls.includes('start app 2') ? true : undefined), 5000, 5);
+  t.equal(statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.image, 'busybox:2');
+});
+
 t.test('under Never an exited container stays down and the pod ends Failed', async (t) => {
   const { runtime, statusManager, kubelet, add } = setup();
   t.teardown(() => kubelet.stop());
