@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Container, Pod } from '../../../src/api/types.js';
 import { Backoff } from '../../../src/kubelet/backoff.js';
-import { computePodActions } from '../../../src/kubelet/pod-actions.js';
+import { backoffKey, computePodActions } from '../../../src/kubelet/pod-actions.js';
 import { hashContainer } from '../../../src/runtime/hash.js';
 import type { RuntimeContainer, RuntimePod, RuntimeSandbox } from '../../../src/runtime/types.js';
 
@@ -55,7 +55,7 @@ t.test('an exited container restarts with attempt+1, then crash-loops in back-of
   const third = computePodActions(pod([c]), rpod([sandbox()], [inst(c, 1, 'exited', { finishedAt: new Date(NOW + 500) }), inst(c, 0, 'exited')]), backoff, NOW + 11_000);
   t.same(third.start.map((s) => s.attempt), [2]);
   t.same(third.remove, ['a-0']);
-  t.equal(backoff.delayOf('u1/a'), 20_000, 'delay doubles');
+  t.equal(backoff.delayOf(backoffKey(pod([c]), c)), 20_000, 'delay doubles');
 });
 
 t.test('restart policy decides whether an exited container comes back', async (t) => {
