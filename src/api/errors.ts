@@ -47,17 +47,27 @@ export interface StatusDetails {
   retryAfterSeconds?: number;
 }
 
+/**
+ * How an answer is written: `status`, the `meta/v1` Status object (JSON) the apiserver sends;
+ * `text`, the kubelet's `http.Error(w, msg, code)` — `text/plain; charset=utf-8`, `nosniff`, the
+ * message + `\n` — for the kubelet endpoints whose clients match on the text (the auth filter's
+ * refusals, `/podInfo`, `/stats/summary`).
+ */
+export type ErrorWire = 'status' | 'text';
+
 export class StatusError extends Error {
   readonly reason: StatusReason;
   readonly code: number;
   readonly details: StatusDetails | undefined;
+  readonly wire: ErrorWire;
 
-  constructor(reason: StatusReason, message: string, details?: StatusDetails) {
+  constructor(reason: StatusReason, message: string, details?: StatusDetails, wire: ErrorWire = 'status') {
     super(message);
     this.name = 'StatusError';
     this.reason = reason;
     this.code = codeOf[reason];
     this.details = details;
+    this.wire = wire;
   }
 
   /** The `meta/v1` Status object the apiserver would send for this error. */
@@ -74,6 +84,9 @@ export class StatusError extends Error {
     };
   }
 }
+
+/** A kubelet plain-text answer (`wire: 'text'`): the code of `reason`, `message` as the body. */
+export const plainText = (reason: StatusReason, message: string) => new StatusError(reason, message, undefined, 'text');
 
 export const badRequest = (message: string, details?: StatusDetails) => new StatusError('BadRequest', message, details);
 export const invalid = (message: string, details?: StatusDetails) => new StatusError('Invalid', message, details);

@@ -1,11 +1,13 @@
 import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { StatusError, type StatusDetails } from '../api/errors.js';
+import { StatusError, badRequest, plainText, type StatusDetails } from '../api/errors.js';
 import type { Status } from '../api/types.js';
+import type { Subresource, Verb } from '../auth/types.js';
 
 /**
  * The one place errors become HTTP responses. Routes throw; `handleError` (installed once, on
- * the root instance) writes either a `meta/v1` Status, as the apiserver does, or — for the few
- * old kubelet endpoints whose clients parse text — the kubelet's plain-text `http.Error` body.
+ * the root instance) writes either a `meta/v1` Status, as the apiserver does, or — for a
+ * StatusError with `wire: 'text'` (the few old kubelet endpoints whose clients parse text) — the
+ * kubelet's plain-text `http.Error` body.
  */
 
 /** 405 with the `Allow` header the kubelet's `GETOnlyRestfulFilter` sends. */
@@ -17,22 +19,40 @@ export class MethodNotAllowedError extends StatusError {
   }
 }
 
-/**
- * A kubelet `http.Error(w, msg, code)`: `text/plain; charset=utf-8`, `nosniff`, body + `\n`.
- * Used by `/podInfo`, whose 2015-era clients match on the text.
+/*
+ * Answers with one spelling each: the ones several places give, and the kubelet's auth filter
+ * refusals (pkg/kubelet/server/auth.go, InstallDebuggingDisabledHandlers). Their text is on the
+ * wire — kubectl, old clients and the tests compare it byte for byte.
  */
-export class PlainTextError extends Error {
-  readonly statusCode: number;
-  constructor(statusCode: number, message: string) {
-    super(message);
-    this.name = 'PlainTextError';
-    this.statusCode = statusCode;
-  }
-}
 
 export const pageNotFound = (): StatusError =>
   // The apiserver's answer for a path no handler owns (`details: {}` included).
   new StatusError('NotFound', 'the server could not find the requested resource', {});
+
+/** 401: no credentials, or credentials nobody vouches for (the reason is only logged). */
+export const unauthorized = (): StatusError => plainText('Unauthorized', 'Unauthorized');
+
+/** What the kubelet's filter names in a refusal: `user=…, verb=…, resource=nodes, subresource=…`. */
+const accessOf = (user: string, verb: Verb, subresource: Subresource): string =>
+  `user=${user}, verb=${verb}, resource=nodes, subresource=${subresource}`;
+
+/** 403: no authorizer allowed the request (`subresource` is the first, fine-grained one asked). */
+export const forbidden = (user: string, verb: Verb, subresource: Subresource): StatusError =>
+  plainText('Forbidden', `Forbidden (${accessOf(user, verb, subresource)})`);
+
+/** 500: the authorizer failed (e.g. a SubjectAccessReview timed out); never an allow. */
+export const authorizationError = (user: string, verb: Verb, subresource: Subresource): StatusError =>
+  plainText('InternalError', `Authorization error (${accessOf(user, verb, subresource)})`);
+
+/** 405 for the debugging handlers when `--enable-debugging-handlers=false`, and on the read-only port. */
+export const debugDisabled = (): StatusError => plainText('MethodNotAllowed', 'Debug endpoints are disabled.');
+
+/** The streaming endpoints' NotFound for a pod the node does not run. */
+export const podDoesNotExist = (name: string): StatusError => new StatusError('NotFound', 'pod does not exist', { name, kind: 'pods' });
+
+/** The apiserver's defaulting refused: a pod of several (or no) containers and no container named. */
+export const containerNameRequired = (pod: string | undefined, names: readonly string[]): StatusError =>
+  badRequest(`a container name must be specified for pod ${pod}, choose one of: [${names.join(' ')}]`);
 
 /** Kubernetes `reason`s for status codes raised by Fastify itself (parsers, limits). */
 const reasonForCode: Record<number, string> = {
@@ -84,9 +104,10 @@ export function statusFor(err: unknown): Status {
 }
 
 export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  if (err instanceof PlainTextError) {
+  if (err instanceof StatusError && err.wire === 'text') {
+    // `nosniff` comes from the root onSend hook, as on every answer.
     request.log.debug({ err }, 'request failed');
-    void reply.code(err.statusCode).type('text/plain; charset=utf-8').send(`${err.message}\n`);
+    void reply.code(err.code).type('text/plain; charset=utf-8').send(`${err.message}\n`);
     return;
   }
   const status = statusFor(err);

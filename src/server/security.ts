@@ -3,7 +3,7 @@ import { StatusError } from '../api/errors.js';
 import { isSubpath, requestAttributes, type RequestAttributes } from '../auth/attributes.js';
 import type { SecurityOptions } from '../auth/options.js';
 import type { AuthnResult, Subresource } from '../auth/types.js';
-import { PlainTextError } from './errors.js';
+import { authorizationError, debugDisabled, forbidden, unauthorized } from './errors.js';
 
 /** The matched route's pattern (see attributes.ts), else the raw path without the query. */
 function routePath(request: FastifyRequest): string {
@@ -12,8 +12,6 @@ function routePath(request: FastifyRequest): string {
   const q = request.url.indexOf('?');
   return q < 0 ? request.url : request.url.slice(0, q);
 }
-
-export const DEBUG_DISABLED = 'Debug endpoints are disabled.';
 
 /** What the guard needs of a request besides its user: worked out once per (method, route). */
 interface RouteAccess {
@@ -59,7 +57,7 @@ export function installSecurity(app: FastifyInstance, security: SecurityOptions)
     if (!authn.ok) {
       // The reason is ours (e.g. "invalid bearer token", an x509 error code), never the credential.
       request.log.debug({ reason: authn.error ?? 'no credentials' }, 'Unauthorized');
-      throw new PlainTextError(401, 'Unauthorized');
+      throw unauthorized();
     }
     const access = routeAccess(request);
     if (authorizer.alwaysAllow) return refuseDebug(access);
@@ -71,14 +69,14 @@ export function installSecurity(app: FastifyInstance, security: SecurityOptions)
     const verb = attrs.verb;
     // The kubelet's loop: subresources in order (the fine-grained one, then proxy); the first
     // allow admits; an error on any of them is a 500 at once — never an allow.
-    const failed = (subresource: Subresource, err: unknown): PlainTextError => {
+    const failed = (subresource: Subresource, err: unknown): StatusError => {
       request.log.error({ reason: err instanceof Error ? err.message : String(err), user: user.name, verb, subresource, path }, 'Authorization error');
-      return new PlainTextError(500, `Authorization error (user=${user.name}, verb=${verb}, resource=nodes, subresource=${subresource})`);
+      return authorizationError(user.name, verb, subresource);
     };
     const decided = (allowed: boolean): void => {
       if (!allowed) {
         request.log.info({ user: user.name, verb, subresources: attrs.subresources, path }, 'Forbidden');
-        throw new PlainTextError(403, `Forbidden (user=${user.name}, verb=${verb}, resource=nodes, subresource=${attrs.subresources[0]})`);
+        throw forbidden(user.name, verb, attrs.subresources[0]);
       }
       refuseDebug(access);
     };
@@ -108,7 +106,7 @@ export function installSecurity(app: FastifyInstance, security: SecurityOptions)
     return answer instanceof Promise ? answer.then(decided) : decided(answer);
   };
   const refuseDebug = (access: RouteAccess): void => {
-    if (access.debug) throw new PlainTextError(405, DEBUG_DISABLED);
+    if (access.debug) throw debugDisabled();
   };
 
   app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
@@ -148,6 +146,6 @@ export function readOnlyAllowed(method: string, path: string): boolean {
 }
 
 function readOnlyGuard(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if (!readOnlyAllowed(request.method, routePath(request))) throw new PlainTextError(405, DEBUG_DISABLED);
+  if (!readOnlyAllowed(request.method, routePath(request))) throw debugDisabled();
   done();
 }

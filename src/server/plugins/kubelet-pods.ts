@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { plainText } from '../../api/errors.js';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../api/names.js';
 import type { PodStatus } from '../../api/types.js';
-import { PlainTextError } from '../errors.js';
 import type { Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { podList } from '../objects.js';
@@ -15,12 +15,12 @@ import { queryValue } from '../params.js';
 
 /** The podInfo query pair, checked in the seed's order; invalid names never reach the host. */
 function checkPodInfoQuery(name: string, namespace: string): void {
-  if (name === '') throw new PlainTextError(400, "Missing 'podID=' query entry.");
-  if (namespace === '') throw new PlainTextError(400, "Missing 'podNamespace=' query entry.");
+  if (name === '') throw plainText('BadRequest', "Missing 'podID=' query entry.");
+  if (namespace === '') throw plainText('BadRequest', "Missing 'podNamespace=' query entry.");
   const nameErrs = isDNS1123Subdomain(name);
-  if (nameErrs.length > 0) throw new PlainTextError(400, `Invalid 'podID=' query entry: ${nameErrs.join(', ')}`);
+  if (nameErrs.length > 0) throw plainText('BadRequest', `Invalid 'podID=' query entry: ${nameErrs.join(', ')}`);
   const nsErrs = isDNS1123Label(namespace);
-  if (nsErrs.length > 0) throw new PlainTextError(400, `Invalid 'podNamespace=' query entry: ${nsErrs.join(', ')}`);
+  if (nsErrs.length > 0) throw plainText('BadRequest', `Invalid 'podNamespace=' query entry: ${nsErrs.join(', ')}`);
 }
 
 /**
@@ -57,7 +57,7 @@ export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host
     if (!body) {
       checkPodInfoQuery(name, namespace);
       const pod = host.getPodByName(namespace, name);
-      if (!pod) throw new PlainTextError(404, 'Pod does not exist');
+      if (!pod) throw plainText('NotFound', 'Pod does not exist');
       const uid = pod.metadata?.uid;
       const status: PodStatus = (uid !== undefined ? host.getPodStatus(uid) : undefined) ?? pod.status ?? {};
       const answer = versioned

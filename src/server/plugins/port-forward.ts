@@ -11,6 +11,7 @@ import { serveWebSocketPortForward } from '../../streaming/portforward/websocket
 import { STREAM_PROTOCOL_HEADER, negotiatePortForwardProtocol } from '../../streaming/remotecommand/negotiate.js';
 import { SpdyConnection } from '../../streaming/spdy/index.js';
 import type { Host, SandboxRef } from '../../host/index.js';
+import { podDoesNotExist } from '../errors.js';
 import { acceptUpgrade, noSubprotocol, spdyProtocol, upgradeRequest } from '../upgrade.js';
 import type { StreamingOptions } from './remote-command.js';
 
@@ -45,7 +46,7 @@ export async function portForwardPlugin(app: FastifyInstance, opts: { host: Host
   const kubeletHandler = async (request: FastifyRequest<{ Params: KubeletParams; Querystring: PortQuery }>, reply: FastifyReply) => {
     const { ns, name, uid } = request.params;
     const pod = host.getPodByName(ns, name);
-    if (!pod) throw new StatusError('NotFound', 'pod does not exist', { name, kind: 'pods' });
+    if (!pod) throw podDoesNotExist(name);
     // The kubelet's getPortForward: a UID in the path must be this pod's.
     if (uid !== undefined && uid !== pod.metadata?.uid) throw new StatusError('NotFound', 'pod not found', { name, kind: 'pods' });
     return serve(request, reply, pod);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { StatusError, badRequest, notFound } from '../../api/errors.js';
+import { badRequest, notFound } from '../../api/errors.js';
 import type { Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
 import { offeredProtocols } from '../../streaming/portforward/channels.js';
@@ -11,6 +11,7 @@ import type { CommandResult, StreamIO } from '../../streaming/types.js';
 import { serveWebSocketRemoteCommand } from '../../streaming/websocket/session.js';
 import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
 import type { Host } from '../../host/index.js';
+import { containerNameRequired, podDoesNotExist } from '../errors.js';
 import type { StreamingUpgradeLabels } from '../../metrics/registry.js';
 import { acceptUpgrade, noSubprotocol, spdyProtocol, upgradeRequest, type StreamingSessions } from '../upgrade.js';
 
@@ -56,7 +57,7 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
   const kubeletHandler = (kind: Kind) => async (request: FastifyRequest<{ Params: KubeletParams; Querystring: StreamQuery }>, reply: FastifyReply) => {
     const { ns, name, container } = request.params;
     const pod = host.getPodByName(ns, name);
-    if (!pod) throw new StatusError('NotFound', 'pod does not exist', { name, kind: 'pods' });
+    if (!pod) throw podDoesNotExist(name);
     return serve(kind, request, reply, pod, container, parse(request, 'kubelet', kind));
   };
   const apiHandler = (kind: Kind) => async (request: FastifyRequest<{ Params: ApiParams; Querystring: StreamQuery }>, reply: FastifyReply) => {
@@ -119,5 +120,5 @@ function defaultContainer(pod: Pod, requested: string | undefined): string {
   if (requested) return requested;
   const names = (pod.spec?.containers ?? []).map((c) => c.name);
   if (names.length === 1 && names[0]) return names[0];
-  throw badRequest(`a container name must be specified for pod ${pod.metadata?.name}, choose one of: [${names.join(' ')}]`);
+  throw containerNameRequired(pod.metadata?.name, names);
 }

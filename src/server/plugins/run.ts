@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StatusError, badRequest, internalError } from '../../api/errors.js';
 import type { Host } from '../../host/index.js';
-import { MethodNotAllowedError } from '../errors.js';
+import { MethodNotAllowedError, podDoesNotExist } from '../errors.js';
 import { queryValue } from '../params.js';
 
 /** Output kept for one `/run`; more than this is a 413 rather than unbounded memory. */
@@ -31,7 +31,7 @@ export async function runPlugin(app: FastifyInstance, opts: { host: Host }): Pro
     if (cmd === '') throw badRequest('you must specify a command in the "cmd" query parameter');
     if (Buffer.byteLength(cmd) > MAX_CMD_BYTES || cmd.includes('\0')) throw badRequest('command too long or contains a NUL byte');
     const pod = host.getPodByName(ns, name);
-    if (!pod) throw new StatusError('NotFound', 'pod does not exist', { name, kind: 'pods' });
+    if (!pod) throw podDoesNotExist(name);
     const ref = host.resolveContainer(pod, container);
 
     const chunks: Buffer[] = [];

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { notFound, notImplemented } from '../../api/errors.js';
+import { notFound, notImplemented, plainText } from '../../api/errors.js';
 import type { APIResourceList } from '../../api/types.js';
 import { metricsList } from '../../stats/metrics-api.js';
 import { resourceMetricsContentType } from '../../stats/resource-metrics.js';
 import { metricsGroupVersion, type NodeMetrics, type PodMetrics } from '../../stats/types.js';
-import { MethodNotAllowedError, PlainTextError } from '../errors.js';
+import { MethodNotAllowedError } from '../errors.js';
 import type { Host, HostStats } from '../../host/index.js';
 import { getRoute } from '../methods.js';
 import { queryValue, refuseWatch } from '../params.js';
@@ -62,7 +62,7 @@ export async function statsPlugin(app: FastifyInstance, opts: { host: Host }): P
     } catch (err) {
       // The kubelet's handleError: 500 with `Internal Error: …` as plain text.
       const message = err instanceof Error ? err.message : String(err);
-      throw new PlainTextError(500, `Internal Error: ${message}`);
+      throw plainText('InternalError', `Internal Error: ${message}`);
     }
   };
   app.get('/stats/summary', summary);

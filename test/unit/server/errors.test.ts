@@ -1,6 +1,6 @@
 import t from 'tap';
 import { pino } from 'pino';
-import { StatusError } from '../../../src/api/errors.js';
+import { StatusError, plainText } from '../../../src/api/errors.js';
 import type { Status } from '../../../src/api/types.js';
 import { buildServer } from '../../../src/server/index.js';
 import { FakeHost } from './fixtures/fake-host.js';
@@ -19,6 +19,9 @@ function probeApp() {
   );
   app.get('/probe/status-error', async () => {
     throw new StatusError('Conflict', 'pods "x" already exists');
+  });
+  app.get('/probe/plain-text', async () => {
+    throw plainText('NotFound', 'Pod does not exist');
   });
   app.get('/probe/docker-error', async () => {
     // dockerode errors carry an HTTP statusCode from the daemon: that is not the client's 404.
@@ -68,4 +71,16 @@ t.test('a non-Fastify error with a statusCode is still a 500', async (t) => {
   const res = await probeApp().inject('/probe/docker-error');
   t.equal(res.statusCode, 500);
   t.match(status(res), { reason: 'InternalError', code: 500, message: /no such container/ });
+});
+
+t.test("a StatusError with wire 'text' is the kubelet's http.Error: its code, text/plain, nosniff, the message and a newline", async (t) => {
+  const res = await probeApp().inject('/probe/plain-text');
+  t.equal(res.statusCode, 404);
+  t.equal(res.headers['content-type'], 'text/plain; charset=utf-8');
+  t.equal(res.headers['x-content-type-options'], 'nosniff');
+  t.equal(res.body, 'Pod does not exist\n');
+  const err = plainText('Forbidden', 'no');
+  t.ok(err instanceof StatusError);
+  t.match(err, { reason: 'Forbidden', code: 403, wire: 'text' });
+  t.equal(new StatusError('Forbidden', 'no').wire, 'status', 'a Status by default');
 });
