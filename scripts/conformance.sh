@@ -59,6 +59,11 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 # The suite asks for nonewprivs 1.3; test/images/nonewprivs of this tag says 1.4, for a newer
 # Alpine base: its program (nnp.go) prints the effective uid either way.
 NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.3
+# The suite's nginx is the official nginx image on Alpine (test/images/nginx mirrors it). Here it
+# is Debian's nginx package (from the machine's own suites, 1.22) on busybox at Alpine's paths,
+# configured as the official image: nginx -g 'daemon off;', port 80, /usr/share/nginx/html, the
+# logs on stdout/stderr.
+NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.14-4
 
 # ---------------------------------------------------------------------------------------------
 # build-e2e
@@ -120,6 +125,17 @@ build_e2e() {
 
 image_present() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# copy_with_libs BINARY ROOTFS DEST: BINARY at DEST in ROOTFS with the shared libraries it loads.
+copy_with_libs() {
+  local bin=$1 r=$2 dest=$3 lib
+  mkdir -p "$r$(dirname "$dest")"
+  cp "$bin" "$r$dest"
+  for lib in $(ldd "$bin" | awk '/=>/ { print $3 } /^\t\// { print $1 }'); do
+    mkdir -p "$r$(dirname "$lib")"
+    cp -L "$lib" "$r$lib"
+  done
+}
+
 # busybox_rootfs DIR LAYOUT: busybox-static with one link per applet; LAYOUT "flat" puts every
 # applet in /bin (the busybox image), "full" at busybox's own install paths (an Alpine layout).
 busybox_rootfs() {
@@ -146,7 +162,7 @@ check_image_names() {
   local listed
   listed=$("$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images failed"
   local img
-  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE"; do
+  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE"; do
     grep -qxF "$img" <<<"$listed" || die "$img is not an image of e2e.test $K8S_VERSION: update scripts/conformance.sh from test/utils/image/manifest.go"
   done
 }
@@ -217,13 +233,7 @@ EOF
     ln -s agnhost "$r/agnhost-2"
     mkdir -p "$r/uploads"
     cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$r/"
-    local bash lib
-    bash=$(readlink -f "$(command -v bash)")
-    cp "$bash" "$r/bin/bash"
-    for lib in $(ldd "$bash" | awk '/=>/ { print $3 } /^\t\// { print $1 }'); do
-      mkdir -p "$r$(dirname "$lib")"
-      cp -L "$lib" "$r$lib"
-    done
+    copy_with_libs "$(readlink -f "$(command -v bash)")" "$r" /bin/bash
     cat >"$r/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/sh
 bin:x:1:1:bin:/bin:/sbin/nologin
@@ -312,7 +322,75 @@ EOF
     log "building $NONEWPRIVS_IMAGE from test/images/nonewprivs ($K8S_VERSION)"
     tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["nnp"]' - "$NONEWPRIVS_IMAGE" >/dev/null
   fi
+  if ! image_present "$NGINX_IMAGE"; then
+    build_nginx_image "$ctx/nginx" "$path_env"
+  fi
   rm -rf "$ctx"
+}
+
+# build_nginx_image DIR PATH_ENV: Debian's nginx binary and its libraries on busybox at Alpine's
+# paths, configured as the official image (user nginx 101, conf.d/default.conf on port 80).
+build_nginx_image() {
+  local r=$1 path_env=$2 debs deb
+  debs=$(mktemp -d)
+  # `apt-get download` fetches from the machine's own Debian suites, as apt installs do.
+  # Without it the image stays absent (only the one spec that switches to nginx needs it) and
+  # that spec fails, visibly, in a full run; the CI subset does not use it.
+  if ! (cd "$debs" && apt-get download nginx nginx-common >/dev/null 2>&1); then
+    log "WARNING: apt-get download nginx nginx-common failed: $NGINX_IMAGE not built"
+    rm -rf "$debs"
+    return 0
+  fi
+  mkdir -p "$debs/x"
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$debs/x"; done
+  busybox_rootfs "$r" full
+  copy_with_libs "$debs/x/usr/sbin/nginx" "$r" /usr/sbin/nginx
+  mkdir -p "$r/etc/nginx/conf.d" "$r/usr/share/nginx/html" "$r/var/cache/nginx" "$r/var/log/nginx" "$r/run"
+  cp "$debs/x/etc/nginx/mime.types" "$r/etc/nginx/"
+  cat >"$r/etc/nginx/nginx.conf" <<'EOF'
+user  nginx;
+worker_processes  auto;
+error_log  /var/log/nginx/error.log notice;
+pid        /run/nginx.pid;
+events {
+    worker_connections  1024;
+}
+http {
+    include       /etc/nginx/mime.types;
+    default_type  application/octet-stream;
+    access_log  /var/log/nginx/access.log;
+    sendfile        on;
+    keepalive_timeout  65;
+    client_body_temp_path /var/cache/nginx/client_temp;
+    proxy_temp_path       /var/cache/nginx/proxy_temp;
+    fastcgi_temp_path     /var/cache/nginx/fastcgi_temp;
+    uwsgi_temp_path       /var/cache/nginx/uwsgi_temp;
+    scgi_temp_path        /var/cache/nginx/scgi_temp;
+    include /etc/nginx/conf.d/*.conf;
+}
+EOF
+  cat >"$r/etc/nginx/conf.d/default.conf" <<'EOF'
+server {
+    listen       80;
+    listen  [::]:80;
+    server_name  localhost;
+    location / {
+        root   /usr/share/nginx/html;
+        index  index.html index.htm;
+    }
+}
+EOF
+  printf '<!DOCTYPE html>\n<html>\n<head>\n<title>Welcome to nginx!</title>\n</head>\n<body>\n<h1>Welcome to nginx!</h1>\n</body>\n</html>\n' >"$r/usr/share/nginx/html/index.html"
+  ln -sf /dev/stdout "$r/var/log/nginx/access.log"
+  ln -sf /dev/stderr "$r/var/log/nginx/error.log"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnginx:x:101:101:nginx:/var/cache/nginx:/sbin/nologin\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$r/etc/passwd"
+  printf 'root:x:0:root\nnginx:x:101:nginx\nnobody:x:65534:\n' >"$r/etc/group"
+  log "building $NGINX_IMAGE from Debian's nginx $(dpkg-deb -f "$debs"/nginx_*.deb Version)"
+  # The official image's STOPSIGNAL SIGQUIT is not a change `docker import` takes: SIGTERM stops
+  # nginx too (fast shutdown instead of graceful).
+  tar -C "$r" -c . | docker import --change "$path_env" --change 'EXPOSE 80' \
+    --change 'CMD ["nginx", "-g", "daemon off;"]' - "$NGINX_IMAGE" >/dev/null
+  rm -rf "$debs"
 }
 
 # ---------------------------------------------------------------------------------------------
