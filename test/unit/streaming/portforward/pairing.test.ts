@@ -1,7 +1,14 @@
 import t from 'tap';
 import { StreamPairing, type PendingPair } from '../../../../src/streaming/portforward/pairing.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Resolves once every `ms` timer created before this call has fired: Node runs the timers of one
+ * duration in the order they were created, so a sentinel timer of the same duration fires after
+ * them. (The pairing's timers are plain `setTimeout(…, timeoutMs)`.) Both the positive wait — the
+ * expected timeouts happened — and the negative one — no other timer of the pairing fires — need
+ * no guess at how long is long enough.
+ */
+const timersOf = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.test('streams pair by request ID, in either order; a complete pair leaves the table', async (t) => {
   const p = new StreamPairing<string>({ timeoutMs: 1000, onTimeout: () => t.fail('no timeout') });
@@ -33,7 +40,7 @@ t.test('an incomplete pair times out once, and is forgotten', async (t) => {
   p.add('d', 'data', '4');
   p.add('x', 'error', '5');
   p.add('y', 'data', '5');
-  await sleep(80);
+  await timersOf(30); // pair 5 completed: had its timer survived, it would fire before this one
   t.same(expired, [
     [{ requestId: '3', error: 'e' }, '(request=3) timed out waiting for streams'],
     [{ requestId: '4', data: 'd' }, '(request=4) timed out waiting for streams'],
@@ -41,6 +48,6 @@ t.test('an incomplete pair times out once, and is forgotten', async (t) => {
   t.equal(p.size, 0);
   t.same(p.add('late', 'data', '3'), { kind: 'pending' }, 'a late partner starts over');
   t.same(p.close(), [{ requestId: '3', data: 'late' }], 'close hands back what is left');
-  await sleep(50);
+  await timersOf(30); // the late pair's timer, had close() left it, would fire before this one
   t.equal(expired.length, 2, 'and stops the timers');
 });

@@ -6,6 +6,7 @@ import { badRequest } from '../../../../src/api/errors.js';
 import { buildServer } from '../../../../src/server/index.js';
 import { StreamingSessions } from '../../../../src/server/upgrade.js';
 import { rawRequest } from '../../../helpers/raw-http.js';
+import { waitFor } from '../../../helpers/wait.js';
 import { FakeHost, makePod } from '../../server/fixtures/fake-host.js';
 
 /** The port-forward routes over a real loopback listener, with an in-memory Host. */
@@ -20,12 +21,7 @@ async function serve(t: Test, maxSessions = 10): Promise<{ host: FakeHost; url: 
 
 const spdy = ['Connection: Upgrade', 'Upgrade: SPDY/3.1', 'X-Stream-Protocol-Version: portforward.k8s.io'];
 const ws = (extra: string[] = []) => ['Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', ...extra];
-const until = async (what: string, check: () => boolean, ms = 5000) => {
-  for (const end = Date.now() + ms; !check(); ) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+const until = (what: string, check: () => boolean, ms = 5000) => waitFor(what, () => (check() ? true : undefined), ms, 10);
 
 t.test('the session cap answers 429 before upgrading, one slot per connection', async (t) => {
   const { url, sessions } = await serve(t, 1);

@@ -4,7 +4,7 @@ import t from 'tap';
 import { ForwardLimiter } from '../../../../src/streaming/portforward/limits.js';
 import { serveSpdyPortForward, type ForwardFn } from '../../../../src/streaming/portforward/spdy.js';
 import { RstStatus, SpdyConnection } from '../../../../src/streaming/spdy/index.js';
-import { TestClient, duplexPair, sleep, type Received } from '../spdy/fixtures/helpers.js';
+import { TestClient, duplexPair, within, type Received } from '../spdy/fixtures/helpers.js';
 
 const log = pino({ level: 'silent' });
 
@@ -171,15 +171,18 @@ t.test('close() aborts the forwards, sends GOAWAY and ends the session', async (
 
 t.test('the client hanging up aborts the forwards and settles the session', async (t) => {
   let signal: AbortSignal | undefined;
+  let started!: () => void;
+  const forwarding = new Promise<void>((resolve) => (started = resolve));
   const hang: ForwardFn = (_p, stream, s) =>
     new Promise<void>((resolve) => {
       signal = s;
+      started();
       stream.resume();
       s.addEventListener('abort', () => resolve());
     });
   const { client, clientSock, session } = setup(hang);
   await openPair(client, '80', '0');
-  await sleep(10);
+  await within(forwarding, 5000, 'the forward to start');
   clientSock.destroy();
   await session.done;
   t.equal(signal?.aborted, true);

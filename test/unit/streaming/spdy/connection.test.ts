@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { pino } from 'pino';
 import t from 'tap';
 import {
@@ -9,7 +10,8 @@ import {
   type SpdyStream,
 } from '../../../../src/streaming/spdy/index.js';
 import { encodeData, encodePing } from '../../../../src/streaming/spdy/frames.js';
-import { TestClient, duplexPair, finOf, once, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from './fixtures/helpers.js';
+import { waitFor } from '../../../helpers/wait.js';
+import { TestClient, duplexPair, finOf, nextTurn, once, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from './fixtures/helpers.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const plain = (v: object | undefined): unknown => JSON.parse(JSON.stringify(v ?? null));
@@ -19,7 +21,11 @@ function setup(opts: SpdyConnectionOptions = {}) {
   const conn = new SpdyConnection(serverSock, opts);
   const client = new TestClient(clientSock);
   const streams: SpdyStream[] = [];
-  conn.on('stream', (s: SpdyStream) => streams.push(s));
+  const streamWaiters = new Set<() => void>();
+  conn.on('stream', (s: SpdyStream) => {
+    streams.push(s);
+    for (const wake of streamWaiters) wake();
+  });
   let closeCount = 0;
   const closed = new Promise<Error | undefined>((resolve) =>
     conn.on('close', (err?: Error) => {
@@ -27,13 +33,35 @@ function setup(opts: SpdyConnectionOptions = {}) {
       resolve(err);
     }),
   );
-  const stream = async (n: number): Promise<SpdyStream> => {
-    for (let i = 0; i < 500 && streams.length < n; i++) await sleep(2);
+  /** The n-th accepted stream, once its 'stream' event fired (rejects after `timeoutMs`). */
+  const stream = (n: number, timeoutMs = 5000): Promise<SpdyStream> => {
     const s = streams[n - 1];
-    if (!s) throw new Error(`stream #${n} never arrived`);
-    return s;
+    if (s) return Promise.resolve(s);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        streamWaiters.delete(wake);
+        reject(new Error(`stream #${n} never arrived (${streams.length} did)`));
+      }, timeoutMs);
+      const wake = (): void => {
+        const got = streams[n - 1];
+        if (!got) return;
+        clearTimeout(timer);
+        streamWaiters.delete(wake);
+        resolve(got);
+      };
+      streamWaiters.add(wake);
+    });
   };
   return { conn, client, serverSock, clientSock, streams, stream, closed, closeCount: () => closeCount };
+}
+
+/**
+ * Resolves once `sock` has closed and one more turn has passed: every 'end'/'close' listener of
+ * the session has run, and so has anything they scheduled (the session emits 'close' on nextTick).
+ */
+async function afterClose(sock: Duplex): Promise<void> {
+  if (!sock.closed) await once(sock, 'close');
+  await nextTurn();
 }
 
 const isType =
@@ -59,7 +87,7 @@ t.test('the server advertises a 1 MiB receive window up front', async (t) => {
 });
 
 t.test('kubectl exec: streams, replies, output, stdin, teardown', async (t) => {
-  const { client, conn, stream, closed, closeCount } = setup();
+  const { client, conn, stream, closed, closeCount, serverSock } = setup();
   await client.open([['streamtype', 'error']]);
   await client.open([['streamtype', 'stdin']]);
   await client.open([['streamtype', 'stdout']]);
@@ -91,7 +119,9 @@ t.test('kubectl exec: streams, replies, output, stdin, teardown', async (t) => {
   client.goAway();
   t.equal(await closed, undefined);
   t.equal(conn.openStreams, 0);
-  await sleep(10);
+  // Then kubectl closes TCP: the socket's 'end' and 'close' reach the session after its 'close'.
+  client.socket.end();
+  await afterClose(serverSock);
   t.equal(closeCount(), 1, "'close' exactly once");
   t.notOk(client.error);
 });
@@ -117,7 +147,7 @@ t.test('byte-exact kubectl frames, delivered in tiny pieces as through the WebSo
   for (const n of [2, 2, 4, 4, 4, 1]) {
     client.socket.write(bytes.subarray(off, off + n));
     off += n;
-    await sleep(1);
+    await nextTurn(); // each piece in its own turn, as separate tunnel messages arrive
   }
   for (; off < bytes.length; off++) client.socket.write(bytes.subarray(off, off + 1));
 
@@ -197,7 +227,7 @@ t.test('writes before reply() are held until the SYN_REPLY is out', async (t) =>
   const s = await stream(1);
   let written = false;
   s.write('early', () => (written = true));
-  await sleep(30);
+  await client.roundTrip(); // anything the write sent would have arrived before the echo
   t.notOk(written, 'write not complete');
   t.notOk(client.received.some(isType('DATA', 1)), 'nothing sent');
   await s.reply();
@@ -276,7 +306,7 @@ t.test('reset() and destroy() send RST_STREAM', async (t) => {
     [RstStatus.CANCEL, RstStatus.INTERNAL_ERROR, RstStatus.CANCEL],
   );
   await a.reply(); // resolves without sending
-  await sleep(10);
+  await client.roundTrip();
   t.notOk(client.received.some(isType('SYN_REPLY')), 'no SYN_REPLY for a reset stream');
   t.equal(conn.openStreams, 0);
   conn.close();
@@ -310,17 +340,18 @@ t.test('DATA on unknown, closed and half-closed streams', async (t) => {
 });
 
 t.test('GOAWAY from the client closes the session once its streams are done', async (t) => {
-  const { client, stream, conn, closed } = setup();
+  const { client, stream, conn, closed, streams } = setup();
   await client.open([['streamtype', 'stdout']]);
   const s = await stream(1);
   await s.reply();
   client.data(1, '', true);
   client.goAway(1);
-  await sleep(30);
+  await client.roundTrip(); // the FIN and the GOAWAY were handled
   t.notOk(conn.closed, 'waits for the open stream');
   await client.open([['streamtype', 'late']]);
-  await sleep(20);
+  await client.roundTrip(); // and so was the late SYN_STREAM
   t.equal(conn.openStreams, 1, 'no new streams after GOAWAY');
+  t.equal(streams.length, 1);
   s.resume();
   s.end('bye');
   t.equal(await closed, undefined);
@@ -336,7 +367,7 @@ t.test('goAway() names the last accepted stream, refuses new ones, closes when d
   const ga = await client.waitFor(isType('GOAWAY'));
   t.same(plain(ga), { type: 'GOAWAY', lastGoodStreamId: 3, status: 0 });
   await client.open([['streamtype', 'c']]);
-  await sleep(20);
+  await client.roundTrip(); // the SYN_STREAM was handled
   t.equal(streams.length, 2);
   a.reset();
   b.reset();
@@ -354,7 +385,7 @@ t.test('close() destroys the socket and every stream, and emits close once', asy
   t.equal(await closed, undefined);
   t.ok(s.destroyed);
   t.ok(serverSock.destroyed);
-  await sleep(10);
+  await afterClose(serverSock);
   t.equal(closeCount(), 1);
 });
 
@@ -362,6 +393,9 @@ t.test('idle timeout: pings keep the session alive, silence ends it with GOAWAY'
   const { client, conn, closed } = setup({ idleTimeoutMs: 250 });
   for (let i = 0; i < 12; i++) {
     client.ping(2 * i + 1);
+    await client.waitFor((f) => f.type === 'PING' && f.id === 2 * i + 1); // received: the idle timer restarted
+    // Pacing, not synchronisation: the test's clock. Pings 50 ms apart against a 250 ms timeout
+    // (a fifth of it) keep the session alive over 600 ms, more than twice the timeout.
     await sleep(50);
   }
   t.notOk(conn.closed, 'alive after 600 ms of pings');
@@ -395,7 +429,10 @@ t.test('backpressure: a client that stops reading stalls the writer', async (t) 
   const chunk = Buffer.alloc(64 * 1024, 7);
   let done = 0;
   for (let i = 0; i < 100; i++) s.write(chunk, () => done++);
-  await sleep(100);
+  // The pipe fills: the server's socket needs a 'drain' that the paused client never gives, so
+  // from here nothing completes until it resumes.
+  await waitFor('the server socket to back up', () => (serverSock.writableNeedDrain ? true : undefined), 5000, 1);
+  await nextTurn(); // callbacks of writes the socket did take run on nextTick
   t.ok(done <= 3, `only ${done} of 100 writes completed`);
   t.ok(serverSock.writableLength <= 256 * 1024, `${serverSock.writableLength} bytes queued on the socket`);
   client.socket.resume();
@@ -414,7 +451,8 @@ t.test('backpressure: a stream nobody reads pauses the session (head-of-line)', 
   const frame = Buffer.alloc(32 * 1024);
   for (let i = 0; i < 64; i++) client.data(1, frame.fill(i));
   client.ping(9);
-  await sleep(100);
+  // Once the session paused its socket for the unread stream, only reading the stream resumes it.
+  await waitFor('the session to stop reading', () => (serverSock.isPaused() ? true : undefined), 5000, 1);
   t.ok(s.readableLength <= 128 * 1024, `${s.readableLength} bytes buffered in the stream`);
   t.ok(serverSock.readableLength <= 128 * 1024, `${serverSock.readableLength} bytes buffered in the socket`);
   t.notOk(client.received.some((f) => f.type === 'PING' && f.id === 9), 'later frames wait');
@@ -495,12 +533,12 @@ t.test("a throwing 'stream' listener fails the session, not the process", async 
 });
 
 t.test('a session blocked on an unread stream resumes when that stream is reset', async (t) => {
-  const { client, stream, conn } = setup();
+  const { client, stream, conn, serverSock } = setup();
   await client.open([['streamtype', 'stdin']]);
   const s = await stream(1);
   for (let i = 0; i < 8; i++) client.data(1, Buffer.alloc(32 * 1024));
   client.ping(5);
-  await sleep(50);
+  await waitFor('the session to stop reading', () => (serverSock.isPaused() ? true : undefined), 5000, 1);
   t.notOk(client.received.some((f) => f.type === 'PING' && f.id === 5), 'blocked');
   s.reset();
   await client.waitFor((f) => f.type === 'PING' && f.id === 5);
@@ -552,7 +590,7 @@ t.test('reply() never rejects, whatever happens to the stream or session', async
   t.equal(await closedFirst, undefined);
   // The pattern a caller may well use: Promise.all over the replies, not awaited.
   void Promise.all([a.reply(), b.reply()]).then(() => undefined);
-  await sleep(20);
+  await nextTurn(); // Node reports an unhandled rejection once the microtask queue drains
   t.equal(unhandled, 0);
   t.notOk(client.received.some(isType('SYN_REPLY')));
 });
@@ -561,7 +599,8 @@ t.test('a client that floods PINGs but never reads stops being read', async (t) 
   const { client, conn, serverSock } = setup();
   client.socket.pause();
   client.write(Buffer.concat(Array.from({ length: 200_000 }, (_, i) => encodePing(2 * i + 1))));
-  await sleep(200);
+  // Past 1 MiB of unread echoes the session stops reading; only the client reading resumes it.
+  await waitFor('the session to stop reading the flood', () => (serverSock.isPaused() ? true : undefined), 10_000, 1);
   t.ok(serverSock.writableLength < 1.2 * 1024 * 1024, `${serverSock.writableLength} bytes of echoes queued`);
   client.socket.resume();
   await client.waitFor((f) => f.type === 'PING' && f.id === 2 * 199_999 + 1, 20_000);
@@ -626,7 +665,7 @@ for (const [name, build] of Object.entries(attacks)) {
 }
 
 t.test('10 000 SYN_STREAMs past maxStreams are refused with bounded memory', async (t) => {
-  const { client, conn, streams } = setup({ maxStreams: 100 });
+  const { client, conn, streams, stream } = setup({ maxStreams: 100 });
   const blocks: Buffer[] = [];
   for (let i = 0; i < 10_000; i++) {
     const block = await client.compressRaw(rawHeaderBlock([['streamtype', 'data'], ['port', '80'], ['requestid', String(i)]]));
@@ -645,7 +684,7 @@ t.test('10 000 SYN_STREAMs past maxStreams are refused with bounded memory', asy
   // Closing a stream frees a slot.
   streams[0]!.reset();
   await client.open([['streamtype', 'data']], { id: 20_001 });
-  await sleep(50);
+  t.equal((await stream(101)).id, 20_001);
   t.equal(streams.length, 101);
   conn.close();
 });
@@ -702,7 +741,7 @@ t.test("a 'stream' listener that resets its stream: later frames of the same chu
 });
 
 t.test("a 'stream' listener that closes the session: no later frame of the chunk is processed", async (t) => {
-  const { client, conn, streams, closed, closeCount } = setup();
+  const { client, conn, streams, closed, closeCount, serverSock } = setup();
   let seen = 0;
   conn.on('stream', () => {
     seen++;
@@ -712,7 +751,9 @@ t.test("a 'stream' listener that closes the session: no later frame of the chunk
   const b3 = await client.compressRaw(rawHeaderBlock([['streamtype', 'b']]));
   client.write(Buffer.concat([synFinBlock(1, b1), synBlock(3, b3), encodePing(9)]));
   t.equal(await closed, undefined);
-  await sleep(20);
+  // The socket is gone and every frame that reached the client is recorded: nothing more can come.
+  await afterClose(serverSock);
+  await client.recorded();
   t.equal(seen, 1);
   t.same(streams.map((s) => s.id), [1]);
   t.ok(streams[0]!.destroyed);

@@ -13,6 +13,7 @@ import {
   type WebSocketSessionOptions,
 } from '../../../../src/streaming/websocket/session.js';
 import type { CommandResult, StreamIO, StreamOptions, TerminalSize } from '../../../../src/streaming/types.js';
+import { waitFor } from '../../../helpers/wait.js';
 
 // --- harness: a real ws server on 127.0.0.1 running one session per connection, and a real ws client ---
 
@@ -132,7 +133,11 @@ async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffe
   return Buffer.concat(parts);
 }
 
-const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/**
+ * A negative window: gives something that must NOT happen the time to happen. Use it only after a
+ * positive event proved the system was in a position to act, and say why the length suffices.
+ */
+const negativeWindow = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 // --- tests ---
 
@@ -515,12 +520,18 @@ t.test('slow client: bufferedAmount stays bounded while run writes 64 MiB', asyn
   const CHUNK = 64 * 1024;
   let written = 0;
   let maxBuffered = 0;
+  /** run is waiting for stdout's 'drain'. */
+  let blocked = false;
   const h = await harness({
     options: { stdout: true },
     run: async (io) => {
       const chunk = Buffer.alloc(CHUNK, 'z');
       while (written < TOTAL) {
-        await writeWithBackpressure(io.stdout!, chunk);
+        if (!io.stdout!.write(chunk)) {
+          blocked = true;
+          await once(io.stdout!, 'drain');
+          blocked = false;
+        }
         written += CHUNK;
         maxBuffered = Math.max(maxBuffered, h.serverWs().bufferedAmount);
       }
@@ -531,9 +542,16 @@ t.test('slow client: bufferedAmount stays bounded while run writes 64 MiB', asyn
   await h.next();
   h.client.pause();
   const sampler = setInterval(() => (maxBuffered = Math.max(maxBuffered, h.serverWs().bufferedAmount)), 5);
-  await delay(1000);
+  // Held back: the socket holds the high-water mark unsent (the kernel's buffers are full, so it
+  // cannot drain while the client reads nothing) and run waits for stdout's 'drain'. A run that
+  // is never held back writes all 64 MiB without yielding to timers, and this times out.
+  await waitFor('run to be held back by the paused client', () => (blocked && h.serverWs().bufferedAmount >= OUTBOUND_HIGH_WATER_MARK ? true : undefined), 30_000, 5);
   const writtenWhilePaused = written;
   t.ok(writtenWhilePaused < TOTAL / 2, `run was held back (${(writtenWhilePaused / 2 ** 20).toFixed(1)} MiB written while paused)`);
+  // Negative window: nothing drains while the client reads nothing, so run must stay put. A run
+  // let go would write its next 64 KiB chunk within microseconds; 200 ms covers a loaded machine.
+  await negativeWindow(200);
+  t.equal(written, writtenWhilePaused, 'and stays held back while the client reads nothing');
   t.ok(maxBuffered <= OUTBOUND_HIGH_WATER_MARK + 4 * CHUNK, `bufferedAmount bounded (max ${maxBuffered})`);
   h.client.resume();
   const closed = await h.clientClosed;
