@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { badRequest, StatusError } from '../api/errors.js';
 import { isDNS1123Label, isDNS1123Subdomain, isValidUID } from '../api/names.js';
+import type { Pod } from '../api/types.js';
+import { containerNameRequired } from './errors.js';
 
 /**
  * Input hygiene for every route with parameters, run as the route's first `onRequest` hook so it
@@ -110,4 +112,12 @@ export function refuseWatch(request: FastifyRequest, resource: string): void {
   if (watch === 'true' || watch === '1') {
     throw new StatusError('MethodNotAllowed', `watch is not supported on resources of kind "${resource}"`, { kind: resource });
   }
+}
+
+/** The apiserver's defaulting of `container` for pods/log, exec and attach: the pod's only container. */
+export function defaultContainerName(pod: Pod, requested: string | undefined): string {
+  if (requested) return requested;
+  const names = (pod.spec?.containers ?? []).map((c) => c.name);
+  if (names.length === 1 && names[0]) return names[0];
+  throw containerNameRequired(pod.metadata?.name, names);
 }

@@ -1,12 +1,12 @@
 import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { StatusError, badRequest, notFound } from '../../api/errors.js';
-import type { Pod } from '../../api/types.js';
+import { StatusError, notFound } from '../../api/errors.js';
 import { LOG_STREAMS_RETRY_AFTER_SECONDS, type LogStreamSlots } from '../../streaming/logs/limits.js';
 import { parseLogQuery, type LogQuery } from '../../streaming/logs/options.js';
 import type { LogOptions } from '../../streaming/types.js';
 import type { ContainerRef, Host } from '../../host/index.js';
 import { getRoute } from '../methods.js';
+import { defaultContainerName } from '../params.js';
 
 interface KubeletParams {
   ns: string;
@@ -63,7 +63,7 @@ export async function logsPlugin(app: FastifyInstance, opts: { host: Host; slots
     const { options, previous, container } = parseLogQuery(request.query, { dialect: 'apiserver', pod: name });
     const pod = host.getPodByName(ns, name);
     if (!pod) throw notFound('pods', name);
-    return serve(request, reply, host.resolveLogContainer(pod, container ?? onlyContainer(pod), previous), options);
+    return serve(request, reply, host.resolveLogContainer(pod, defaultContainerName(pod, container), previous), options);
   });
 
   async function serve(request: FastifyRequest, reply: FastifyReply, ref: ContainerRef, options: LogOptions): Promise<FastifyReply> {
@@ -120,9 +120,3 @@ export async function logsPlugin(app: FastifyInstance, opts: { host: Host; slots
   }
 }
 
-/** The apiserver's defaulting: no `container` means the pod's only container. */
-function onlyContainer(pod: Pod): string {
-  const names = (pod.spec?.containers ?? []).map((c) => c.name);
-  if (names.length === 1 && names[0]) return names[0];
-  throw badRequest(`a container name must be specified for pod ${pod.metadata?.name}, choose one of: [${names.join(' ')}]`);
-}

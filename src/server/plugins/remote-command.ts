@@ -11,7 +11,8 @@ import type { CommandResult, StreamIO } from '../../streaming/types.js';
 import { serveWebSocketRemoteCommand } from '../../streaming/websocket/session.js';
 import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
 import type { Host } from '../../host/index.js';
-import { containerNameRequired, podDoesNotExist } from '../errors.js';
+import { podDoesNotExist } from '../errors.js';
+import { defaultContainerName } from '../params.js';
 import type { StreamingUpgradeLabels } from '../../metrics/registry.js';
 import { acceptUpgrade, noSubprotocol, spdyProtocol, upgradeRequest, type StreamingSessions } from '../upgrade.js';
 
@@ -65,7 +66,7 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
     const pod = host.getPodByName(ns, name);
     if (!pod) throw notFound('pods', name);
     const options = parse(request, 'apiserver', kind);
-    return serve(kind, request, reply, pod, defaultContainer(pod, options.container), options);
+    return serve(kind, request, reply, pod, defaultContainerName(pod, options.container), options);
   };
 
   for (const kind of ['exec', 'attach'] as const) {
@@ -115,10 +116,3 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
   }
 }
 
-/** The apiserver's defaulting: a missing container name means the pod's only container. */
-function defaultContainer(pod: Pod, requested: string | undefined): string {
-  if (requested) return requested;
-  const names = (pod.spec?.containers ?? []).map((c) => c.name);
-  if (names.length === 1 && names[0]) return names[0];
-  throw containerNameRequired(pod.metadata?.name, names);
-}
