@@ -22,7 +22,7 @@ import { unsupportedFieldRefusal } from './unsupported.js';
 import { pullCredentials } from './pull-secrets.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
 import { admissionRefusal } from './admission.js';
-import { podSandboxConfig } from './sandbox-config.js';
+import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
 import { getPodQOS } from '../api/qos.js';
 import type { VolumeManager } from '../volumes/manager.js';
@@ -121,6 +121,7 @@ export class Kubelet {
   }
 
   start(): void {
+    if (this.#o.dns) void checkLimitsForResolvConf(this.#o.dns, (reason, message) => this.#o.recorder.record(this.#nodeSubject(), 'Warning', reason, message));
     this.pleg.start((uid) => this.#schedule(uid));
     const resync = () => {
       this.#resyncTimer = setTimeout(() => {
@@ -432,13 +433,19 @@ export class Kubelet {
 
   /** Hostname and DNS of a new sandbox (`generatePodSandboxConfig`); its errors fail the sandbox. */
   #sandboxConfig(pod: Pod): ReturnType<typeof podSandboxConfig> {
-    const { recorder, nodeName, nodeIP } = this.#o;
+    const { recorder, nodeIP } = this.#o;
     const dns = this.#o.dns ?? { clusterDNS: [], clusterDomain: '', resolvConf: '/etc/resolv.conf' };
     return podSandboxConfig(pod, {
       dns: { ...dns, nodeIPs: nodeIP ? [nodeIP] : [] },
       volumes: this.#o.volumes,
-      warn: (on, reason, message) => recorder.record(on === 'node' ? { kind: 'Node', metadata: { name: nodeName, uid: nodeName, namespace: '' } } : pod, 'Warning', reason, message),
+      warn: (on, reason, message) => recorder.record(on === 'node' ? this.#nodeSubject() : pod, 'Warning', reason, message),
     });
+  }
+
+  /** The node as an event's subject (the kubelet's nodeRef: its name as UID, no namespace). */
+  #nodeSubject() {
+    const name = this.#o.nodeName;
+    return { kind: 'Node', metadata: { name, uid: name, namespace: '' } };
   }
 
   async #startContainer(pod: Pod, container: Container, sandbox: NonNullable<RuntimePod['sandboxes'][number]>, attempt: number, plog: Logger): Promise<void> {

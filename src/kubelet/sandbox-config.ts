@@ -3,7 +3,7 @@ import { nodenameForKernel, podHostnameAndDomain } from '../api/names.js';
 import type { Pod } from '../api/types.js';
 import type { SandboxConfig } from '../runtime/types.js';
 import type { VolumeManager } from '../volumes/manager.js';
-import { MaxResolvConfLength, podDNSConfig, resolvConfContent, type DNSEvent, type NodeDNS } from '../volumes/resolv-conf.js';
+import { MaxResolvConfLength, podDNSConfig, resolvConfContent, resolvConfLimitProblem, type DNSEvent, type NodeDNS } from '../volumes/resolv-conf.js';
 
 export interface SandboxConfigDeps {
   /** `--cluster-dns`, `--cluster-domain`, `--resolv-conf` and the node's IPs. */
@@ -37,6 +37,24 @@ export async function podSandboxConfig(pod: Pod, deps: SandboxConfigDeps): Promi
   for (const e of events) deps.warn(e.on, e.reason, e.message);
   await deps.volumes?.writeResolvConf(pod, resolvConfContent(config));
   return hostname === undefined ? {} : { hostname };
+}
+
+/**
+ * `CheckLimitsForResolvConf` at the start of the sync loop: a `--resolv-conf` that cannot be read
+ * or parsed, or whose search line pods could not take, is reported once with `warn` (the node's
+ * Warning event); pods still start (their own file is cut to the limits, `DNSConfigForming`).
+ */
+export async function checkLimitsForResolvConf(dns: Pick<NodeDNS, 'resolvConf' | 'clusterDomain'>, warn: (reason: string, message: string) => void, read: (path: string) => Promise<string> = readNodeResolvConf): Promise<void> {
+  if (!dns.resolvConf) return;
+  let problem: string | undefined;
+  try {
+    problem = resolvConfLimitProblem(dns.resolvConf, await read(dns.resolvConf), dns.clusterDomain);
+  } catch (err) {
+    // Go's *PathError text: `open <path>: <strerror>`.
+    const why = (err as NodeJS.ErrnoException).code ? String((err as Error).message).replace(/^[A-Z]+: ([^,]+),.*$/, '$1') : (err as Error).message;
+    problem = `open ${dns.resolvConf}: ${why}`;
+  }
+  if (problem !== undefined) warn('CheckLimitsForResolvConf', problem);
 }
 
 /** `utilio.ReadAtMost`: more than 10 MiB is refused. */

@@ -77,6 +77,25 @@ export function parseResolvConf(text: string): DNSConfig {
   return { servers, searches, options };
 }
 
+/**
+ * The kubelet's `CheckLimitsForResolvConf`, run once at start-up on `--resolv-conf`: what is wrong
+ * with the node's search line for pods (the message of the node's `CheckLimitsForResolvConf`
+ * warning), or undefined. With a cluster domain, three of the 32 search paths are the cluster's.
+ */
+export function resolvConfLimitProblem(path: string, text: string, clusterDomain: string): string | undefined {
+  let searches: readonly string[];
+  try {
+    searches = parseResolvConf(text).searches;
+  } catch (err) {
+    return (err as Error).message;
+  }
+  const domainCountLimit = clusterDomain ? MaxDNSSearchPaths - 3 : MaxDNSSearchPaths;
+  if (searches.length > domainCountLimit) return `Resolv.conf file '${path}' contains search line consisting of more than ${domainCountLimit} domains!`;
+  if (searches.some((s) => s.length > maxSearchPathLength)) return `Resolv.conf file "${path}" contains a search path which length is more than allowed ${maxSearchPathLength} chars!`;
+  if (searches.join(' ').length > MaxDNSSearchListChars) return `Resolv.conf file '${path}' contains search line which length is more than allowed ${MaxDNSSearchListChars} chars!`;
+  return undefined;
+}
+
 /** `getPodDNSType`: `ClusterFirst` on the host network falls back to `Default`. */
 function podDNSType(pod: Pod): PodDNSType {
   switch (pod.spec?.dnsPolicy) {

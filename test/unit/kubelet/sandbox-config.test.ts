@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod } from '../../../src/api/types.js';
-import { podSandboxConfig } from '../../../src/kubelet/sandbox-config.js';
+import { checkLimitsForResolvConf, podSandboxConfig } from '../../../src/kubelet/sandbox-config.js';
 import { createLogger } from '../../../src/logging/index.js';
 import { VolumeManager } from '../../../src/volumes/manager.js';
 import type { NodeDNS } from '../../../src/volumes/resolv-conf.js';
@@ -93,4 +93,18 @@ t.test('the hosts file names the FQDN on pod IP lines, as the kubelet\'s', async
   t.match(await readFile(join(root, 'pods', 'uid-1', 'etc-hosts'), 'utf8'), /\n10\.0\.0\.5\th\n$/, 'no subdomain: the short name only');
   await volumes.etcHostsMount(p, { name: 'c' }, []);
   t.match(await readFile(join(root, 'pods', 'uid-1', 'etc-hosts'), 'utf8'), /\nfe00::2\tip6-allrouters\n$/, 'no pod IP (network none): no line');
+});
+
+t.test('checkLimitsForResolvConf: one node warning for an unreadable or over-long --resolv-conf, none otherwise', async (t) => {
+  const warnings: string[] = [];
+  const warn = (reason: string, message: string) => void warnings.push(`${reason}: ${message}`);
+  await checkLimitsForResolvConf(node, warn, async () => hostFile);
+  t.same(warnings, []);
+  const many = `search ${Array.from({ length: 30 }, (_, i) => `d${i}.example`).join(' ')}\n`;
+  await checkLimitsForResolvConf(node, warn, async () => many);
+  t.same(warnings, ["CheckLimitsForResolvConf: Resolv.conf file '/node/resolv.conf' contains search line consisting of more than 29 domains!"]);
+  await checkLimitsForResolvConf({ ...node, resolvConf: '/nonexistent/resolv.conf' }, warn);
+  t.equal(warnings[1], 'CheckLimitsForResolvConf: open /nonexistent/resolv.conf: no such file or directory', 'Go\'s open error');
+  await checkLimitsForResolvConf({ ...node, resolvConf: '' }, warn, async () => { throw new Error('not read'); });
+  t.equal(warnings.length, 2, 'no --resolv-conf, no check');
 });

@@ -7,6 +7,7 @@ import {
   parseResolvConf,
   podDNSConfig,
   resolvConfContent,
+  resolvConfLimitProblem,
   type DNSEvent,
   type NodeDNS,
 } from '../../../src/volumes/resolv-conf.js';
@@ -143,4 +144,14 @@ t.test('a container that mounts its own /etc/resolv.conf keeps it', async (t) =>
   t.equal(mountsResolvConf({ name: 'c' }), true);
   t.equal(mountsResolvConf({ name: 'c', volumeMounts: [{ name: 'v', mountPath: '/etc/resolv.conf' }] }), false);
   t.equal(mountsResolvConf({ name: 'c', volumeMounts: [{ name: 'v', mountPath: '/etc' }] }), true);
+});
+
+t.test('CheckLimitsForResolvConf: the node file\'s search line against what pods can take', async (t) => {
+  const search = (n: number, len = 10) => `nameserver 10.0.0.1\nsearch ${Array.from({ length: n }, (_, i) => `d${i}.${'x'.repeat(len)}`).join(' ')}\n`;
+  t.equal(resolvConfLimitProblem('/etc/resolv.conf', search(29), 'cluster.local'), undefined, '29 leave room for the 3 cluster domains');
+  t.equal(resolvConfLimitProblem('/etc/resolv.conf', search(30), 'cluster.local'), "Resolv.conf file '/etc/resolv.conf' contains search line consisting of more than 29 domains!");
+  t.equal(resolvConfLimitProblem('/etc/resolv.conf', search(32), ''), undefined, 'without a cluster domain all 32');
+  t.equal(resolvConfLimitProblem('/r', `search ${'a'.repeat(254)}\n`, ''), 'Resolv.conf file "/r" contains a search path which length is more than allowed 253 chars!');
+  t.equal(resolvConfLimitProblem('/r', search(20, 120), ''), "Resolv.conf file '/r' contains search line which length is more than allowed 2048 chars!");
+  t.equal(resolvConfLimitProblem('/r', 'nameserver\n', ''), 'nameserver list is empty ', 'a parse error is the problem');
 });
