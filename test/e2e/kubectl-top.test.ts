@@ -25,6 +25,7 @@ t.test('kubectl top pod against nodelet', async (t) => {
   );
   // kubectl top shows a rate, which needs two samples; take them now rather than waiting 10 s.
   await node.nodelet.stats.sampleNow();
+  // A measurement interval, not synchronisation: the rate's two samples must be apart in time.
   await new Promise((r) => setTimeout(r, 1000));
   await node.nodelet.stats.sampleNow();
   await node.waitFor('pod metrics served', async () => ((await node.get(`/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/${name}`)).status === 200 ? true : undefined));

@@ -7,6 +7,7 @@ import { startTestNode } from '../helpers/nodelet.js';
 import { awaitSwitchingProtocols, rawRequest } from '../helpers/raw-http.js';
 import { GoLikeCompressor, TestClient, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
 import { fuzzSeed, prng } from '../helpers/prng.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Bad input against a real nodelet and Docker (reliability-security.md §4, test plan §5 B1–B19).
@@ -329,14 +330,15 @@ t.test('B11: malformed WebSocket frames on a live exec: closed 1002/1007/1009 or
   await b64.until('base64 echo', () => b64.text().includes('1' + Buffer.from('b64-ok\n').toString('base64')));
   t.notOk(b64.closed, 'bad base64 and an unknown channel are ignored');
   b64.send({ opcode: 2, payload: Buffer.from([0x30, 0xff]) });
-  await sleep(100);
-  t.notOk(b64.closed, 'a binary frame under base64: not valid base64, ignored');
+  // Frames are handled in order: once the next stdin comes back, the binary frame was handled.
+  b64.send({ opcode: 1, payload: '0' + Buffer.from('after-binary\n').toString('base64') });
+  await b64.until('base64 echo after the binary frame (or the close)', () => b64.closed || b64.closeCode() !== undefined || b64.text().includes('1' + Buffer.from('after-binary\n').toString('base64')));
+  t.notOk(b64.closed || b64.closeCode() !== undefined, 'a binary frame under base64: not valid base64, ignored');
   b64.socket.destroy();
 
   other.send(Buffer.concat([Buffer.from([0]), Buffer.from('bystander\n')]));
-  const deadline = Date.now() + 10_000;
   const otherStdout = () => Buffer.concat(otherOut.filter((f) => f[0] === 1).map((f) => f.subarray(1))).toString();
-  while (!otherStdout().includes('bystander\n') && Date.now() < deadline) await sleep(50);
+  await waitFor("the bystander's echo", () => (otherStdout().includes('bystander\n') ? true : undefined), 10_000);
   t.equal(otherStdout(), 'bystander\n', 'the concurrent session kept working');
   t.equal(other.readyState, WebSocket.OPEN);
   other.close();
@@ -423,7 +425,7 @@ t.test('B12: malformed SPDY on a live exec connection: GOAWAY or close, bounded 
   const rss1 = process.memoryUsage().rss;
   client.write(Buffer.concat(blocks));
   await Promise.race([closed, sleep(20_000)]);
-  await sleep(200);
+  await client.recorded(); // frames are recorded asynchronously (header blocks inflate in order)
   const resets = client.received.filter((f) => f.type === 'RST_STREAM').length;
   t.ok(resets > 0, `${resets} streams reset before the session was reaped`);
   t.ok(process.memoryUsage().rss - rss1 < 50 * 1024 * 1024, `RSS grew ${((process.memoryUsage().rss - rss1) / 1048576).toFixed(1)} MB for 10 000 SYN_STREAMs`);
@@ -524,16 +526,20 @@ t.test('B14: resize garbage is ignored or clamped during a tty exec; a valid res
     await usable(why);
   }
   resize('{"Width":123,"Height":45}\n');
-  const deadline = Date.now() + 10_000;
-  let seen = '';
-  while (Date.now() < deadline) {
-    const before = ws.channel(1).length;
-    ws.send(stdin('stty size\n'));
-    await ws.until('stty output', () => /\d+ \d+\r\n/.test(ws.channel(1).slice(before)), 5000).catch(() => undefined);
-    seen = ws.channel(1).slice(before);
-    if (seen.includes('45 123')) break;
-    await sleep(200);
-  }
+  // The resize reaches Docker asynchronously: ask `stty size` until it shows.
+  const seen = await waitFor(
+    'the valid resize to show in `stty size`',
+    async () => {
+      const before = ws.channel(1).length;
+      ws.send(stdin('stty size\n'));
+      await ws.until('stty output', () => /\d+ \d+\r\n/.test(ws.channel(1).slice(before)), 5000);
+      const answer = ws.channel(1).slice(before);
+      if (!answer.includes('45 123')) throw new Error(`stty size said ${JSON.stringify(answer)}`);
+      return answer;
+    },
+    10_000,
+    200,
+  );
   t.match(seen, /45 123/, 'the valid resize took effect (rows 45, cols 123)');
   ws.send(stdin('exit 0\n'));
   await ws.until('close', () => ws.closed || ws.closeCode() !== undefined);

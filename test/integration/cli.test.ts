@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../helpers/docker.js';
+import { waitFor } from '../helpers/wait.js';
 
 // The built CLI, exactly as `npx nodelet` runs it (`npm test` builds first).
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
@@ -54,18 +55,18 @@ t.test('the CLI serves static pods from a --config file, flags overriding it', a
   t.teardown(() => {
     child.kill('SIGKILL');
   });
-  const deadline = Date.now() + 30_000;
-  let phase: string | undefined;
-  while (Date.now() < deadline && phase !== 'Running') {
-    await new Promise((r) => setTimeout(r, 200));
-    try {
+  const phase = await waitFor(
+    `hello-${node} Running`,
+    async () => {
+      // Fails (and is retried) while nodelet is not listening yet.
       const res = await fetch(`http://127.0.0.1:${port}/pods`);
       const list = (await res.json()) as { items: { metadata: { name: string }; status?: { phase?: string } }[] };
-      phase = list.items.find((p) => p.metadata.name === `hello-${node}`)?.status?.phase;
-    } catch {
-      /* not listening yet */
-    }
-  }
+      const p = list.items.find((p) => p.metadata.name === `hello-${node}`)?.status?.phase;
+      return p === 'Running' ? p : undefined;
+    },
+    30_000,
+    200,
+  ).catch((err: unknown) => String(err));
   t.equal(phase, 'Running', stderr.slice(-2000));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   child.kill('SIGTERM');

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { startControlPlane } from '../helpers/control-plane.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The real control plane cluster-mode tests run against (scripts/control-plane.sh): etcd,
@@ -9,16 +10,6 @@ import { startControlPlane } from '../helpers/control-plane.js';
  */
 
 const cp = await startControlPlane(t);
-
-/** Polls `check` until it returns true, or gives up after `timeoutMs` (then the caller's assertion fails). */
-async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 t.test('the apiserver is the pinned release, ready, on loopback https', async (t) => {
   t.match(cp.server, /^https:\/\/127\.0\.0\.1:\d+$/);
@@ -41,10 +32,13 @@ t.test('the controller-manager made what pods need: the default ServiceAccount a
   const ca = execFileSync('openssl', ['x509', '-in', cp.caFile, '-noout', '-fingerprint', '-sha256'], { encoding: 'utf8' });
   const published = execFileSync('openssl', ['x509', '-noout', '-fingerprint', '-sha256'], { input: cm.stdout, encoding: 'utf8' });
   t.equal(published, ca, 'kube-root-ca.crt holds the test CA');
-  const ownCredentials = await eventually(
-    async () => (await cp.kubectl(['get', 'serviceaccount', 'pod-garbage-collector', '-n', 'kube-system'])).code === 0,
+  await waitFor(
+    'the pod-garbage-collector service account',
+    async () => ((await cp.kubectl(['get', 'serviceaccount', 'pod-garbage-collector', '-n', 'kube-system'])).code === 0 ? true : undefined),
+    20_000,
+    200,
   );
-  t.ok(ownCredentials, 'controllers run with their own service-account credentials');
+  t.pass('controllers run with their own service-account credentials');
 });
 
 t.test('the apiserver reaches kubelets as kube-apiserver-kubelet-client in system:masters', async (t) => {

@@ -273,6 +273,7 @@ t.test('400 idle followers of a large log: /healthz keeps answering; beyond --ma
     const h = await healthz();
     if (h.status !== 200) t.fail(`/healthz answered ${h.status}`);
     samples.push(h.ms);
+    // Pacing of the probe over the 8 s load window (a sampler, not synchronisation).
     await new Promise((r) => setTimeout(r, 150));
   }
   const sorted = [...samples].sort((a, b) => a - b);

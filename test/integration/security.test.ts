@@ -13,6 +13,7 @@ import { MAX_HEADER_BYTES } from '../../src/server/tls.js';
 import { FakeHost, makePod } from '../unit/server/fixtures/fake-host.js';
 import { POLICY, TOKENS } from '../unit/auth/fixtures/security.js';
 import { makePki } from '../helpers/pki.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The main port over real TLS, in-process with a fake Host (no Docker): x509 and token
@@ -215,12 +216,14 @@ t.test('refused upgrades from silent clients: every socket is closed by nodelet 
   }
   t.equal(held.length, 100, '100 refused upgrades answered, their clients silent and never closing');
   const peak = await serverConnections();
-  const deadline = Date.now() + 5000;
-  let open = await serverConnections();
-  while (open > baseline && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 50));
-    open = await serverConnections();
-  }
+  const open = await waitFor(
+    `server-side connections back to ${baseline}`,
+    async () => {
+      const n = await serverConnections();
+      return n <= baseline ? n : undefined;
+    },
+    5000,
+  ).catch(() => serverConnections());
   t.ok(open <= baseline, `server-side connections back to ${baseline} (${peak} right after the 100th answer, ${open} now) though no client closed`);
   t.ok(held.every((s) => !s.destroyed), 'the clients still hold their sockets');
 });

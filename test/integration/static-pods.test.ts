@@ -165,8 +165,9 @@ t.test('a restarted nodelet adopts its containers without duplicates, keeping re
   });
   t.equal(adopted.metadata?.uid, pod.metadata?.uid);
   t.equal(adopted.status?.startTime, pod.status?.startTime, 'start time survives the restart');
-  // Give the restarted loop a few relists to do anything wrong.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Give the restarted loop a few relists to do anything wrong: counted, not timed (every 500 ms here).
+  const relists = node.nodelet.kubelet.pleg.health().relists;
+  await node.waitFor('three more relists', () => (node.nodelet.kubelet.pleg.health().relists >= relists + 3 ? true : undefined));
   const after = (await containersOfNode(docker, node.nodeName)).map((c) => c.Id).sort();
   t.same(after, before, 'no container created or removed');
 });
@@ -204,15 +205,19 @@ t.test('huge manifests are refused once with an event, never retried against Doc
   };
   await node.waitFor('both refusals recorded', refusals);
   const rss = process.memoryUsage().rss;
-  // Several rescans (every second here): still refused once, and Docker never asked.
-  const until = Date.now() + 4000;
-  while (Date.now() < until) {
+  // Several rescans, each reading the huge manifests again: still refused once, and Docker never
+  // asked. Each rescan is proven rather than waited for: a new broken marker file draws an event
+  // of its own only from a scan that read it.
+  for (let scan = 1; scan <= 3; scan++) {
+    await node.writeManifest(`rescan-${scan}.yaml`, 'apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n');
+    await node.waitFor(`rescan ${scan}`, async () =>
+      (await events()).some((e) => e.reason === 'FailedValidation' && e.message?.includes(`rescan-${scan}.yaml`)) ? true : undefined,
+    );
     const r = await refusals();
     if (!r) return t.fail('the refusals changed');
     if (r.huge.count !== 1 || r.annotated.count !== 1) return t.fail(`refused again: ${r.huge.count}, ${r.annotated.count}`);
     const sandboxFailures = r.all.filter((e) => /Sandbox|FailedCreate/.test(e.reason ?? ''));
     if (sandboxFailures.length > 0) return t.fail(`a sandbox was attempted: ${JSON.stringify(sandboxFailures[0]).slice(0, 300)}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
   }
   const names = (await containersOfNode(docker, node.nodeName)).map((c) => c.Labels['io.kubernetes.pod.name']);
   t.ok(names.length > 0 && names.every((n) => n === `good-${node.nodeName}`), 'only the good pod has containers');

@@ -28,6 +28,8 @@ t.test('stats from Docker, sampled in the background and served from memory', as
     node.nodelet.kubelet.pleg.getPods().filter((p) => p.containers.some((c) => c.state === 'running')).length === 2 ? true : undefined,
   );
   await node.nodelet.stats.sampleNow();
+  // A measurement interval, not synchronisation: the rates compare CPU counters 1.5 s apart,
+  // long enough for the burner's share of a core to stand far above the idle pod's noise.
   await new Promise((r) => setTimeout(r, 1500));
   await node.nodelet.stats.sampleNow();
 
