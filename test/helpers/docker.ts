@@ -4,6 +4,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { dockerClient } from '../../src/runtime/docker/client.js';
+import { waitFor } from './wait.js';
 
 const run = promisify(execFile);
 
@@ -62,11 +63,7 @@ export async function stopTestEngine(timeoutMs = 90_000): Promise<void> {
   const execRoot = (await readFile(`${dir}/execroot`, 'utf8').catch(() => '')).trim();
   if (pid > 0) {
     process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + timeoutMs;
-    while (alive(pid)) {
-      if (Date.now() > deadline) throw new Error(`dockerd ${pid} did not exit within ${timeoutMs} ms of SIGTERM`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitFor(`dockerd ${pid} to exit after SIGTERM`, () => (alive(pid) ? undefined : true), timeoutMs, 100);
   }
   if (execRoot.startsWith('/tmp/nodelet-exec.')) {
     await run('umount', ['-R', execRoot]).catch(() => undefined);

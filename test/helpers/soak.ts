@@ -28,7 +28,8 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 
 /**
  * Polls `check` until it returns something other than undefined, or fails after `timeoutMs` with
- * the last error or the last value `check` explained itself with (`why`).
+ * the last error or the last value `check` explained itself with (`why`). The soak suite's
+ * counterpart of wait.ts's waitFor (which has no `why`): its sleep is the poll interval.
  */
 export async function poll<T>(what: string, check: (why: (reason: string) => void) => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;

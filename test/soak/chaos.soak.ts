@@ -179,6 +179,8 @@ t.test(`${DURATION_MS / 1000} s of seeded faults under load, seed ${seed}`, { ti
         }, 100);
         req.on('close', () => clearInterval(stopper));
       });
+      // Pacing of the load, not synchronisation: a stream that ended (container, Docker or
+      // nodelet going away) is reopened 200 ms later rather than in a tight loop.
       if (!stopping) await new Promise((r) => setTimeout(r, 200));
     }
   };
