@@ -4,6 +4,7 @@ import t from 'tap';
 import { StatusError } from '../../../src/api/errors.js';
 import { LOG_TURN_BUDGET_MS, containerLogs } from '../../../src/runtime/docker/logs.js';
 import type { LogOptions } from '../../../src/streaming/types.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /**
  * runtime/docker/logs.ts against a scripted Docker: what it asks for, and how it treats the
@@ -34,6 +35,10 @@ function fakeDocker(o: { tty?: boolean; inspectError?: Error; dialError?: Error;
   };
   return { docker: docker as unknown as Docker, dialled, source };
 }
+
+/** Resolves once the relay reads the scripted Docker stream (it was dialled and handed over). */
+const relaying = (source: PassThrough): Promise<true> =>
+  waitFor('the relay reading Docker', () => (source.listenerCount('data') + source.listenerCount('readable') > 0 ? true : undefined), 5000, 2);
 
 function frame(stream: number, payload: string): Buffer {
   const h = Buffer.alloc(8);
@@ -120,8 +125,7 @@ t.test('a slow reader pauses the Docker stream; memory stays bounded', async (t)
   source.on('drain', produce);
   produce();
   const done = containerLogs(docker, 'c', base, out, new AbortController().signal);
-  await new Promise((r) => setTimeout(r, 100));
-  t.ok(source.isPaused(), 'the Docker stream is paused');
+  await waitFor('the Docker stream paused', () => (source.isPaused() ? true : undefined), 5000, 5);
   t.ok(produced * line.length < 16 * 1024, `Docker could only hand over ${produced * line.length} bytes while nobody read`);
   stalled = false;
   pending?.();
@@ -145,7 +149,7 @@ t.test('an abort (the client left) closes the Docker stream and resolves', async
   const abort = new AbortController();
   source.write(frame(1, `${TS} first\n`));
   const done = containerLogs(docker, 'c', { ...base, follow: true }, out, abort.signal);
-  await new Promise((r) => setTimeout(r, 20));
+  await waitFor('the first line relayed', () => (text() === 'first\n' ? true : undefined), 5000, 5);
   abort.abort();
   await done;
   t.equal(text(), 'first\n');
@@ -163,7 +167,7 @@ t.test('a destroyed destination stops the read too', async (t) => {
   const { docker, source } = fakeDocker({});
   const { out } = collector();
   const done = containerLogs(docker, 'c', { ...base, follow: true }, out, new AbortController().signal);
-  await new Promise((r) => setTimeout(r, 20));
+  await relaying(source);
   out.destroy();
   await done;
   t.ok(source.destroyed);
@@ -184,7 +188,7 @@ t.test('Docker errors become statuses; an early close is an error', async (t) =>
   const c = fakeDocker({});
   const out = collector().out;
   const done = containerLogs(c.docker, 'c', { ...base, follow: true }, out, new AbortController().signal).catch((e: unknown) => e);
-  await new Promise((r) => setTimeout(r, 20));
+  await relaying(c.source);
   c.source.destroy();
   t.match(await done, /closed the log stream early/);
   t.notOk(out.writableEnded, 'out is left to the caller on an error');

@@ -7,6 +7,7 @@ import type { LogOptions } from '../../../src/streaming/types.js';
 import { pino } from 'pino';
 import { buildServer } from '../../../src/server/index.js';
 import { FakeHost, build, json, makePod } from '../server/fixtures/fake-host.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** The log routes over a fake Host: status codes and their order, headers, streaming, disconnects. */
 
@@ -117,8 +118,8 @@ t.test('a runtime failure before any output is a Status; after output, a clean e
   t.equal(before.headers['transfer-encoding'], undefined, 'no chunked header on a Status');
 
   host.logsImpl = async (_r, _o, out) => {
-    out.write('partial ');
-    await new Promise((r) => setTimeout(r, 10));
+    // The route has the first byte (the answer started) before the failure.
+    await new Promise((r) => out.write('partial ', r));
     throw new Error('Docker went away');
   };
   const after = await app.inject({ method: 'GET', url: '/containerLogs/default/web/app' });
@@ -126,7 +127,6 @@ t.test('a runtime failure before any output is a Status; after output, a clean e
   t.equal(after.body, 'partial ', 'what was read is delivered and the body ends');
 });
 
-/** A real socket: the abort signal must fire when the client goes away mid-stream. */
 t.test('the chunked terminator is written apart from the last bytes (the apiserver\'s WebSocket relay drops bytes read with EOF)', async (t) => {
   const { app, host } = setup();
   host.logsImpl = async (_r, _o, out) => {
@@ -151,6 +151,7 @@ t.test('the chunked terminator is written apart from the last bytes (the apiserv
   t.ok((reads[endRead]?.at ?? 0) - (reads[dataRead]?.at ?? 0) >= 5, 'and some milliseconds later');
 });
 
+/** A real socket: the abort signal must fire when the client goes away mid-stream. */
 t.test('a client that disconnects aborts the runtime read', async (t) => {
   const { app, host } = setup();
   let aborted: Promise<void> | undefined;
@@ -185,7 +186,10 @@ t.test('a follow on a silent container: no status line yet, and a disconnect sti
   const { app, host } = setup();
   let aborted!: () => void;
   const wasAborted = new Promise<void>((r) => (aborted = r));
+  let reading!: () => void;
+  const isReading = new Promise<void>((r) => (reading = r));
   host.logsImpl = async (_r, _o, out, signal) => {
+    reading();
     await new Promise<void>((r) => signal.addEventListener('abort', () => r()));
     aborted();
     out.end();
@@ -197,7 +201,9 @@ t.test('a follow on a silent container: no status line yet, and a disconnect sti
   const req = httpRequest({ host: '127.0.0.1', port, path: '/containerLogs/default/web/app?follow=1' }, () => (gotResponse = true));
   req.on('error', () => undefined);
   req.end();
-  await new Promise((r) => setTimeout(r, 200));
+  await isReading;
+  // A negative window: the route is waiting on the runtime; no status line may come meanwhile.
+  await new Promise((r) => setTimeout(r, 100));
   t.notOk(gotResponse, 'the status line waits for the first byte, as the kubelet\'s');
   req.destroy();
   await wasAborted;
@@ -232,6 +238,7 @@ t.test('backpressure: a reader that does not read stops the writes', async (t) =
   req.on('error', () => undefined);
   req.end();
   await wasBlocked;
+  // A negative window once the runtime met backpressure: the writes must stay stopped, not resume.
   await new Promise((r) => setTimeout(r, 300));
   t.ok(written < 64 * 1024 * 1024, `only ${written} bytes left the runtime while the client read nothing`);
   req.destroy();
@@ -275,12 +282,11 @@ t.test('at most --max-container-log-streams at once: 429 with Retry-After and a 
   // Bad requests are still told what is wrong, not that the node is busy.
   t.equal((await open('/containerLogs/default/nope/app')).status, 404);
   held[0]?.close();
-  const deadline = Date.now() + 5000;
-  let again = await open('/containerLogs/default/web/app?follow=true');
-  while (again.status === 429 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-    again = await open('/containerLogs/default/web/app?follow=true');
-  }
+  // The slot is freed when the server sees the close: retry until then.
+  const again = await waitFor('a slot freed by a client that left', async () => {
+    const r = await open('/containerLogs/default/web/app?follow=true');
+    return r.status === 200 ? r : undefined;
+  }, 5000, 20);
   t.equal(again.status, 200, 'a slot freed by a client that left');
   for (const r of [...held, again]) r.close();
 });
