@@ -1,3 +1,5 @@
+import { goDuration } from '../api/time.js';
+
 /**
  * Quantities as apimachinery serializes them (`resource.Quantity.String()`), for the values
  * metrics-server builds: CPU is `NewScaledQuantity(nanocores, -9)` (DecimalSI) and memory
@@ -40,14 +42,5 @@ export function formatBytes(bytes: number): string {
  * `10s`, `9.998s`, `1m0.5s`, `500ms`.
  */
 export function formatWindow(ms: number): string {
-  const total = Math.max(0, Math.round(ms));
-  if (total === 0) return '0s';
-  if (total < 1000) return `${total}ms`;
-  const hours = Math.floor(total / 3_600_000);
-  const minutes = Math.floor((total % 3_600_000) / 60_000);
-  const millis = total % 60_000;
-  const seconds = `${Math.floor(millis / 1000)}${millis % 1000 ? `.${String(millis % 1000).padStart(3, '0').replace(/0+$/, '')}` : ''}s`;
-  if (hours) return `${hours}h${minutes}m${seconds}`;
-  if (minutes) return `${minutes}m${seconds}`;
-  return seconds;
+  return goDuration(Math.round(ms));
 }
