@@ -160,10 +160,12 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
   }
 }
 
-/** The apiserver's limits on `dnsConfig` (`MaxDNSNameservers`, `MaxDNSSearchPaths`, `MaxDNSSearchListChars`). */
-const MAX_DNS_NAMESERVERS = 3;
-const MAX_DNS_SEARCH_PATHS = 32;
-const MAX_DNS_SEARCH_LIST_CHARS = 2048;
+/** `validation.MaxDNSNameservers`. */
+export const MaxDNSNameservers = 3;
+/** `validation.MaxDNSSearchPaths` (the expanded limits, GA since Kubernetes 1.28). */
+export const MaxDNSSearchPaths = 32;
+/** `validation.MaxDNSSearchListChars`. */
+export const MaxDNSSearchListChars = 2048;
 
 /**
  * The apiserver's `validatePodDNSConfig`: `None` needs a `dnsConfig` with a nameserver; at most 3
@@ -178,13 +180,13 @@ function validatePodDNSConfig(config: unknown, policy: unknown, path: string, er
     if (!nameservers?.length) return errs.required(`${path}.nameservers`, 'must provide at least one DNS nameserver when `dnsPolicy` is None');
   }
   if (!isRecord(config)) return;
-  if (nameservers && nameservers.length > MAX_DNS_NAMESERVERS) errs.invalid(`${path}.nameservers`, nameservers, `must not have more than ${MAX_DNS_NAMESERVERS} nameservers`);
+  if (nameservers && nameservers.length > MaxDNSNameservers) errs.invalid(`${path}.nameservers`, nameservers, `must not have more than ${MaxDNSNameservers} nameservers`);
   nameservers?.forEach((ns, i) => {
     if (typeof ns !== 'string' || isIP(ns) === 0) errs.invalid(`${path}.nameservers[${i}]`, ns, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)');
   });
   const searches = optList(config.searches, `${path}.searches`, errs);
-  if (searches && searches.length > MAX_DNS_SEARCH_PATHS) errs.invalid(`${path}.searches`, searches, `must not have more than ${MAX_DNS_SEARCH_PATHS} search paths`);
-  if (searches && searches.join(' ').length > MAX_DNS_SEARCH_LIST_CHARS) errs.invalid(`${path}.searches`, searches, `must not have more than ${MAX_DNS_SEARCH_LIST_CHARS} characters (including spaces) in the search list`);
+  if (searches && searches.length > MaxDNSSearchPaths) errs.invalid(`${path}.searches`, searches, `must not have more than ${MaxDNSSearchPaths} search paths`);
+  if (searches && searches.join(' ').length > MaxDNSSearchListChars) errs.invalid(`${path}.searches`, searches, `must not have more than ${MaxDNSSearchListChars} characters (including spaces) in the search list`);
   searches?.forEach((search, i) => {
     if (typeof search !== 'string') return errs.invalid(`${path}.searches[${i}]`, search, 'must be a string');
     if (search === '.') return;

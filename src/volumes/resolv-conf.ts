@@ -1,4 +1,6 @@
+import { DNS1123SubdomainMaxLength } from '../api/names.js';
 import type { Container, Pod } from '../api/types.js';
+import { MaxDNSNameservers, MaxDNSSearchListChars, MaxDNSSearchPaths } from '../api/validation.js';
 
 /**
  * A pod's DNS resolver settings, as the kubelet's `dns.Configurer` forms them (`GetPodDNS`,
@@ -33,14 +35,8 @@ export interface DNSEvent {
   readonly message: string;
 }
 
-/** `validation.MaxDNSNameservers`. */
-export const MaxDNSNameservers = 3;
-/** `validation.MaxDNSSearchPaths` (the expanded limits, GA since Kubernetes 1.28). */
-export const MaxDNSSearchPaths = 32;
-/** `validation.MaxDNSSearchListChars`. */
-export const MaxDNSSearchListChars = 2048;
 /** A search path longer than a DNS subdomain (253) makes some resolvers (glibc 2.28) abort. */
-const maxSearchPathLength = 253;
+const maxSearchPathLength = DNS1123SubdomainMaxLength;
 /** `maxResolveConfLength`: the kubelet reads at most 10 MiB of the node's file. */
 export const MaxResolvConfLength = 10 * (1 << 20);
 
