@@ -19,6 +19,7 @@ import { instrumentHttp, metricsPlugin } from './plugins/metrics.js';
 import { logsPlugin } from './plugins/logs.js';
 import { portForwardPlugin } from './plugins/port-forward.js';
 import { statsPlugin } from './plugins/stats.js';
+import { guardConnectionEvents } from './connections.js';
 import { listenerOptions, type TlsMaterial } from './tls.js';
 import { StreamingSessions, nativeUnmask, routeUpgrades } from './upgrade.js';
 import { WatchStreams } from './watch.js';
@@ -114,6 +115,8 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     ...listenerOptions(opts.tls),
   });
 
+  // No client input may end the process: a throwing handler ends its own connection only.
+  guardConnectionEvents(app.server, opts.logger);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   // Counted first, so refused and unknown requests are measured too (label values are bucketed).

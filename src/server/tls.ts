@@ -1,4 +1,4 @@
-import { createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
+import { constants, createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import type { ServerOptions as HttpServerOptions } from 'node:http';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
@@ -56,7 +56,9 @@ export function servesTLS(config: Config): boolean {
  * HTTP/1.1, and no HTTP/2 means no rapid-reset exposure, CVE-2023-44487). Client certificates are
  * requested, not required (`rejectUnauthorized: false`): the x509 authenticator checks
  * `socket.authorized`, so bearer tokens keep working on the same port, like the kubelet's
- * `tls.RequestClientCert`.
+ * `tls.RequestClientCert`. Renegotiation is refused (`SSL_OP_NO_RENEGOTIATION`): Go's TLS server,
+ * the kubelet's, never renegotiates (`crypto/tls` `handshake_server.go`), and OpenSSL's
+ * client-initiated renegotiation costs the server a handshake per request of the client.
  */
 export function listenerOptions(tls?: TlsMaterial): { http: HttpServerOptions } | { https: HttpsServerOptions } {
   const limits = { maxHeaderSize: MAX_HEADER_BYTES, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 5_000 };
@@ -67,6 +69,7 @@ export function listenerOptions(tls?: TlsMaterial): { http: HttpServerOptions } 
       cert: tls.cert,
       key: tls.key,
       minVersion: 'TLSv1.2',
+      secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
       ciphers: CIPHERS,
       honorCipherOrder: true,
       ALPNProtocols: ['http/1.1'],

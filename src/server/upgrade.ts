@@ -7,6 +7,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { StatusError, badRequest } from '../api/errors.js';
 import type { StreamingUpgradeLabels } from '../metrics/registry.js';
 import { ACCEPTED_PROTOCOLS_HEADER, STREAM_PROTOCOL_HEADER, type HandshakeResult } from '../streaming/remotecommand/negotiate.js';
+import { trackAnswers, whenAnswered } from './connections.js';
 import { statusFor } from './errors.js';
 
 const kUpgrade = Symbol('nodelet.upgrade');
@@ -24,6 +25,14 @@ type UpgradeRequest = IncomingMessage & { [kUpgrade]?: PendingUpgrade; [kEcho]?:
 /** The pending upgrade of `request`, when it arrived as an HTTP Upgrade (WebSocket or SPDY). */
 function upgradeOf(request: FastifyRequest): PendingUpgrade | undefined {
   return (request.raw as UpgradeRequest)[kUpgrade];
+}
+
+/**
+ * Whether `raw` came in through the `upgrade` event: its answer is either a 101, after which the
+ * connection is the session's and closes with it, or a refusal, after which it closes too.
+ */
+export function isUpgradeRequest(raw: IncomingMessage): boolean {
+  return (raw as UpgradeRequest)[kUpgrade] !== undefined;
 }
 
 /** The upgrade being asked for: `websocket` or `spdy/3.1`, with its connection; else a 400. */
@@ -154,27 +163,48 @@ export function routeUpgrades(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     for (const socket of open) socket.destroy();
   });
+  trackAnswers(app.server);
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
     // Clients vanishing mid-handshake must not become uncaught errors.
     socket.on('error', () => socket.destroy());
-    // Request smuggling: Node leaves an upgrade request's body unread, so after a 101 it would be
-    // parsed as WebSocket/SPDY frames. Upgrades carry no body; refuse one that declares one.
-    if (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0') {
-      const body = JSON.stringify(statusFor(badRequest('an upgrade request must not have a body')));
-      socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-      closeAfterAnswer(socket);
-      return;
-    }
-    (req as UpgradeRequest)[kUpgrade] = { socket, head };
-    const res = new ServerResponse(req);
-    res.assignSocket(socket as Socket);
-    // Node has detached its HTTP parser from this socket: one answer, then the connection closes.
-    res.shouldKeepAlive = false;
-    res.on('finish', () => closeAfterAnswer(socket));
-    app.routing(req, res);
+    // Pipelined behind requests still being answered: its turn comes after theirs, as in Go's
+    // net/http (an answer in progress owns the socket until it finishes).
+    whenAnswered(socket, () => {
+      try {
+        route(app, req as UpgradeRequest, socket, head);
+      } catch (err) {
+        // Outside any server event here (see whenAnswered): end this connection, not the process.
+        app.log.error({ err }, 'http: panic serving an upgrade; closing its connection');
+        socket.destroy();
+      }
+    });
   });
+}
+
+/** Hands an Upgrade request to Fastify's router with a ServerResponse of its own on `socket`. */
+function route(app: FastifyInstance, req: UpgradeRequest, socket: Duplex, head: Buffer): void {
+  // An earlier answer said `Connection: close` (or the client half-closed): nothing more is served.
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  // Request smuggling: Node leaves an upgrade request's body unread, so after a 101 it would be
+  // parsed as WebSocket/SPDY frames. Upgrades carry no body; refuse one that declares one.
+  if (req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0') {
+    const body = JSON.stringify(statusFor(badRequest('an upgrade request must not have a body')));
+    socket.write(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    closeAfterAnswer(socket);
+    return;
+  }
+  req[kUpgrade] = { socket, head };
+  const res = new ServerResponse(req);
+  res.assignSocket(socket as Socket);
+  // Node has detached its HTTP parser from this socket: one answer, then the connection closes.
+  res.shouldKeepAlive = false;
+  res.on('finish', () => closeAfterAnswer(socket));
+  app.routing(req, res);
 }
 
 /**

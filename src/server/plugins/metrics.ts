@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { performance } from 'node:perf_hooks';
 import type { Metrics } from '../../metrics/registry.js';
 import { getRoute } from '../methods.js';
+import { isUpgradeRequest } from '../upgrade.js';
 
 /**
  * The kubelet's HTTP metrics for every request, as a root hook: counted and timed when the
@@ -18,7 +19,10 @@ export function instrumentHttp(app: FastifyInstance, metrics: Metrics, serverTyp
       : http.forRoute(request.method, request.routeOptions.url ?? request.url, serverType);
     const started = performance.now();
     series.inflight++;
-    reply.raw.on('close', () => {
+    // An upgrade's ServerResponse is detached from its socket at the 101 (upgrade.ts), so it never
+    // closes: the session's end is its socket's close, as the kubelet counts the hijacked request.
+    const ended = isUpgradeRequest(request.raw) ? request.raw.socket : reply.raw;
+    ended.once('close', () => {
       series.inflight--;
       series.completed++;
       series.observe((performance.now() - started) / 1000);
