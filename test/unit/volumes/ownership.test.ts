@@ -1,5 +1,5 @@
 import t from 'tap';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { chmod, chown, lstat, mkdir, mkdtemp, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -105,52 +105,101 @@ t.test('FIFOs, sockets and devices: never opened (nothing blocks), group only', 
   t.equal(await modeOf(join(vol, 'sock')), sockMode, 'socket: mode untouched');
 });
 
-t.test('a directory swapped for a symlink to the host while the walk runs never redirects it', { skip: !root && 'needs root (chown)' }, async (t) => {
-  const { vol, host } = await layout(t);
-  // The host directory holds the names the container's directory holds, as an attacker arranges.
-  const names = Array.from({ length: 150 }, (_, i) => `f${i}`);
-  await mkdir(join(vol, 'd'));
-  await mkdir(join(host, 'sub'));
-  await mkdir(join(vol, 'd', 'sub'));
-  for (const n of names) {
-    await writeFile(join(vol, 'd', n), 'in', { mode: 0o600 });
-    await writeFile(join(host, n), 'host', { mode: 0o644 });
-    await chmod(join(host, n), 0o644);
-  }
-  await chmod(join(host, 'sub'), 0o755);
-  await symlink(host, join(vol, 'l'));
-  await writeFile(join(vol, 'keep'), 'x', { mode: 0o600 });
+/** A swapper: starts, then runs until `stop` resolves, and says how many swaps it made. */
+type Swapper = (vol: string, stop: Promise<void>) => Promise<{ ready: Promise<void>; done: Promise<number> }>;
 
-  // The swapper: `d` is the real directory and the symlink by turns (four renames, the rename(2)
-  // form of renameat2 RENAME_EXCHANGE), as fast as the thread pool runs it, alongside the walk.
-  let stop = false;
-  let swaps = 0;
-  const swapper = (async () => {
-    while (!stop) {
+/** rename(2) by turns (four renames: `d` is missing for an instant twice a round), in this process. */
+const renameLoop: Swapper = async (vol, stop) => {
+  let stopped = false;
+  void stop.then(() => (stopped = true));
+  const done = (async () => {
+    let swaps = 0;
+    while (!stopped) {
       await rename(join(vol, 'd'), join(vol, 't'));
       await rename(join(vol, 'l'), join(vol, 'd'));
       await rename(join(vol, 'd'), join(vol, 'l'));
       await rename(join(vol, 't'), join(vol, 'd'));
       swaps++;
     }
+    return swaps;
   })();
-  const rounds: Array<string | undefined> = [];
-  try {
-    for (let round = 0; round < 8; round++) rounds.push(await setVolumeOwnership(vol, G, { readOnly: false }).then(() => undefined, (err: Error) => err.message));
-  } finally {
-    stop = true;
-    await swapper;
-  }
-  t.ok(swaps > 0, `the swapper ran (${swaps} swaps)`);
-  t.same(rounds.filter(Boolean), [], 'every walk completed');
-  t.equal(await gidOf(join(vol, 'keep')), G, 'the volume was walked');
-  t.same([await modeOf(host), await gidOf(host)], [0o755, 0], 'the host directory is untouched');
-  t.same([await modeOf(join(host, 'sub')), await gidOf(join(host, 'sub'))], [0o755, 0], 'and the directory in it');
-  const touched: string[] = [];
-  for (const n of [...names, 'file']) {
-    const st = await stat(join(host, n));
-    if (st.gid !== 0 || (st.mode & 0o7777) !== 0o644) touched.push(n);
-  }
-  t.same(touched, [], 'no host file got the group or a mode');
-  t.same((await readdir(host)).sort(), [...names, 'file', 'sub'].sort());
-});
+  return { ready: Promise.resolve(), done };
+};
+
+/** renameat2(RENAME_EXCHANGE) in a tight loop, the attack's own tool (`d` never missing), in a child process. */
+const exchangeSource = `import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b, stop = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2]), sys.argv[3]
+print('ready', flush=True)
+n = 0
+while n < 10000000 and (n % 64 or not os.path.exists(stop)):
+    if libc.renameat2(-100, a, -100, b, 2) != 0: sys.exit('renameat2: ' + os.strerror(ctypes.get_errno()))
+    n += 1
+print(n, flush=True)
+`;
+const pythonExchange = await promisify(execFile)('python3', ['-c', 'import ctypes; ctypes.CDLL(None).renameat2']).then(() => true, () => false);
+const exchangeLoop: Swapper = async (vol, stop) => {
+  const stopFile = `${vol}.stop`;
+  const child = spawn('python3', ['-c', exchangeSource, join(vol, 'd'), join(vol, 'l'), stopFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.startsWith('ready\n')) resolve();
+    });
+    child.on('exit', () => reject(new Error(`swapper exited early: ${out}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  void stop.then(() => writeFile(stopFile, ''));
+  const done = exited.then((code) => {
+    if (code !== 0) throw new Error(`swapper failed (${code}): ${out}`);
+    return Number(out.split('\n')[1]);
+  });
+  return { ready, done };
+};
+
+for (const [how, swapper, skip] of [
+  ['renames in a loop', renameLoop, false],
+  ['renameat2 RENAME_EXCHANGE in a loop', exchangeLoop, !pythonExchange && 'needs python3 with renameat2'],
+] as const) {
+  t.test(`a directory swapped for a symlink to the host while the walk runs (${how}) never redirects it`, { skip: (!root && 'needs root (chown)') || skip }, async (t) => {
+    const { vol, host } = await layout(t);
+    // The host directory holds the names the container's directory holds, as an attacker arranges.
+    const names = Array.from({ length: 150 }, (_, i) => `f${i}`);
+    await mkdir(join(vol, 'd'));
+    await mkdir(join(host, 'sub'));
+    await mkdir(join(vol, 'd', 'sub'));
+    for (const n of names) {
+      await writeFile(join(vol, 'd', n), 'in', { mode: 0o600 });
+      await writeFile(join(host, n), 'host', { mode: 0o644 });
+      await chmod(join(host, n), 0o644);
+    }
+    await chmod(join(host, 'sub'), 0o755);
+    await symlink(host, join(vol, 'l'));
+    await writeFile(join(vol, 'keep'), 'x', { mode: 0o600 });
+
+    let stop = () => {};
+    const stopped = new Promise<void>((resolve) => (stop = resolve));
+    const swapping = await swapper(vol, stopped);
+    const rounds: Array<string | undefined> = [];
+    try {
+      await swapping.ready;
+      for (let round = 0; round < 8; round++) rounds.push(await setVolumeOwnership(vol, G, { readOnly: false }).then(() => undefined, (err: Error) => err.message));
+    } finally {
+      stop();
+    }
+    const swaps = await swapping.done;
+    t.ok(swaps > 0, `the swapper ran (${swaps} swaps)`);
+    t.same(rounds.filter(Boolean), [], 'every walk completed');
+    t.equal(await gidOf(join(vol, 'keep')), G, 'the volume was walked');
+    t.same([await modeOf(host), await gidOf(host)], [0o755, 0], 'the host directory is untouched');
+    t.same([await modeOf(join(host, 'sub')), await gidOf(join(host, 'sub'))], [0o755, 0], 'and the directory in it');
+    const touched: string[] = [];
+    for (const n of [...names, 'file']) {
+      const st = await stat(join(host, n));
+      if (st.gid !== 0 || (st.mode & 0o7777) !== 0o644) touched.push(n);
+    }
+    t.same(touched, [], 'no host file got the group or a mode');
+    t.same((await readdir(host)).sort(), [...names, 'file', 'sub'].sort());
+  });
+}
