@@ -18,26 +18,28 @@ export interface OwnershipOptions {
 }
 
 /**
- * fsGroup ownership, the kubelet's `SetVolumeOwnership` (pkg/volume/volume_linux.go:
- * `walkDeep`, `changeFilePermission`, `requiresPermissionChange`): every entry's group becomes
- * `fsGroup`; regular files gain group read (and write unless `readOnly`), directories also
- * setgid and search. Symlinks get only their own group (`os.Lchown`) and are never followed;
- * devices, sockets and FIFOs get only their group, are never opened and never chmod'ed. With
- * `OnRootMismatch` nothing is done when the root already has the group and mode.
+ * fsGroup ownership, the kubelet's `SetVolumeOwnership` (pkg/volume/volume_linux.go: `walkDeep`,
+ * `changeFilePermission`, `requiresPermissionChange`): every entry's group becomes `fsGroup`;
+ * regular files gain group read (and write unless `readOnly`), directories also setgid and
+ * search. Symlinks get only their own group (`os.Lchown`), never followed; devices, sockets and
+ * FIFOs get only their group, never opened, never chmod'ed. With `OnRootMismatch` nothing is done
+ * when the root already has the group and mode. Callers apply it to directories no container has
+ * written into yet (a new emptyDir, the atomic writer's new directory); it stays safe on others.
  *
- * Race-free against a container that renames, swaps (renameat2 RENAME_EXCHANGE) or replaces
- * entries while the walk runs: nothing is ever looked up by a path a container can change.
- * Each entry is pinned by an `O_PATH | O_NOFOLLOW` fd opened as `/proc/self/fd/<dir>/<name>`,
- * where `<dir>` is the parent's own pinned fd, so the name is looked up in that very directory
- * (the kernel jumps through the magic link to the inode held, whatever was renamed since) and
- * a symlink in its place is pinned as the link, never its target. `O_PATH` opens nothing: a
- * FIFO cannot block, a device runs no driver code. The pinned inode is then fstat'ed,
- * chown'ed, chmod'ed and (a directory) read through its own magic link `/proc/self/fd/<fd>`,
- * so a swap after the pin changes nothing either (`fchmod`/`fchown` refuse O_PATH fds with
- * EBADF; chmod(2) and chown(2) on the magic link reach the same inode, as glibc's
- * `fchmodat(AT_SYMLINK_NOFOLLOW)` does). Symlinks and special files get `lchown` of the name in
- * the pinned parent: if a container swaps that name meanwhile, whatever now stands there is an
- * entry of the same directory, and lchown neither follows it nor touches its mode.
+ * Race-free against a container renaming, exchanging (renameat2 RENAME_EXCHANGE) or replacing
+ * entries meanwhile, because no path it can change is ever resolved again:
+ * - each entry is pinned by an `O_PATH | O_NOFOLLOW` fd opened as `/proc/self/fd/<parent>/<name>`,
+ *   `<parent>` being the parent's pinned fd: the kernel resolves that magic link to the very
+ *   directory held, so `<name>` is looked up there whatever was renamed since, and a symlink
+ *   standing there is pinned as the link itself. `O_PATH` opens nothing: no FIFO blocks, no
+ *   device driver runs;
+ * - the pinned inode is fstat'ed through its fd and chown'ed, chmod'ed and read (a directory)
+ *   through its own magic link `/proc/self/fd/<fd>`, which reaches that inode and no other
+ *   (`fchown`/`fchmod` refuse O_PATH fds with EBADF; glibc's `fchmodat(AT_SYMLINK_NOFOLLOW)`
+ *   uses the same magic link);
+ * - symlinks and special files get `lchown` of the name in the pinned parent: if it was swapped
+ *   meanwhile, what stands there now is an entry of that same directory, and lchown neither
+ *   follows it nor changes its mode.
  */
 export async function setVolumeOwnership(dir: string, fsGroup: number, opts: OwnershipOptions): Promise<void> {
   const fileMask = opts.readOnly ? 0o440 : 0o660;
@@ -46,7 +48,7 @@ export async function setVolumeOwnership(dir: string, fsGroup: number, opts: Own
   /** Group and mode of a pinned regular file or directory, then (a directory) its entries. */
   const change = async (entry: FileHandle, st: Stats, descend: boolean): Promise<void> => {
     const self = fdPath(entry.fd);
-    // The mode is read before the chown, which clears setuid and setgid on files (as upstream).
+    // The mode is the one fstat'ed before the chown (which clears setuid and setgid), as upstream.
     await chown(self, -1, fsGroup);
     await chmod(self, (st.mode & 0o7777) | (st.isDirectory() ? dirMask : fileMask));
     if (!st.isDirectory() || !descend) return;
