@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, lchown, lstat, readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -39,30 +38,4 @@ export async function unmountUnder(root: string): Promise<void> {
       await run('umount', ['-l', m]);
     }
   }
-}
-
-/**
- * fsGroup ownership, the kubelet's `SetVolumeOwnership`: every entry's group becomes `fsGroup`,
- * files gain group read (and write unless `readOnly`), directories also setgid and search.
- * With `OnRootMismatch` nothing is done when the volume root already has that group and mode.
- */
-export async function setVolumeOwnership(dir: string, fsGroup: number, opts: { readOnly: boolean; policy?: string; recursive?: boolean }): Promise<void> {
-  const mask = opts.readOnly ? 0o440 : 0o660;
-  const dirMask = mask | 0o2110;
-  if (opts.policy === 'OnRootMismatch') {
-    const st = await lstat(dir);
-    if (st.gid === fsGroup && (st.mode & dirMask) === dirMask) return;
-  }
-  const walk = async (path: string): Promise<void> => {
-    const st = await lstat(path);
-    await lchown(path, -1, fsGroup);
-    if (st.isSymbolicLink()) return;
-    if (st.isDirectory()) {
-      await chmod(path, (st.mode & 0o7777) | dirMask);
-      if (path !== dir || opts.recursive !== false) for (const name of await readdir(path)) await walk(join(path, name));
-    } else {
-      await chmod(path, (st.mode & 0o7777) | mask);
-    }
-  };
-  await walk(dir);
 }

@@ -11,7 +11,8 @@ import { etcHostsContent, etcHostsPath, mountsEtcHosts } from './etc-hosts.js';
 import { expand } from './expansion.js';
 import { mountsResolvConf, resolvConfPath } from './resolv-conf.js';
 import { checkHostPath } from './host-path.js';
-import { isMountPoint, mountTmpfs, setVolumeOwnership, unmountUnder } from './host.js';
+import { isMountPoint, mountTmpfs, unmountUnder } from './host.js';
+import { setVolumeOwnership } from './ownership.js';
 import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } from './payloads.js';
 import { alwaysReadOnly, memoryBacked, mountRefusal, pluginDir, refreshable, tokenNeedsRefresh, volumeKindOf, volumeRefusal, type VolumeKind } from './plugins.js';
 import type { PodObjectSource } from './source.js';
@@ -299,26 +300,51 @@ export class VolumeManager {
       return { kind, path: v.hostPath?.path ?? '' };
     }
     const dir = this.volumeDir(uid, kind, v.name);
+    if (kind === 'emptyDir') {
+      await this.#setUpEmptyDir(uid, state, v, dir);
+      return { kind, path: dir };
+    }
     // Read the API objects first: a volume that cannot be filled leaves nothing mounted behind.
-    const payload = refreshable.has(kind) ? await this.#payload(state, v, kind) : undefined;
+    const payload = await this.#payload(state, v, kind);
     const created = (await mkdir(dir, { recursive: true })) !== undefined;
-    const memory = memoryBacked.has(kind) || (kind === 'emptyDir' && v.emptyDir?.medium === 'Memory');
+    if (memoryBacked.has(kind) && !(await isMountPoint(dir))) await mountTmpfs(dir, memoryVolumeSize(state.pod, state.info.allocatable.memoryBytes, undefined), 0o1777);
+    // The root only: the files get theirs in the atomic writer's fresh directory (#write). These
+    // volumes are always mounted read-only, so no container can plant anything in them.
+    if (created && sc?.fsGroup !== undefined) await setVolumeOwnership(dir, sc.fsGroup, { readOnly: true, recursive: false });
+    await this.#write(uid, state, v, dir, payload);
+    return { kind, path: dir };
+  }
+
+  /**
+   * The kubelet's emptyDir `SetUpAt` (pkg/volume/emptydir/empty_dir.go): a volume with its ready
+   * marker, `<rootDir>/pods/<uid>/plugins/kubernetes.io~empty-dir/<name>/ready`, is adopted as it
+   * stands (after a nodelet restart too: its containers may have filled it, and nothing in it is
+   * walked again). Otherwise the directory is made 0777 (`setupDir`), a tmpfs is mounted for
+   * medium Memory, fsGroup ownership is applied while it is still new and empty (no container has
+   * mounted it yet), and the marker is written.
+   */
+  async #setUpEmptyDir(uid: string, state: PodVolumes, v: Volume, dir: string): Promise<void> {
+    const metaDir = join(this.podDir(uid), 'plugins', pluginDir.emptyDir, v.name);
+    const ready = join(metaDir, 'ready');
+    const memory = v.emptyDir?.medium === 'Memory';
+    if (await exists(ready)) {
+      if (memory ? await isMountPoint(dir) : await exists(dir)) return;
+      // The volume went away under its marker (a reboot took the tmpfs): set it up afresh.
+      await rm(metaDir, { recursive: true, force: true });
+    }
+    await mkdir(dir, { recursive: true });
+    // World-writable, as the kubelet makes it (the umask narrowed mkdir's mode).
+    await chmod(dir, 0o777);
     if (memory && !(await isMountPoint(dir))) {
-      const sizeLimit = kind === 'emptyDir' && v.emptyDir?.sizeLimit !== undefined ? quantityOf(v.emptyDir.sizeLimit) / 1_000_000_000n : undefined;
-      await mountTmpfs(dir, memoryVolumeSize(state.pod, state.info.allocatable.memoryBytes, sizeLimit), kind === 'emptyDir' ? 0o777 : 0o1777);
-    } else if (created && kind === 'emptyDir') {
-      // emptyDir is world-writable, as the kubelet makes it (the umask narrowed mkdir's mode).
-      await chmod(dir, 0o777);
+      const sizeLimit = v.emptyDir?.sizeLimit !== undefined ? quantityOf(v.emptyDir.sizeLimit) / 1_000_000_000n : undefined;
+      await mountTmpfs(dir, memoryVolumeSize(state.pod, state.info.allocatable.memoryBytes, sizeLimit), 0o777);
     }
     // sizeLimit on a disk-backed emptyDir is recorded in the spec but not enforced (the kubelet
     // enforces it by evicting the pod; nodelet has no eviction manager).
-    if (payload) {
-      if (created && sc?.fsGroup !== undefined) await setVolumeOwnership(dir, sc.fsGroup, { readOnly: true, recursive: false });
-      await this.#write(uid, state, v, dir, payload);
-    } else if (sc?.fsGroup !== undefined) {
-      await setVolumeOwnership(dir, sc.fsGroup, { readOnly: false, policy: sc.fsGroupChangePolicy });
-    }
-    return { kind, path: dir };
+    const sc = state.pod.spec?.securityContext;
+    if (sc?.fsGroup !== undefined) await setVolumeOwnership(dir, sc.fsGroup, { readOnly: false, policy: sc.fsGroupChangePolicy });
+    await mkdir(metaDir, { recursive: true });
+    await writeFile(ready, '');
   }
 
   /** Re-reads and writes a secret, configMap, downwardAPI or projected volume. */

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { lstat, readFile } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ContainerStatus, Pod } from '../../src/api/types.js';
 import { BUSYBOX, dockerCLI, testDocker } from '../helpers/docker.js';
@@ -154,4 +155,67 @@ ${container('main')}`));
   t.equal(sandboxes.length, 0, 'no sandbox was created for the refused pod');
 
   await cleanUp(node, { 'nonroot.yaml': 'nonroot', 'nonroot-ok.yaml': 'nonroot-ok', 'selinux.yaml': 'selinux', 'localhost.yaml': 'localhost', 'sysctl.yaml': 'sysctl', 'windows.yaml': 'windows' });
+});
+
+t.test('fsGroup on an emptyDir is applied once: restarts never re-walk it, links and a swapping container never reach the host', async (t) => {
+  const node = await startTestNode(t);
+  // What the host holds and a container must never change: a file, and a directory with the
+  // names the container's directory has, as an attacker arranges.
+  const hostDir = await mkdtemp(join(tmpdir(), 'nodelet-fsgroup-host-'));
+  t.teardown(() => rm(hostDir, { recursive: true, force: true }));
+  const names = Array.from({ length: 40 }, (_, i) => `f${i}`);
+  for (const n of [...names, 'file']) {
+    await writeFile(join(hostDir, n), 'host', { mode: 0o644 });
+    await chmod(join(hostDir, n), 0o644);
+  }
+  await chmod(hostDir, 0o755);
+  const hostState = async () => Promise.all([hostDir, ...[...names, 'file'].map((n) => join(hostDir, n))].map(async (p) => {
+    const st = await lstat(p);
+    return `${p.slice(hostDir.length) || '/'} ${(st.mode & 0o7777).toString(8)}:${st.gid}`;
+  }));
+  const hostBefore = await hostState();
+
+  // planter: private files of its own group and links to the host, then waits to be killed.
+  // swapper: /scratch/d is by turns a directory and a symlink to the host directory (rename(2)
+  // in a loop, the RENAME_EXCHANGE attack without renameat2), for as long as the pod runs.
+  const plant = `cd /scratch; if [ ! -e private ]; then echo secret > private; chmod 600 private; chgrp 3000 private; mkdir own; chgrp 3000 own; chmod 700 own; ln -s ${hostDir}/file file-link; ln -s ${hostDir} dir-link; touch planted; fi; sleep 3600`;
+  const swap = `cd /scratch; mkdir -p d; for n in ${names.join(' ')}; do echo in > d/$n; done; ln -s ${hostDir} l; touch swapping; while :; do mv d t; mv l d; mv d l; mv t d; done`;
+  await node.writeManifest('fsgroup.yaml', podYaml('fsgroup', `  securityContext: { fsGroup: 2000 }
+  volumes: [{ name: scratch, emptyDir: {} }]
+  containers:
+${container('planter', '      volumeMounts: [{ name: scratch, mountPath: /scratch }]\n', plant)}${container('swapper', '      volumeMounts: [{ name: scratch, mountPath: /scratch }]\n', swap)}`));
+  const pod = await runningPod(node, 'fsgroup');
+  const uid = pod.metadata?.uid ?? '';
+  const vol = join(node.manifestDir, 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+  await node.waitFor('planted and swapping', async () => ((await lstat(join(vol, 'planted')).catch(() => undefined)) && (await lstat(join(vol, 'swapping')).catch(() => undefined)) ? true : undefined));
+  const volState = async () => Promise.all(['.', 'private', 'own', 'file-link', 'dir-link'].map(async (p) => {
+    const st = await lstat(join(vol, p));
+    return `${p} ${(st.mode & 0o7777).toString(8)}:${st.gid}`;
+  }));
+  const planted = await volState();
+  t.match(planted, ['. 2777:2000', 'private 600:3000', /^own \d+:3000$/], 'the emptyDir root got the fsGroup at creation; the container made its own files');
+
+  // Each round: a new nodelet (its in-memory volume state empty), then a container start, which
+  // sets the pod's volumes up again.
+  for (let round = 1; round <= 3; round++) {
+    await node.stop();
+    await node.restart();
+    const adopted = await node.waitFor(`round ${round}: adopted`, async () => {
+      const p = running(await node.pod('fsgroup'));
+      return p?.status?.containerStatuses?.find((c) => c.name === 'planter')?.restartCount === round - 1 ? p : undefined;
+    }, 30_000);
+    await dockerCLI('kill', idOf(adopted, 'planter'));
+    const restarted = await node.waitFor(`round ${round}: planter started again`, async () => {
+      const p = await node.pod('fsgroup');
+      const c = p?.status?.containerStatuses?.find((s) => s.name === 'planter');
+      if (c?.state?.waiting?.reason === 'CreateContainerConfigError') return c.state.waiting.message ?? 'CreateContainerConfigError';
+      return c?.restartCount === round && c.state?.running ? 'running' : undefined;
+    }, 30_000);
+    t.equal(restarted, 'running', `round ${round}: the container started again`);
+    t.same(await volState(), planted, `round ${round}: nothing in the ready emptyDir was walked again`);
+    t.same(await hostState(), hostBefore, `round ${round}: the host file and directory are untouched`);
+  }
+  t.ok(await lstat(join(node.manifestDir, 'pods', uid, 'plugins', 'kubernetes.io~empty-dir', 'scratch', 'ready')).then((st) => st.isFile(), () => false), 'the kubelet\'s ready marker');
+  await cleanUp(node, { 'fsgroup.yaml': 'fsgroup' });
+  t.same(await hostState(), hostBefore, 'teardown left the host alone');
 });

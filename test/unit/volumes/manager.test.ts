@@ -1,5 +1,5 @@
 import t from 'tap';
-import { lstat, mkdir, mkdtemp, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chown, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ConfigMap, Pod, Secret } from 'kubernetes-types/core/v1.js';
@@ -178,6 +178,45 @@ t.test('fsGroup: group ownership and group access on emptyDir and configMap file
   const conf = await stat(join(base, 'kubernetes.io~configmap', 'conf', 'k'));
   t.equal(conf.gid, 2345);
   t.equal(conf.mode & 0o777, 0o640, 'group read added to a read-only volume');
+});
+
+t.test('fsGroup on an emptyDir is applied once, while it is new: a restarted nodelet adopts it and never walks it again', async (t) => {
+  const { vm, rootDir } = await setup(t);
+  const hostFile = join(rootDir, 'host-file');
+  await writeFile(hostFile, 'host', { mode: 0o644 });
+  const volumes = [{ name: 'scratch', emptyDir: {} }, ...(root ? [{ name: 'ram', emptyDir: { medium: 'Memory' } }] : [])];
+  const pod = podWith(volumes, { securityContext: { fsGroup: 2345 } });
+  await vm.setUpPod(pod, info);
+  const podDir = join(rootDir, 'pods', 'uid-1');
+  const marker = (name: string) => join(podDir, 'plugins', 'kubernetes.io~empty-dir', name, 'ready');
+  for (const { name } of volumes) {
+    const dir = join(podDir, 'volumes', 'kubernetes.io~empty-dir', name);
+    t.ok(await stat(marker(name)).then((st) => st.isFile(), () => false), `${name}: the kubelet's ready marker`);
+    t.equal((await stat(dir)).mode & 0o7777, 0o2777, `${name}: setgid, world-writable`);
+    // What its containers do with it: a private file, a directory of another group, a link out.
+    await writeFile(join(dir, 'private'), 'x', { mode: 0o600 });
+    await mkdir(join(dir, 'own'), { mode: 0o700 });
+    if (root) for (const p of ['private', 'own']) await chown(join(dir, p), 0, 3000);
+    await symlink(hostFile, join(dir, 'link'));
+  }
+  const before = async (name: string) => {
+    const dir = join(podDir, 'volumes', 'kubernetes.io~empty-dir', name);
+    return Promise.all(['.', 'private', 'own', 'link'].map(async (p) => lstat(join(dir, p)).then((st) => [p, st.mode, st.gid, st.ino])));
+  };
+  const snapshot = await Promise.all(volumes.map((v) => before(v.name)));
+  for (let restart = 1; restart <= 3; restart++) {
+    await new VolumeManager({ rootDir, log }).setUpPod(pod, info);
+    t.same(await Promise.all(volumes.map((v) => before(v.name))), snapshot, `restart ${restart}: nothing in a ready emptyDir changed`);
+  }
+  t.same([(await stat(hostFile)).mode & 0o7777, (await stat(hostFile)).gid], [0o644, 0], 'the host file is untouched');
+
+  // A marker whose volume is gone (removed by hand, a tmpfs lost to a reboot): set up afresh.
+  const scratch = join(podDir, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+  await rm(scratch, { recursive: true });
+  await new VolumeManager({ rootDir, log }).setUpPod(pod, info);
+  t.same(await readdir(scratch), [], 'recreated empty');
+  t.equal((await stat(scratch)).mode & 0o7777, 0o2777);
+  if (root) t.equal((await stat(scratch)).gid, 2345, 'with its fsGroup');
 });
 
 t.test('secret and projected volumes live on tmpfs; tokens are bound to the pod and renewed', { skip: !root && 'needs root (mount)' }, async (t) => {
