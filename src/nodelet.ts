@@ -213,6 +213,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       ...opts.streaming,
     },
     maxContainerLogStreams: config.maxContainerLogStreams,
+    maxWatches: config.maxWatches,
+    maxWatchesPerUser: config.maxWatchesPerUser,
     security,
     ...(tls ? { tls } : {}),
   });

@@ -155,6 +155,14 @@ const TABLE = [
     help: 'Maximum number of container log streams (follow or not) served at once (nodelet-specific); more are refused with 429 and Retry-After',
   },
   {
+    name: 'max-watches', kind: 'int', target: 'maxWatches', default: 1000,
+    help: 'Maximum number of watches (pods, events, nodes, namespaces) open at once on the node (nodelet-specific); more are refused with 429 and Retry-After. Each holds a connection (a file descriptor) and a queue in nodelet',
+  },
+  {
+    name: 'max-watches-per-user', kind: 'int', target: 'maxWatchesPerUser', default: 100,
+    help: 'Maximum number of watches one user (the authenticated name; anonymous requests share one) may have open at once (nodelet-specific); more are refused with 429 and Retry-After',
+  },
+  {
     name: 'exec-disconnect-grace-period', kind: 'duration', target: 'execDisconnectGracePeriodMs', default: '10s',
     help: 'How long a process started by exec may keep running after its client disconnected before nodelet kills it (nodelet-specific; the kubelet never kills it). 0 kills at once',
     allowZero: true,

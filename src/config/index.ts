@@ -92,6 +92,8 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),
     maxPortForwardConnections: get('maxPortForwardConnections'),
     maxContainerLogStreams: get('maxContainerLogStreams'),
+    maxWatches: get('maxWatches'),
+    maxWatchesPerUser: get('maxWatchesPerUser'),
     execDisconnectGracePeriodMs: get('execDisconnectGracePeriodMs'),
     certDir: get('certDir') === '' ? join(get('rootDir'), 'pki') : get('certDir'),
     clientCAFile: get('clientCAFile'),

@@ -42,6 +42,10 @@ export interface Config {
   readonly maxPortForwardConnections: number;
   /** Container log streams (follow or not) served at once; more get 429 (`--max-container-log-streams`, nodelet's own). */
   readonly maxContainerLogStreams: number;
+  /** Watches open at once on the node; more get 429 (`--max-watches`, nodelet's own). */
+  readonly maxWatches: number;
+  /** Watches one user may have open at once; more get 429 (`--max-watches-per-user`, nodelet's own). */
+  readonly maxWatchesPerUser: number;
   /** A disconnected client's exec'd process is killed after this long (`--exec-disconnect-grace-period`). */
   readonly execDisconnectGracePeriodMs: number;
   /** Serving certificate (`--tls-cert-file`, `tlsCertFile`); empty = none given. */

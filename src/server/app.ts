@@ -47,6 +47,10 @@ export interface ServerOptions {
   tls?: TlsMaterial;
   /** Container log streams served at once; more get 429 (default 256, `--max-container-log-streams`). */
   maxContainerLogStreams?: number;
+  /** Watches open at once; more get 429 (default 1000, `--max-watches`). */
+  maxWatches?: number;
+  /** Watches one user may have open at once; more get 429 (default 100, `--max-watches-per-user`). */
+  maxWatchesPerUser?: number;
   /** How often watchers that allowed bookmarks get one (default 60 s, the apiserver's cadence). */
   bookmarkIntervalMs?: number;
 }
@@ -131,7 +135,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
 
   const { host } = opts;
   // Open watches end before the server closes its connections, so clients see a clean end of stream.
-  const streams = new WatchStreams();
+  const streams = new WatchStreams({ max: opts.maxWatches ?? 1000, maxPerUser: opts.maxWatchesPerUser ?? 100 });
   const bookmarks = setInterval(() => {
     host.watch.pods.hub.bookmark();
     host.watch.events.hub.bookmark();

@@ -3,6 +3,7 @@ import { StatusError } from '../api/errors.js';
 import { isSubpath, requestAttributes, type RequestAttributes } from '../auth/attributes.js';
 import type { SecurityOptions } from '../auth/options.js';
 import type { AuthnResult, Subresource } from '../auth/types.js';
+import { setRequestUser } from './identity.js';
 import { authorizationError, debugDisabled, forbidden, unauthorized } from './errors.js';
 
 /** The matched route's pattern (see attributes.ts), else the raw path without the query. */
@@ -60,8 +61,9 @@ export function installSecurity(app: FastifyInstance, security: SecurityOptions)
       throw unauthorized();
     }
     const access = routeAccess(request);
-    if (authorizer.alwaysAllow) return refuseDebug(access);
     const { user } = authn;
+    setRequestUser(request.raw, user.name);
+    if (authorizer.alwaysAllow) return refuseDebug(access);
     const { path, attrs } = access;
     if (attrs.verb === undefined) {
       throw new StatusError('MethodNotAllowed', `method ${request.method} is not supported; nodelet authorizes GET, HEAD, POST, PUT, PATCH and DELETE only`);

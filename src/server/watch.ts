@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest } from '../api/errors.js';
+import { StatusError, badRequest } from '../api/errors.js';
+import { requestUser } from './identity.js';
 import type { CloseReason, WatchEvent, WatchHub } from '../watch/hub.js';
 import type { KubeObject } from '../watch/store.js';
 import { preferredTableVersion, type TableVersion } from './negotiate.js';
@@ -61,12 +62,69 @@ export function watchParams(request: FastifyRequest): WatchParams {
 /** How one kind's objects become a one-row Table for `as=Table` watches. */
 export type TableOf<T> = (items: readonly T[], now: Date, version: TableVersion, resourceVersion: string) => Table;
 
-/** The watches a server has open, so closing the server ends them cleanly first. */
+/** Seconds a client refused at a watch cap is asked to wait (`Retry-After`), as for log streams. */
+export const WATCHES_RETRY_AFTER_SECONDS = 10;
+/**
+ * The longest watch: a client's `timeoutSeconds` beyond it is lowered to it (the client re-watches
+ * from its resourceVersion, as after any end of a watch). Twice the apiserver's default
+ * `--min-request-timeout` (1800 s), the top of the default's random spread.
+ */
+export const MAX_WATCH_TIMEOUT_SECONDS = 3600;
+
+export interface WatchLimits {
+  /** Watches open at once (`--max-watches`). */
+  readonly max: number;
+  /** Watches one user may have open at once (`--max-watches-per-user`). */
+  readonly maxPerUser: number;
+}
+
+/**
+ * The watches a server has open, so closing the server ends them cleanly first, and their caps:
+ * a watch holds a connection (a descriptor) and a queue for as long as its client keeps it, so
+ * the node and each user may hold only so many (beyond: 429, `Retry-After`). The apiserver bounds
+ * the same with API Priority and Fairness (`k8s.io/apiserver` `pkg/util/flowcontrol`), which
+ * seats watches per flow, a flow being roughly a user.
+ */
 export class WatchStreams {
   readonly #open = new Set<WatchWriter<KubeObject>>();
+  readonly #limits: WatchLimits;
+  readonly #perUser = new Map<string, number>();
+  #admitted = 0;
+
+  constructor(limits: WatchLimits = { max: 1000, maxPerUser: 100 }) {
+    this.#limits = limits;
+  }
 
   get size(): number {
     return this.#open.size;
+  }
+
+  /**
+   * A place for one more watch of `user`, released (idempotently) when the watch ends; throws the
+   * 429 when the node or the user is at its cap. Taken before the watch allocates anything.
+   */
+  admit(user: string): () => void {
+    const { max, maxPerUser } = this.#limits;
+    if (this.#admitted >= max) {
+      throw new StatusError('TooManyRequests', `too many watches open (limit ${max}); retry later`, { retryAfterSeconds: WATCHES_RETRY_AFTER_SECONDS });
+    }
+    const mine = this.#perUser.get(user) ?? 0;
+    if (mine >= maxPerUser) {
+      throw new StatusError('TooManyRequests', `too many watches open for user ${JSON.stringify(user)} (limit ${maxPerUser}); retry later`, {
+        retryAfterSeconds: WATCHES_RETRY_AFTER_SECONDS,
+      });
+    }
+    this.#admitted++;
+    this.#perUser.set(user, mine + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#admitted--;
+      const left = (this.#perUser.get(user) ?? 1) - 1;
+      if (left > 0) this.#perUser.set(user, left);
+      else this.#perUser.delete(user);
+    };
   }
 
   /** @internal */
@@ -244,26 +302,44 @@ export interface ServeWatchOptions<T> {
 export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply: FastifyReply, opts: ServeWatchOptions<T>): FastifyReply {
   const params = watchParams(request);
   const tableVersion = preferredTableVersion(request.headers.accept);
-  const watcher = opts.hub.watch({
+  const streams = opts.streams;
+  let release: () => void;
+  try {
+    release = streams.admit(requestUser(request.raw));
+  } catch (err) {
+    // A client refused at the cap does not keep its connection (and its descriptor) either.
+    void reply.header('connection', 'close');
+    throw err;
+  }
+  let watcher: ReturnType<WatchHub<T>['watch']>;
+  try {
+    watcher = opts.hub.watch({
     resourceVersion: params.resourceVersion,
     filter: opts.filter,
     bookmarks: params.allowWatchBookmarks,
     sendInitialEvents: params.sendInitialEvents,
     ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),
-  });
+    });
+  } catch (err) {
+    // A resourceVersion too old or too new, a bad selector: refused, nothing held.
+    release();
+    throw err;
+  }
   const encode = tableVersion ? tableEncoder(opts.table, tableVersion) : jsonEncoder<T>();
   // The stream is written straight to the socket (see WatchWriter), so Fastify's reply is
   // hijacked: the headers the root hooks would add are set here.
   void reply.hijack();
   const res = reply.raw;
   const writer = new WatchWriter<T>(watcher, encode, res);
-  const streams = opts.streams;
   const entry = writer as unknown as WatchWriter<KubeObject>;
   streams.add(entry);
-  const timeoutMs = (params.timeoutSeconds ?? 1800 * (1 + Math.random())) * 1000;
+  // The apiserver's `ListResource`: unset or 0 is a random 30–60 min (`minRequestTimeout` × [1, 2)).
+  const seconds = params.timeoutSeconds ? Math.min(params.timeoutSeconds, MAX_WATCH_TIMEOUT_SECONDS) : 1800 * (1 + Math.random());
+  const timeoutMs = seconds * 1000;
   const timer = setTimeout(() => watcher.close('timeout'), timeoutMs);
   timer.unref();
   void writer.finished.then(() => {
+    release();
     clearTimeout(timer);
     streams.delete(entry);
     opts.onEnd?.(watcher.closed);

@@ -62,6 +62,8 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     maxPortForwardConnectionsPerSession: 128,
     maxPortForwardConnections: 256,
     maxContainerLogStreams: 256,
+    maxWatches: 1000,
+    maxWatchesPerUser: 100,
     execDisconnectGracePeriodMs: 1000,
     // The loopback development posture (anonymous + AlwaysAllow, plain HTTP), as buildConfig
     // resolves `--insecure-dev`.

@@ -54,6 +54,8 @@ t.test('defaults', async (t) => {
     maxPortForwardConnectionsPerSession: 128,
     maxPortForwardConnections: 256,
     maxContainerLogStreams: 256,
+    maxWatches: 1000,
+    maxWatchesPerUser: 100,
     execDisconnectGracePeriodMs: 10_000,
     tlsCertFile: '',
     tlsPrivateKeyFile: '',

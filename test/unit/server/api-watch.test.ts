@@ -9,8 +9,8 @@ import { FakeHost, makePod } from './fixtures/fake-host.js';
 
 const tableAccept = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
 
-async function serve(t: { teardown(fn: () => unknown): void }, host: FakeHost, bookmarkIntervalMs?: number) {
-  const app = buildServer({ host, logger: pino({ level: 'silent' }), version: { gitVersion: 'v1.30.2-nodelet' }, ...(bookmarkIntervalMs ? { bookmarkIntervalMs } : {}) });
+async function serve(t: { teardown(fn: () => unknown): void }, host: FakeHost, bookmarkIntervalMs?: number, limits: { maxWatches?: number; maxWatchesPerUser?: number } = {}) {
+  const app = buildServer({ host, logger: pino({ level: 'silent' }), version: { gitVersion: 'v1.30.2-nodelet' }, ...(bookmarkIntervalMs ? { bookmarkIntervalMs } : {}), ...limits });
   await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
   return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
@@ -123,6 +123,46 @@ t.test('timeoutSeconds ends the watch with a clean end of the chunked body', asy
   const took = Date.now() - started;
   t.ok(took >= 900 && took < 5000, `ended after ${took} ms`);
   t.equal(w.events.length, 2, 'the initial state came first');
+});
+
+t.test('timeoutSeconds 0 and beyond a timer\'s range keep the watch open (the default, and the 1 h cap)', async (t) => {
+  const host = fixture();
+  const { url } = await serve(t, host);
+  // 4294968 s is past setTimeout's 2^31 - 1 ms, which Node turns into 1 ms: the watch ended at once.
+  for (const timeout of ['0', '4294968', '999999999']) {
+    const w = await openWatch<Pod>(`${url}/api/v1/pods?watch=true&timeoutSeconds=${timeout}&resourceVersion=${host.watch.pods.hub.resourceVersion}`);
+    t.equal(w.status, 200);
+    setPhase(host, 'web', `P${timeout}`);
+    const ev = await w.waitFor(`timeoutSeconds=${timeout}: a change after the start arrives`, (e) => e.type === 'MODIFIED');
+    t.equal(ev.object.status?.phase, `P${timeout}`);
+    w.close();
+  }
+});
+
+t.test('at most --max-watches-per-user per user and --max-watches on the node: 429, Retry-After, Connection: close', async (t) => {
+  const { url } = await serve(t, fixture(), undefined, { maxWatches: 4, maxWatchesPerUser: 3 });
+  // Every request here is anonymous: one user, system:anonymous.
+  const open = await Promise.all([1, 2, 3].map(() => openWatch(`${url}/api/v1/pods?watch=true`)));
+  t.same(open.map((w) => w.status), [200, 200, 200]);
+  const fourth = await openWatch(`${url}/api/v1/events?watch=true`);
+  t.equal(fourth.status, 429, 'a 4th watch (any kind) of the same user');
+  t.equal(fourth.headers['retry-after'], '10');
+  t.equal(fourth.headers.connection, 'close', 'the refused client does not keep its connection');
+  await fourth.ended;
+  t.match(JSON.parse(fourth.body), { kind: 'Status', reason: 'TooManyRequests', code: 429, message: 'too many watches open for user "system:anonymous" (limit 3); retry later', details: { retryAfterSeconds: 10 } });
+  const list = await fetch(`${url}/api/v1/pods`);
+  t.equal(list.status, 200, 'lists are not watches');
+  open[0]?.close();
+  await open[0]?.ended;
+  // The server sees the close a moment after ours: until then the place is still taken (429).
+  let again = await openWatch(`${url}/api/v1/pods?watch=true`);
+  while (again.status === 429) {
+    await again.ended;
+    again = await openWatch(`${url}/api/v1/pods?watch=true`);
+  }
+  t.equal(again.status, 200, 'a closed watch frees its place');
+  again.close();
+  for (const w of open) w.close();
 });
 
 t.test('bookmarks arrive for watchers that allowed them, with the current version', async (t) => {
