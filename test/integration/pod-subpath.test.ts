@@ -46,8 +46,8 @@ async function removeAndWaitTeardown(node: TestNode, file: string, uid: string):
   }, 60_000);
 }
 
-const VICTIMS = 8;
-const ROUNDS = 5;
+const VICTIMS = 10;
+const ROUNDS = 6;
 
 t.test('subPath race: a container swapping the directory for a symlink never gets a host path mounted', async (t) => {
   const node = await startTestNode(t);
