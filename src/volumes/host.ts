@@ -27,15 +27,34 @@ export async function mountTmpfs(dir: string, sizeBytes: bigint, mode: number): 
   }
 }
 
+/** Mount points at or below `root` (as /proc/self/mounts spells them), deepest first. */
+export async function mountsUnder(root: string): Promise<string[]> {
+  return (await mountPoints()).filter((m) => m === root || m.startsWith(`${root}/`)).sort((a, b) => b.length - a.length);
+}
+
 /** Unmounts everything mounted at or below `root`, deepest first. */
 export async function unmountUnder(root: string): Promise<void> {
-  const below = (await mountPoints()).filter((m) => m === root || m.startsWith(`${root}/`)).sort((a, b) => b.length - a.length);
-  for (const m of below) {
-    try {
-      await run('umount', [m]);
-    } catch {
-      // Still busy (a process holds it open): detach it now, the kernel frees it when unused.
-      await run('umount', ['-l', m]);
-    }
+  for (const m of await mountsUnder(root)) await unmount(m);
+}
+
+/** `umount <target>`; a target still busy (a process holds it open) is detached now (`umount -l`) and freed by the kernel when unused. */
+export async function unmount(target: string): Promise<void> {
+  try {
+    await run('umount', [target]);
+  } catch {
+    await run('umount', ['-l', target]);
+  }
+}
+
+/**
+ * `mount --no-canonicalize --bind <source> <target>`. `--no-canonicalize` hands `source` to the
+ * kernel as given: mount(8) would otherwise resolve it to a path string first, and a subPath
+ * source (`/proc/<pid>/fd/<fd>`) must reach the kernel as the magic link to an open file.
+ */
+export async function bindMount(source: string, target: string): Promise<void> {
+  try {
+    await run('mount', ['--no-canonicalize', '--bind', source, target]);
+  } catch (err) {
+    throw new Error(`mount --bind ${source} ${target} failed: ${((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`);
   }
 }

@@ -1,5 +1,5 @@
 import { chmod, lstat, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, relative, sep } from 'node:path';
+import { join } from 'node:path';
 import type { ConfigMap, Container, Pod, Secret, Volume } from 'kubernetes-types/core/v1.js';
 import { quantityOf } from '../api/quantity.js';
 import type { Logger } from '../logging/index.js';
@@ -11,11 +11,12 @@ import { etcHostsContent, etcHostsPath, mountsEtcHosts } from './etc-hosts.js';
 import { expand } from './expansion.js';
 import { mountsResolvConf, resolvConfPath } from './resolv-conf.js';
 import { checkHostPath } from './host-path.js';
-import { isMountPoint, mountTmpfs, unmountUnder } from './host.js';
+import { isMountPoint, mountsUnder, mountTmpfs, unmountUnder } from './host.js';
 import { setVolumeOwnership } from './ownership.js';
 import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } from './payloads.js';
 import { alwaysReadOnly, memoryBacked, mountRefusal, pluginDir, refreshable, tokenNeedsRefresh, volumeKindOf, volumeRefusal, type VolumeKind } from './plugins.js';
 import type { PodObjectSource } from './source.js';
+import { bindSubPath, cleanSubPaths, safeMakeDir, SubPathError, subPathRefusal } from './subpath.js';
 
 export interface VolumeManagerOptions {
   /** `--root-dir`: pod volumes live under `<rootDir>/pods/<uid>/volumes`. */
@@ -142,13 +143,16 @@ export class VolumeManager {
 
   /**
    * The bind mounts of `container` (`makeMounts`): volume path, `subPath` or `subPathExpr`
-   * (expanded from `env`, created when missing, never escaping the volume through a symlink),
-   * read-only as asked or as the volume type demands. Call after `setUpPod`.
+   * (expanded from `env`, created when missing), read-only as asked or as the volume type
+   * demands. A subPath is never handed to Docker as a path inside the volume, which the pod's
+   * containers could change before it is mounted: it is opened safely and bind-mounted onto
+   * `<rootDir>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>` (subpath.ts), and Docker
+   * binds that. Call after `setUpPod`.
    */
   async mountsFor(pod: Pod, container: Container, env: ReadonlyMap<string, string>): Promise<Mount[]> {
     const state = this.#pods.get(pod.metadata?.uid ?? '');
     const mounts: Mount[] = [];
-    for (const m of container.volumeMounts ?? []) {
+    for (const [index, m] of (container.volumeMounts ?? []).entries()) {
       const refusal = mountRefusal(m);
       if (refusal) throw new ContainerConfigError(refusal);
       const vol = state?.ready.get(m.name);
@@ -164,7 +168,7 @@ export class VolumeManager {
         if (missing.size) throw new ContainerConfigError(`volumeMount ${JSON.stringify(m.name)}: subPathExpr ${m.subPathExpr}: missing value for ${[...missing].sort().join(', ')}`);
       }
       let hostPath = vol.path;
-      if (subPath) hostPath = await this.#subPath(vol, subPath, m.name);
+      if (subPath && state) hostPath = await this.#subPath(pod.metadata?.uid ?? '', state, vol, subPath, m.name, container.name, index);
       const readOnly = m.readOnly === true || alwaysReadOnly.has(vol.kind);
       const rro = m.recursiveReadOnly;
       mounts.push({
@@ -220,15 +224,26 @@ export class VolumeManager {
     return { hostPath: file, containerPath: resolvConfPath, readOnly: false };
   }
 
-  /** Unmounts the pod's tmpfs volumes and deletes `<rootDir>/pods/<uid>` (its containers are gone). */
+  /**
+   * Unmounts the pod's subPath mounts and tmpfs volumes and deletes `<rootDir>/pods/<uid>` (its
+   * containers are gone). The subPath targets are unmounted and removed without recursion
+   * (`cleanSubPaths`, the kubelet's `CleanSubPaths`), and the directory is removed recursively only
+   * once nothing at all is mounted below it: `rm -r` through a mount still in place would delete
+   * the files it shows, which for a subPath of a hostPath volume are the host's. Throws, leaving
+   * the directory, when a mount cannot be taken off.
+   */
   async tearDown(uid: string): Promise<void> {
     if (!safeUID.test(uid)) return;
     const state = this.#pods.get(uid);
     this.#pods.delete(uid);
     const work = async () => {
-      const dir = this.podDir(uid);
-      if (!(await exists(dir))) return;
+      if (!(await exists(this.podDir(uid)))) return;
+      // /proc/self/mounts names mount points with symlinks resolved.
+      const dir = await realpath(this.podDir(uid));
+      await cleanSubPaths(dir);
       await unmountUnder(dir);
+      const left = await mountsUnder(dir);
+      if (left.length) throw new Error(`not removing ${dir}: still mounted at ${left.join(', ')}`);
       await rm(dir, { recursive: true, force: true });
       this.#o.log.info({ podUID: uid }, 'Tore down pod volumes');
     };
@@ -452,27 +467,39 @@ export class VolumeManager {
     }
   }
 
-  async #subPath(vol: SetUpVolume, subPath: string, name: string): Promise<string> {
-    if (isAbsolute(subPath)) throw new ContainerConfigError(`error SubPath \`${subPath}\` must not be an absolute path`);
-    if (subPath.split('/').includes('..')) throw new ContainerConfigError(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
-    const root = await realpath(vol.path);
-    const target = join(vol.path, subPath);
-    if (!(await exists(target)) && !alwaysReadOnly.has(vol.kind)) {
-      const mode = (await stat(root)).mode & 0o7777;
-      await mkdir(target, { recursive: true, mode });
-    }
-    let resolved: string;
-    try {
-      resolved = await realpath(target);
-    } catch {
-      throw new ContainerConfigError(`volumeMount ${JSON.stringify(name)}: subPath ${subPath} does not exist in the volume`);
-    }
-    // A container may have planted a symlink to escape the volume (CVE-2017-1002101).
-    const rel = relative(root, resolved);
-    if (rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('..')) {
-      throw new ContainerConfigError(`subpath ${JSON.stringify(resolved)} not within volume path ${JSON.stringify(root)}`);
-    }
-    return resolved;
+  /**
+   * A subPath's bind-mount target (the kubelet's `makeMounts` with `SafeMakeDir` and
+   * `PrepareSafeSubpath`): the subPath is created first when missing, unless the volume is
+   * read-only by type. Refusals carry the kubelet's texts and name only what the user gave;
+   * host paths go to nodelet's log. Runs in the pod's queue, never beside its teardown.
+   */
+  async #subPath(uid: string, state: PodVolumes, vol: SetUpVolume, subPath: string, mountName: string, containerName: string, index: number): Promise<string> {
+    const refusal = subPathRefusal(subPath);
+    if (refusal) throw new ContainerConfigError(refusal);
+    const fail = (what: string, err: unknown): never => {
+      this.#o.log.warn({ podUID: uid, container: containerName, volumeMount: mountName, error: (err as Error).message }, `Failed to ${what} for volumeMount of the container`);
+      const message = `failed to ${what} for volumeMount ${JSON.stringify(mountName)} of container ${JSON.stringify(containerName)}`;
+      throw new ContainerConfigError(err instanceof SubPathError ? `${message}: ${err.reason}` : message);
+    };
+    return this.#serial(state, async () => {
+      if (this.#pods.get(uid) !== state) throw new ContainerConfigError(`volumeMount ${JSON.stringify(mountName)}: volume is not set up`, { mount: true });
+      // As the kubelet's PathExists, following symlinks: what one points to is checked when bound.
+      if (!alwaysReadOnly.has(vol.kind) && !(await stat(join(vol.path, subPath)).then(() => true, () => false))) {
+        try {
+          const base = await realpath(vol.path);
+          await safeMakeDir(base, subPath, (await stat(base)).mode & 0o7777);
+        } catch (err) {
+          fail('create subPath directory', err);
+        }
+      }
+      const podDir = this.podDir(uid);
+      try {
+        await mkdir(podDir, { recursive: true });
+        return await bindSubPath({ volumePath: vol.path, subPath, podDir, volumeName: mountName, containerName, mountIndex: index });
+      } catch (err) {
+        return fail('prepare subPath', err);
+      }
+    });
   }
 }
 

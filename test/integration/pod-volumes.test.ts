@@ -120,6 +120,10 @@ ${container('writer', 'echo disk > /shared/msg; echo ram > /ram/msg; echo $(GREE
   await exec(reader, 'echo made > /made/file');
   t.equal(await readFile(join(hostDir, 'made/here/file'), 'utf8'), 'made\n', 'DirectoryOrCreate created the host directory');
   t.equal(await exec(writer, 'ls /shared/nested'), 'dir\n', 'subPath created inside the volume');
+  const sources = await dockerCLI('inspect', '--format', '{{range .Mounts}}{{.Destination}}={{.Source}} {{end}}', reader);
+  const subpaths = join(node.manifestDir, 'pods', uid, 'volume-subpaths');
+  t.match(sources, `/sub=${subpaths}/shared/reader/3 `, 'Docker binds the subPath target, not a path in the volume');
+  t.match(sources, `/host-file=${subpaths}/host/reader/4 `);
 
   // Downward API volume, formatted as the kubelet does.
   t.equal(await exec(reader, 'cat /etc/podinfo/labels'), 'app="vols"\ntier="back-end"');

@@ -120,24 +120,58 @@ t.test('missing objects and standalone mode refuse with the kubelet messages', a
   });
 });
 
-t.test('subPath: created when missing, expanded from env, never escaping the volume', async (t) => {
+t.test('subPath: created when missing, expanded from env, bound on a stable target, never escaping the volume', { skip: !root && 'needs root (mount)' }, async (t) => {
   const { vm, rootDir } = await setup(t);
   const pod = podWith([{ name: 'scratch' }]);
   await vm.setUpPod(pod, info);
   const dir = join(rootDir, 'pods', 'uid-1', 'volumes', 'kubernetes.io~empty-dir', 'scratch');
-  const c = (m: Record<string, unknown>) => ({ name: 'main', volumeMounts: [{ name: 'scratch', mountPath: '/m', ...m }] });
-  const [m1] = await vm.mountsFor(pod, c({ subPath: 'a/b' }), new Map());
-  t.equal(m1?.hostPath, join(dir, 'a/b'));
+  const target = (i: number) => join(rootDir, 'pods', 'uid-1', 'volume-subpaths', 'scratch', 'main', String(i));
+  const c = (...ms: Record<string, unknown>[]) => ({ name: 'main', volumeMounts: ms.map((m) => ({ name: 'scratch', mountPath: '/m', ...m })) });
+  const [m1, m2] = await vm.mountsFor(pod, c({ subPath: 'a/b' }, { subPathExpr: 'logs/$(POD_NAME)' }), new Map([['POD_NAME', 'web']]));
+  t.equal(m1?.hostPath, target(0), 'Docker binds the target, not a path inside the volume');
+  t.equal(m2?.hostPath, target(1));
   t.ok((await stat(join(dir, 'a/b'))).isDirectory(), 'created');
-  const [m2] = await vm.mountsFor(pod, c({ subPathExpr: 'logs/$(POD_NAME)' }), new Map([['POD_NAME', 'web']]));
-  t.equal(m2?.hostPath, join(dir, 'logs/web'));
+  t.equal((await stat(join(dir, 'a/b'))).mode & 0o7777, 0o777, "with the volume root's mode");
+  t.equal((await stat(target(0))).ino, (await stat(join(dir, 'a/b'))).ino, 'the target shows the subPath');
+  t.equal((await stat(target(1))).ino, (await stat(join(dir, 'logs/web'))).ino);
+  t.same(await vm.mountsFor(pod, c({ subPath: 'a/b' }), new Map()), [m1], 'a restarted container reuses the target');
+  t.equal((await mountPoints()).filter((m) => m === target(0)).length, 1);
   await t.rejects(vm.mountsFor(pod, c({ subPathExpr: '$(NOPE)' }), new Map()), /missing value for NOPE/);
   await t.rejects(vm.mountsFor(pod, c({ subPath: '/etc' }), new Map()), /must not be an absolute path/);
   await t.rejects(vm.mountsFor(pod, c({ subPath: '../x' }), new Map()), /must not contain '\.\.'/);
-  // A container planted a symlink to the host's root: the mount is refused.
+  // A container planted a symlink to the host's root: the mount is refused, naming no host path.
   await symlink('/', join(dir, 'evil'));
-  await t.rejects(vm.mountsFor(pod, c({ subPath: 'evil' }), new Map()), { reason: 'CreateContainerConfigError', message: /not within volume path/ });
+  await t.rejects(vm.mountsFor(pod, c({ subPath: 'evil' }), new Map()), {
+    reason: 'CreateContainerConfigError',
+    message: 'failed to prepare subPath for volumeMount "scratch" of container "main": subpath "evil" not within volume path',
+  });
+  await t.rejects(vm.mountsFor(pod, c({ subPath: 'evil/made' }), new Map()), {
+    message: 'failed to create subPath directory for volumeMount "scratch" of container "main": subpath "evil/made" not within volume path',
+  });
+  t.notOk(await lstat('/made').catch(() => undefined), 'nothing created through it');
   await t.rejects(vm.mountsFor(pod, c({ mountPropagation: 'Bidirectional' }), new Map()), /Bidirectional is not supported/);
+
+  await vm.tearDown('uid-1');
+  t.notOk((await mountPoints()).some((m) => m.startsWith(join(rootDir, 'pods'))), 'subPath targets unmounted');
+  t.notOk(await lstat(join(rootDir, 'pods', 'uid-1')).catch(() => undefined), 'pod directory removed');
+  await t.rejects(vm.mountsFor(pod, c({ subPath: 'a/b' }), new Map()), /volume is not set up/, 'nothing is bound after teardown');
+});
+
+t.test('teardown unmounts a subPath of a hostPath volume before removing anything: the host files stay', { skip: !root && 'needs root (mount)' }, async (t) => {
+  const { vm, rootDir } = await setup(t);
+  const host = join(rootDir, 'host');
+  await mkdir(join(host, 'data'), { recursive: true });
+  await writeFile(join(host, 'data', 'precious'), 'keep');
+  await writeFile(join(host, 'file'), 'keep too');
+  const pod = podWith([{ name: 'h', hostPath: { path: host } }]);
+  await vm.setUpPod(pod, info);
+  const mounts = await vm.mountsFor(pod, { name: 'main', volumeMounts: [{ name: 'h', mountPath: '/d', subPath: 'data' }, { name: 'h', mountPath: '/f', subPath: 'file' }] }, new Map());
+  t.equal(await readFile(join(mounts[0]?.hostPath ?? '', 'precious'), 'utf8'), 'keep');
+  t.equal(await readFile(mounts[1]?.hostPath ?? '', 'utf8'), 'keep too');
+  await vm.tearDown('uid-1');
+  t.equal(await readFile(join(host, 'data', 'precious'), 'utf8'), 'keep');
+  t.equal(await readFile(join(host, 'file'), 'utf8'), 'keep too');
+  t.notOk(await lstat(join(rootDir, 'pods', 'uid-1')).catch(() => undefined), 'pod directory removed');
 });
 
 t.test('hostPath type checks', async (t) => {
