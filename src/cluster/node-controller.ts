@@ -96,13 +96,17 @@ export class NodeController {
         await delay(retry.next(), signal);
       }
     }
+    let failing = false;
     while (!signal.aborted) {
       await delay(this.#o.updateFrequencyMs, signal);
       if (signal.aborted) break;
       try {
         await this.#syncStatus(false);
+        failing = false;
       } catch (err) {
-        this.#o.log.warn({ err, node: this.#o.nodeName }, 'Error updating node status, will retry');
+        // One warning per outage; the updates failing after it at debug.
+        this.#o.log[failing ? 'debug' : 'warn']({ err, node: this.#o.nodeName }, 'Error updating node status, will retry');
+        failing = true;
       }
     }
   }
