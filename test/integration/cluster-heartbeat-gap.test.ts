@@ -86,14 +86,17 @@ t.test('after a heartbeat gap the Node is Ready within 10 s of the Lease returni
   const restoredAt = Date.now();
   await waitFor('the Lease renewed', async () => ((await getLease()).spec?.renewTime !== leaseBefore ? true : undefined), 60_000, 100);
   const leaseAt = Date.now();
+  t.comment(`heartbeat gap ${gapMs} ms; Lease back ${leaseAt - restoredAt} ms after the relay`);
+  // Waited for well past the 5 min report period, so a regression is measured, not only refused.
   await waitFor('Node Ready, untainted', async () => (healthy(await getNode()) ? true : undefined), 400_000, 100);
   const readyAt = Date.now();
+  t.comment(`Node Ready and untainted ${readyAt - leaseAt} ms after the Lease`);
   const after = await waitFor('pod Ready True again', async () => {
     const p = await getPod();
     return podReady(p) === 'True' ? p : undefined;
   }, 120_000, 100);
   const podAt = Date.now();
-  t.comment(`heartbeat gap ${gapMs} ms; Lease back ${leaseAt - restoredAt} ms after the relay; Node Ready and untainted ${readyAt - leaseAt} ms after the Lease; pod Ready ${podAt - restoredAt} ms after the relay`);
+  t.comment(`pod Ready ${podAt - restoredAt} ms after the relay`);
   t.ok(readyAt - leaseAt <= 10_000, `Node Ready within 10 s of the Lease returning (${readyAt - leaseAt} ms)`);
   t.ok(podAt - restoredAt <= 60_000, `pod Ready again within a minute of the relay returning (${podAt - restoredAt} ms; the pod watch reconnects with back-off)`);
   t.equal(after.status?.containerStatuses?.[0]?.containerID, running.status?.containerStatuses?.[0]?.containerID, 'the same container: only the status was re-sent');
