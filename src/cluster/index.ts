@@ -65,11 +65,14 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     leaseDurationSeconds: config.nodeLeaseDurationSeconds,
     log,
   });
+  // The pod watch is created below; the status sync reads its cache only once running.
+  let pods: ApiPodSource | undefined;
   const statusSync = new StatusSync({
     client,
     statusManager: o.statusManager,
     podManager: o.podManager,
     hasRunningContainers: o.hasRunningContainers,
+    apiserverPod: (uid) => pods?.get(uid),
     log,
     ...(o.timing?.resyncMs ? { resyncMs: o.timing.resyncMs } : {}),
   });
@@ -82,7 +85,7 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     log,
     ...(o.timing?.mirrorPeriodMs ? { periodMs: o.timing.mirrorPeriodMs } : {}),
   });
-  const pods = new ApiPodSource({
+  pods = new ApiPodSource({
     client,
     nodeName: config.nodeName,
     log,

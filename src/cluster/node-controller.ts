@@ -1,8 +1,8 @@
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
-import type { Node, NodeStatus } from 'kubernetes-types/core/v1.js';
+import type { Node } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../logging/index.js';
-import { isConflict, isNotFound, type KubeClient } from '../apiserver/client.js';
-import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, type NodeFacts, type NodeHealth, type NodeSpecOptions } from '../node/object.js';
+import { isConflict, isNotFound, query, type KubeClient } from '../apiserver/client.js';
+import { initialNode, nodeLabels, nodeStatus, nodeStatusDiffers, type NodeFacts, type NodeHealth, type NodeSpecOptions } from '../node/object.js';
 import { RetryDelay, delay, microTime } from './retry.js';
 
 export interface NodeControllerOptions {
@@ -14,9 +14,9 @@ export interface NodeControllerOptions {
   spec: NodeSpecOptions;
   /** `--register-node`: create the Node when it does not exist. */
   register: boolean;
-  /** How often the status is computed (`nodeStatusUpdateFrequency`, 10 s). */
+  /** How often the status is computed against the apiserver's Node (`nodeStatusUpdateFrequency`, 10 s). */
   updateFrequencyMs: number;
-  /** An unchanged status is still sent this often (`nodeStatusReportFrequency`, 5 min). */
+  /** A status the apiserver already holds is still sent this often (`nodeStatusReportFrequency`, 5 min). */
   reportFrequencyMs: number;
   /** `nodeLeaseDurationSeconds` (40); the lease is renewed every quarter of it. */
   leaseDurationSeconds: number;
@@ -26,20 +26,34 @@ export interface NodeControllerOptions {
 const nodePath = (name: string) => `/api/v1/nodes/${encodeURIComponent(name)}`;
 const leasePath = (name: string) => `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(name)}`;
 const SMP = 'application/strategic-merge-patch+json' as const;
+/** Tries of one status update (the kubelet's `nodeStatusUpdateRetry`). */
+const NODE_STATUS_UPDATE_RETRY = 5;
 
 /**
  * Registers the Node, keeps its status current and renews its Lease — the kubelet's
  * `registerWithAPIServer`, `syncNodeStatus` and node lease controller. Each loop retries with
  * back-off on its own and never blocks anything else; `stop()` ends them.
+ *
+ * Every `updateFrequencyMs` the status is computed from, and compared with, the Node the
+ * apiserver holds — not the status last sent — as the kubelet's `tryUpdateNodeStatus` does
+ * (pkg/kubelet/kubelet_node_status.go: GET the node, `updateNode` runs the setters on a copy,
+ * PATCH when `nodeStatusHasChanged` or `isUpdateStatusPeriodExpired`). So when the node lifecycle
+ * controller has set the conditions `Unknown` after a heartbeat gap (and tainted the node
+ * unreachable), the next update sends `Ready: True` again within `updateFrequencyMs`, instead of
+ * waiting for the report period; an unchanged status is still sent only every
+ * `reportFrequencyMs`.
  */
 export class NodeController {
   readonly #o: NodeControllerOptions;
   readonly #abort = new AbortController();
   #uid: string | undefined;
   readonly #uidWaiters: ((uid: string) => void)[] = [];
-  #lastSent: NodeStatus | undefined;
   #lastSentAt = 0;
   #loops: Promise<void>[] = [];
+  /** Status updates computed (tests read it). */
+  checks = 0;
+  /** Status updates sent (tests read it). */
+  reports = 0;
 
   constructor(opts: NodeControllerOptions) {
     this.#o = opts;
@@ -82,13 +96,17 @@ export class NodeController {
         await delay(retry.next(), signal);
       }
     }
+    let failing = false;
     while (!signal.aborted) {
       await delay(this.#o.updateFrequencyMs, signal);
       if (signal.aborted) break;
       try {
         await this.#syncStatus(false);
+        failing = false;
       } catch (err) {
-        this.#o.log.warn({ err, node: this.#o.nodeName }, 'Error updating node status, will retry');
+        // One warning per outage; the updates failing after it at debug.
+        this.#o.log[failing ? 'debug' : 'warn']({ err, node: this.#o.nodeName }, 'Error updating node status, will retry');
+        failing = true;
       }
     }
   }
@@ -115,8 +133,7 @@ export class NodeController {
     }
     this.#setUID(node.metadata?.uid ?? '');
     // A node that existed before may hold an old status: replace it at once.
-    this.#lastSent = node.status;
-    await this.#syncStatus(true);
+    await this.#syncStatus(true, node);
   }
 
   /** The well-known labels follow the host (`updateDefaultLabels`); others are the admin's. */
@@ -134,14 +151,36 @@ export class NodeController {
     for (const w of this.#uidWaiters.splice(0)) w(uid);
   }
 
-  async #syncStatus(force: boolean): Promise<void> {
+  /**
+   * One status update, tried up to `nodeStatusUpdateRetry` times (`updateNodeStatus`): the first
+   * reads the Node from the apiserver's watch cache (`resourceVersion=0`, what the kubelet's
+   * `util.FromApiserverCache` asked for before its node lister took that role), the retries from
+   * etcd, as the kubelet's retries do. `known` is a Node just read (registration).
+   */
+  async #syncStatus(force: boolean, known?: Node): Promise<void> {
     if (this.#uid === undefined) return;
-    const status = nodeStatus(await this.#o.facts(), this.#o.health(), this.#lastSent, new Date());
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#tryUpdateStatus(force, attempt === 0 ? known : undefined, attempt === 0);
+        return;
+      } catch (err) {
+        if (attempt + 1 >= NODE_STATUS_UPDATE_RETRY || this.#abort.signal.aborted) throw err;
+        this.#o.log.debug({ err, node: this.#o.nodeName, attempt }, 'Error updating node status, will retry');
+      }
+    }
+  }
+
+  /** `tryUpdateNodeStatus`: compute the status over the apiserver's Node, send it if it differs or is due. */
+  async #tryUpdateStatus(force: boolean, known: Node | undefined, fromCache: boolean): Promise<void> {
+    const { client, nodeName } = this.#o;
+    const held = known ?? (await client.request<Node>('GET', `${nodePath(nodeName)}${fromCache ? query({ resourceVersion: '0' }) : ''}`));
+    const status = nodeStatus(await this.#o.facts(), this.#o.health(), held.status, new Date());
+    this.checks++;
     const due = Date.now() - this.#lastSentAt >= this.#o.reportFrequencyMs;
-    if (!force && !due && !nodeStatusChanged(this.#lastSent, status)) return;
-    await this.#o.client.request<Node>('PATCH', `${nodePath(this.#o.nodeName)}/status`, { body: { status }, contentType: SMP });
-    this.#lastSent = status;
+    if (!force && !due && !nodeStatusDiffers(held.status, status)) return;
+    await client.request<Node>('PATCH', `${nodePath(nodeName)}/status`, { body: { status }, contentType: SMP });
     this.#lastSentAt = Date.now();
+    this.reports++;
   }
 
   /**

@@ -41,6 +41,11 @@ export class ApiPodSource {
     this.#loop = this.#run();
   }
 
+  /** The apiserver's pod with this UID as the watch last saw it (the informer's cache), or undefined. */
+  get(uid: string): Pod | undefined {
+    return this.#pods.get(uid);
+  }
+
   async stop(): Promise<void> {
     this.#abort.abort();
     await this.#loop;

@@ -3,7 +3,8 @@ import { isStaticPod } from '../api/annotations.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
 import { KUBELET_POD_CONDITIONS } from '../status/conditions.js';
-import { DeliveryDeferred, type StatusManager, type StatusUpdate } from '../status/manager.js';
+import { DeliveryDeferred, type StatusManager, type StatusUpdate, type Subscription } from '../status/manager.js';
+import { jsonEqual, normalizeStatus, withoutEmpty } from '../status/normalize.js';
 import { isTerminalPhase } from '../status/transitions.js';
 import { ApiError, isConflict, isNotFound, type KubeClient } from '../apiserver/client.js';
 import { RetryDelay } from './retry.js';
@@ -17,6 +18,11 @@ export interface StatusSyncOptions {
   log: Logger;
   /** Every pending status is retried at least this often (the kubelet's `syncBatch` period, 10 s). */
   resyncMs?: number;
+  /**
+   * The apiserver's copy of a pod by UID, mirror pods too, as the pod watch last saw it (the
+   * kubelet's informer cache), with its own resourceVersion.
+   */
+  apiserverPod: (uid: string) => Pod | undefined;
 }
 
 const SMP = 'application/strategic-merge-patch+json' as const;
@@ -32,6 +38,16 @@ const SMP = 'application/strategic-merge-patch+json' as const;
  * mirror pod. After a transport failure or a 5xx/429 every call fails fast until a back-off
  * deadline, so an absent apiserver costs one timeout per back-off step, not one per pod.
  *
+ * Every resync it also reconciles with the apiserver's copy of each pod, as the kubelet's periodic
+ * `syncBatch` does (`needsReconcile`, pkg/kubelet/status/status_manager.go): a status already
+ * delivered is sent again when the copy the pod watch last saw says otherwise in what nodelet
+ * writes — the node lifecycle controller set `Ready: False` while the node was unreachable
+ * (`MarkPodsNotReady`, pkg/controller/util/node/controller_utils.go), someone patched it. Only
+ * a version of the pod nodelet neither wrote nor already answered counts (its resourceVersion is
+ * not the one a send of ours produced or patched over), so a watch that lags behind our own patch
+ * sends nothing, and each foreign version is answered at most once. The resend goes through the
+ * status manager like any delivery: the newest status, once.
+ *
  * It also finishes graceful deletion (`canBeDeleted` → Delete): once a pod being deleted has no
  * running container and its terminal status has reached the apiserver, the pod object is deleted
  * with grace period 0 and a UID precondition.
@@ -42,25 +58,36 @@ export class StatusSync {
   #blockedUntil = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   #resyncTimer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
+  #subscription: Subscription | undefined;
   /** UID → status version the apiserver has; pruned to the pods the status manager still holds. */
   readonly #sent = new Map<string, number>();
+  /**
+   * UID → resourceVersions of the apiserver's pod our last send answered: the copy it patched over
+   * and the one it produced. A copy at one of them is no reason to send again.
+   */
+  readonly #answered = new Map<string, readonly (string | undefined)[]>();
   /** UIDs whose DELETE is in flight or done. */
   readonly #deleting = new Set<string>();
   /** Apiserver pods nodelet refused to run (UID → pod): their `Failed` status is sent like any other. */
   readonly #rejected = new Map<string, Pod>();
   /** Statuses sent (tests and metrics read it). */
   sent = 0;
+  /** Statuses sent again because the apiserver's copy differed (tests read it). */
+  reconciled = 0;
+  /** Periodic resync passes done (tests read it). */
+  resyncs = 0;
 
   constructor(opts: StatusSyncOptions) {
     this.#o = opts;
   }
 
   start(): void {
-    this.#unsubscribe = this.#o.statusManager.subscribe((update) => this.#deliver(update));
+    this.#subscription = this.#o.statusManager.subscribe((update) => this.#deliver(update));
     const resync = () => {
       this.#resyncTimer = setTimeout(() => {
         this.#prune();
+        this.reconcile();
+        this.resyncs++;
         this.#o.statusManager.resync();
         for (const pod of this.#o.podManager.getPods()) if (pod.metadata?.deletionTimestamp) void this.maybeDelete(pod.metadata.uid ?? '');
         resync();
@@ -71,9 +98,38 @@ export class StatusSync {
   }
 
   stop(): void {
-    this.#unsubscribe?.();
+    this.#subscription?.();
     clearTimeout(this.#resyncTimer);
     clearTimeout(this.#retryTimer);
+  }
+
+  /**
+   * `syncBatch`'s `needsReconcile` pass: every pod whose delivered status the apiserver's copy
+   * contradicts is handed to the delivery again (run by each resync; synchronous, no I/O).
+   */
+  reconcile(): void {
+    const { statusManager } = this.#o;
+    for (const [uid, version] of this.#sent) {
+      const status = statusManager.getPodStatus(uid);
+      if (!status || statusManager.getVersion(uid) !== version || this.#deleting.has(uid)) continue;
+      const held = this.#apiserverCopy(uid);
+      if (!held || this.#answered.get(uid)?.includes(held.metadata?.resourceVersion)) continue;
+      if (!podStatusNeedsReconcile(held.status, status)) continue;
+      this.#o.log.info({ pod: `${held.metadata?.namespace}/${held.metadata?.name}`, podUID: uid, resourceVersion: held.metadata?.resourceVersion }, "Pod status is inconsistent with the apiserver's; sending it again");
+      this.#sent.delete(uid);
+      this.reconciled++;
+      this.#subscription?.redeliver(uid);
+    }
+  }
+
+  /** The apiserver's pod a status of `uid` is written to (a static pod's mirror pod), as the watch last saw it. */
+  #apiserverCopy(uid: string): Pod | undefined {
+    const pod = this.#o.podManager.getPodByUID(uid) ?? this.#rejected.get(uid);
+    if (!pod) return undefined;
+    const target = isStaticPod(pod) ? this.#o.podManager.getMirrorPodByPod(pod) : pod;
+    const targetUID = target?.metadata?.uid;
+    if (!targetUID) return undefined;
+    return this.#o.apiserverPod(targetUID);
   }
 
   /**
@@ -134,9 +190,11 @@ export class StatusSync {
     }
     const meta = target.metadata ?? {};
     if (Date.now() < this.#blockedUntil) throw new DeliveryDeferred('apiserver unavailable; waiting for the back-off to end');
+    const before = this.#o.apiserverPod(meta.uid ?? '') ?? target;
+    let after: Pod | undefined;
     try {
-      await this.#o.client.request('PATCH', `${podPath(meta.namespace ?? 'default', meta.name ?? '')}/status`, {
-        body: statusPatch(meta.uid ?? '', target.status, update.status),
+      after = await this.#o.client.request<Pod>('PATCH', `${podPath(meta.namespace ?? 'default', meta.name ?? '')}/status`, {
+        body: statusPatch(meta.uid ?? '', before.status, update.status),
         contentType: SMP,
       });
     } catch (err) {
@@ -154,6 +212,7 @@ export class StatusSync {
     this.#blockedUntil = 0;
     this.sent++;
     this.#sent.set(update.uid, update.version);
+    this.#answered.set(update.uid, [before.metadata?.resourceVersion, after?.metadata?.resourceVersion]);
     if (pod.metadata?.deletionTimestamp) await this.maybeDelete(update.uid);
   }
 
@@ -167,6 +226,7 @@ export class StatusSync {
 
   #prune(): void {
     for (const uid of this.#sent.keys()) if (this.#o.statusManager.getVersion(uid) === 0) this.#sent.delete(uid);
+    for (const uid of this.#answered.keys()) if (this.#o.statusManager.getVersion(uid) === 0) this.#answered.delete(uid);
     for (const uid of this.#deleting) if (!this.#o.podManager.getPodByUID(uid)) this.#deleting.delete(uid);
   }
 }
@@ -189,7 +249,32 @@ export function statusPatch(uid: string, current: PodStatus | undefined, next: P
       const old = current?.conditions?.find((o) => o.type === c.type);
       return { ...c, ...(old?.reason && !c.reason ? { reason: null } : {}), ...(old?.message && !c.message ? { message: null } : {}) };
     });
-  const owned = ['message', 'reason', 'podIP', 'podIPs', 'hostIP', 'hostIPs', 'initContainerStatuses', 'ephemeralContainerStatuses', 'startTime', 'qosClass'];
-  for (const key of owned) if (current && key in current && !(key in next)) status[key] = null;
+  for (const key of OWNED_FIELDS) if (current && key in current && !(key in next)) status[key] = null;
   return { metadata: { uid }, status };
+}
+
+/** Top-level status fields nodelet owns: cleared on the apiserver when its status lacks them. */
+const OWNED_FIELDS = ['message', 'reason', 'podIP', 'podIPs', 'hostIP', 'hostIPs', 'initContainerStatuses', 'ephemeralContainerStatuses', 'startTime', 'qosClass'] as const;
+
+/**
+ * Whether the apiserver's status `held` contradicts nodelet's `ours` in what `statusPatch` writes
+ * (the kubelet's `needsReconcile`: `normalizeStatus` both, then `isPodStatusByKubeletEqual`, in
+ * pkg/kubelet/status/status_manager.go). Each kubelet condition of ours must be there with the
+ * same status, reason and message; each other field ours has, or nodelet owns, must be equal,
+ * empty values counting as absent (Go's omitempty). What the patch leaves alone — others'
+ * conditions, fields nodelet never writes (`nominatedNodeName`, `resize`) — is not compared,
+ * since sending again would not change it.
+ */
+export function podStatusNeedsReconcile(held: PodStatus | undefined, ours: PodStatus): boolean {
+  const h = normalizeStatus(held ?? {}) as Record<string, unknown> & PodStatus;
+  const o = normalizeStatus(ours) as Record<string, unknown> & PodStatus;
+  for (const c of o.conditions ?? []) {
+    if (!KUBELET_POD_CONDITIONS.has(c.type)) continue;
+    const hc = h.conditions?.find((x) => x.type === c.type);
+    if (!hc || hc.status !== c.status || (hc.reason ?? '') !== (c.reason ?? '') || (hc.message ?? '') !== (c.message ?? '')) return true;
+  }
+  for (const key of new Set<string>([...Object.keys(o), ...OWNED_FIELDS])) {
+    if (key !== 'conditions' && !jsonEqual(withoutEmpty(h[key]), withoutEmpty(o[key]))) return true;
+  }
+  return false;
 }

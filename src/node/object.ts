@@ -1,5 +1,7 @@
 import type { Node, NodeCondition, NodeStatus, Taint } from 'kubernetes-types/core/v1.js';
+import { quantityOf } from '../api/quantity.js';
 import { rfc3339 } from '../api/time.js';
+import { jsonEqual, withoutEmpty } from '../status/normalize.js';
 
 /**
  * The Node object this nodelet stands for, built from facts read off the host and the container
@@ -142,4 +144,46 @@ export function nodeStatusChanged(prev: NodeStatus | undefined, next: NodeStatus
   if (!prev) return true;
   const strip = (s: NodeStatus) => JSON.stringify({ ...s, conditions: (s.conditions ?? []).map(({ lastHeartbeatTime: _h, ...rest }) => rest) });
   return strip(prev) !== strip(next);
+}
+
+/**
+ * Whether sending `next` (a strategic-merge patch `{status: next}`) would change the apiserver's
+ * copy `held` beyond heartbeat times — the kubelet's `updateNode` + `nodeStatusHasChanged`
+ * (pkg/kubelet/kubelet_node_status.go), which apply the setters to the fetched Node and compare
+ * the result with it, so whatever another writer changed there (the node lifecycle controller's
+ * `Unknown` conditions) counts as a change. What the patch leaves alone is not compared: another
+ * writer's conditions and addresses (both merge by `type`), fields nodelet does not set
+ * (`volumesInUse`, `config`, `nodeInfo.swap`). Quantities compare by value (`4Gi` = `4194304Ki`),
+ * and empty values as absent, so the apiserver's copy of what nodelet sent compares equal.
+ */
+export function nodeStatusDiffers(held: NodeStatus | undefined, next: NodeStatus): boolean {
+  if (!held) return true;
+  const withoutHeartbeat = ({ lastHeartbeatTime: _h, ...rest }: NodeCondition) => rest;
+  for (const c of next.conditions ?? []) {
+    const h = held.conditions?.find((o) => o.type === c.type);
+    if (!h || !jsonEqual(withoutEmpty(withoutHeartbeat(h)), withoutEmpty(withoutHeartbeat(c)))) return true;
+  }
+  const types = new Set((next.addresses ?? []).map((a) => a.type));
+  const heldAddresses = (held.addresses ?? []).filter((a) => types.has(a.type));
+  if (!jsonEqual(withoutEmpty(heldAddresses), withoutEmpty(next.addresses ?? []))) return true;
+  for (const key of ['capacity', 'allocatable'] as const) {
+    for (const [resource, quantity] of Object.entries(next[key] ?? {})) {
+      const h = held[key]?.[resource];
+      if (h === undefined || quantityOf(h) !== quantityOf(quantity)) return true;
+    }
+  }
+  const rest = (s: NodeStatus) => {
+    const { conditions: _c, addresses: _a, capacity: _cap, allocatable: _alloc, ...others } = s;
+    return others as Record<string, unknown>;
+  };
+  return patchChanges(rest(held), rest(next));
+}
+
+/** Whether merging `patch` into `held` changes it: objects merge key by key, anything else is replaced. */
+function patchChanges(held: unknown, patch: unknown): boolean {
+  if (patch !== null && typeof patch === 'object' && !Array.isArray(patch)) {
+    const h = held !== null && typeof held === 'object' && !Array.isArray(held) ? (held as Record<string, unknown>) : {};
+    return Object.entries(patch).some(([k, v]) => v !== undefined && patchChanges(h[k], v));
+  }
+  return !jsonEqual(withoutEmpty(held), withoutEmpty(patch));
 }

@@ -14,6 +14,18 @@ export interface StatusUpdate {
 
 export type StatusConsumer = (update: StatusUpdate) => void | Promise<void>;
 
+/** What `subscribe` returns: call it to unsubscribe. */
+export interface Subscription {
+  (): void;
+  /**
+   * Hands the pod's newest status to this consumer once more, although it was delivered: the
+   * receiver found it lost downstream (the kubelet's `syncBatch` deleting `apiStatusVersions` of a
+   * pod that `needsReconcile`). Other consumers are not affected; a pod not yet delivered is
+   * pending anyway.
+   */
+  redeliver(uid: string): void;
+}
+
 /**
  * Thrown by a consumer that cannot take a status yet for an expected reason (the apiserver is in
  * back-off, a mirror pod does not exist yet): retried like any failure, but logged at debug only.
@@ -149,16 +161,22 @@ export class StatusManager {
   /**
    * Feeds `consumer` the newest status of every pod, now and after each change, one call at a
    * time. A pod whose delivery threw is retried on the next signal (any change, or `resync()`).
-   * Returns the unsubscribe function.
+   * Returns the unsubscribe function, which can also ask for a redelivery.
    */
-  subscribe(consumer: StatusConsumer): () => void {
+  subscribe(consumer: StatusConsumer): Subscription {
     const sub: Subscriber = { consumer, delivered: new Map(), dirty: false, draining: false, closed: false };
     this.#subscribers.add(sub);
     if (this.#statuses.size > 0) this.#wake(sub);
-    return () => {
+    const unsubscribe = () => {
       sub.closed = true;
       this.#subscribers.delete(sub);
     };
+    return Object.assign(unsubscribe, {
+      redeliver: (uid: string) => {
+        if (sub.closed || !sub.delivered.delete(uid)) return;
+        this.#wake(sub);
+      },
+    });
   }
 
   /** Signals every consumer, so failed deliveries are retried (the kubelet's periodic `syncBatch`). */

@@ -73,3 +73,23 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   const ka = keys(ra);
   return ka.length === keys(rb).length && ka.every((k) => jsonEqual(ra[k], rb[k]));
 }
+
+/**
+ * `value` as the apiserver gives it back: null, `''`, `[]` and `{}` — at any depth — are absent,
+ * as Go's `omitempty` drops them (and a `metav1.Time` zero value is null). So an object nodelet
+ * built compares equal to the copy the apiserver returns of it.
+ */
+export function withoutEmpty(value: unknown): unknown {
+  if (value === null || value === '') return undefined;
+  if (Array.isArray(value)) {
+    const items = value.map(withoutEmpty);
+    return items.length === 0 ? undefined : items;
+  }
+  if (typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    const kept = withoutEmpty(v);
+    if (kept !== undefined) out[k] = kept;
+  }
+  return Object.keys(out).length === 0 ? undefined : out;
+}

@@ -61,6 +61,27 @@ t.test('a signal re-sends only the pods that changed', async (t) => {
   t.same(updates.map((u) => `${u.uid}@${u.version}`), ['a@1', 'b@1', 'a@2']);
 });
 
+t.test('redeliver hands one pod\'s newest status to that consumer again, and only to it', async (t) => {
+  const sm = new StatusManager();
+  const first = recorder();
+  const second = recorder();
+  const subscription = sm.subscribe(first.consumer);
+  sm.subscribe(second.consumer);
+  sm.setPodStatus(testPod('a'), randomStatus());
+  sm.setPodStatus(testPod('b'), randomStatus());
+  sm.setPodStatus(testPod('a'), randomStatus());
+  await flush();
+  subscription.redeliver('a');
+  subscription.redeliver('unknown');
+  await flush();
+  t.same(first.updates.map((u) => `${u.uid}@${u.version}`), ['a@2', 'b@1', 'a@2'], 'the newest status, once more');
+  t.same(second.updates.map((u) => `${u.uid}@${u.version}`), ['a@2', 'b@1'], 'other consumers are not affected');
+  subscription();
+  subscription.redeliver('b');
+  await flush();
+  t.equal(first.updates.length, 3, 'nothing after unsubscribing');
+});
+
 t.test('start time defaults to now, in RFC3339 seconds', async (t) => {
   const sm = new StatusManager({ now: () => new Date('2026-03-04T05:06:07.891Z') });
   sm.setPodStatus(testPod(), randomStatus());
