@@ -8,7 +8,7 @@ import { writeAtomically, type FileProjection } from './atomic-writer.js';
 import type { PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
 import { etcHostsContent, etcHostsPath, mountsEtcHosts } from './etc-hosts.js';
-import { expand } from './expansion.js';
+import { ExpansionBudget, MAX_SUBPATH_BYTES } from './expansion.js';
 import { mountsResolvConf, resolvConfPath } from './resolv-conf.js';
 import { checkHostPath } from './host-path.js';
 import { isMountPoint, mountTmpfs, setVolumeOwnership, unmountUnder } from './host.js';
@@ -142,9 +142,11 @@ export class VolumeManager {
   /**
    * The bind mounts of `container` (`makeMounts`): volume path, `subPath` or `subPathExpr`
    * (expanded from `env`, created when missing, never escaping the volume through a symlink),
-   * read-only as asked or as the volume type demands. Call after `setUpPod`.
+   * read-only as asked or as the volume type demands. Call after `setUpPod`. An expanded subpath
+   * holds at most `MAX_SUBPATH_BYTES` (PATH_MAX) and counts against the container's `budget`
+   * (see expansion.ts); past either the container is refused before the path is built.
    */
-  async mountsFor(pod: Pod, container: Container, env: ReadonlyMap<string, string>): Promise<Mount[]> {
+  async mountsFor(pod: Pod, container: Container, env: ReadonlyMap<string, string>, budget = new ExpansionBudget()): Promise<Mount[]> {
     const state = this.#pods.get(pod.metadata?.uid ?? '');
     const mounts: Mount[] = [];
     for (const m of container.volumeMounts ?? []) {
@@ -155,11 +157,11 @@ export class VolumeManager {
       let subPath = m.subPath ?? '';
       if (m.subPathExpr) {
         const missing = new Set<string>();
-        subPath = expand(m.subPathExpr, (name) => {
+        subPath = budget.expand(`volumeMount ${JSON.stringify(m.name)}: subPathExpr`, m.subPathExpr, (name) => {
           const value = env.get(name);
           if (!value) missing.add(name);
           return value ?? '';
-        });
+        }, MAX_SUBPATH_BYTES);
         if (missing.size) throw new ContainerConfigError(`volumeMount ${JSON.stringify(m.name)}: subPathExpr ${m.subPathExpr}: missing value for ${[...missing].sort().join(', ')}`);
       }
       let hostPath = vol.path;
