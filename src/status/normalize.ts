@@ -12,7 +12,8 @@ const byType = (a: PodCondition, b: PodCondition) => (a.type < b.type ? -1 : a.t
  * A normalized copy of `status` (the kubelet's `normalizeStatus`), so statuses compare equal when
  * only representation differs: timestamps in RFC3339 seconds, regular and ephemeral container
  * statuses sorted by name (init containers keep their order, which is meaningful), termination
- * messages truncated to an equal share of the pod's budget. Undefined fields are dropped, as on
+ * messages cut to an equal share of the pod's budget (by `truncateMessage`, so a cut one ends in
+ * ` ...` where the kubelet just stops). Undefined fields are dropped, as on
  * the wire. The input is not modified.
  *
  * Every `message` (the pod's, a condition's, a container state's) is also cut to

@@ -4,8 +4,8 @@ import { ContainerConfigError } from './errors.js';
  * How much text `$(VAR)` expansion may produce. The kubelet's expansion
  * (third_party/forked/golang/expansion/expand.go) has no bound, so a few hundred bytes of spec
  * (`V{i}=$(V{i-1})$(V{i-1})`, 22 entries) double into hundreds of MiB that nodelet would then
- * hold, log, record and report. Each cap below is what the target of the text accepts anyway, so
- * nothing the container could have used is refused:
+ * hold, log, record and report. The first two caps are what the kernel accepts anyway, so they
+ * refuse nothing the container could have used; the third is the kernel's default:
  *
  * - one env value, command or args element: the kernel's `MAX_ARG_STRLEN` (32 pages, 128 KiB;
  *   linux `include/uapi/linux/binfmts.h`). `execve` fails with E2BIG on any longer argv or envp
@@ -17,8 +17,12 @@ import { ContainerConfigError } from './errors.js';
  *   allows argv + envp a quarter of the stack rlimit, never above 6 MiB). It is also below the
  *   apiserver's 3 MiB request limit (k8s `staging/src/k8s.io/apiserver/pkg/server/config.go`,
  *   `MaxRequestBodyBytes`), the most text a pod spec can carry: past that, the size comes from
- *   amplification, not from the spec. The kernel remains the judge below the cap (it also counts
- *   `NAME=`, the NULs and the pointers), as it is on the kubelet.
+ *   amplification, not from the spec. Values read from configMaps, secrets and the downward API
+ *   count too (the same 1 MiB key referenced by many entries is copied that often), but only
+ *   expanded values have the per-value cap; the service-link variables are not counted. Only a
+ *   container whose stack rlimit was raised above 8 MiB could have started with more. Below the
+ *   cap the kernel remains the judge (it also counts `NAME=`, the NULs and the pointers), as on
+ *   the kubelet.
  *
  * Sizes are UTF-8 bytes, as the kernel and Docker see them.
  */
