@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { rfc3339 } from '../api/time.js';
+import { NOTE_LENGTH_LIMIT, truncateMessage } from '../api/truncate.js';
 import type { Event, ObjectMeta, ObjectReference } from '../api/types.js';
 
 export type EventType = 'Normal' | 'Warning';
@@ -16,6 +17,9 @@ export interface EventSubject {
  * Records Kubernetes Events in memory, like the kubelet's recorder, so `kubectl describe` and
  * `GET /api/v1/namespaces/{ns}/events` show them. Bounded: the oldest events are dropped past
  * `capacity`, and a repeat of the same (object, reason, message) bumps `count` instead of growing.
+ * A message is cut to `NOTE_LENGTH_LIMIT` (1 KiB, events.k8s.io's `note` limit) before anything
+ * else sees it, so an event costs at most that whatever it reports, and the events list, the
+ * watch and cluster mode's sink never carry more.
  */
 export class EventRecorder {
   readonly #events = new Map<string, Event>();
@@ -30,7 +34,8 @@ export class EventRecorder {
     this.#host = opts.nodeName;
   }
 
-  record(subject: EventSubject, type: EventType, reason: string, message: string): Event {
+  record(subject: EventSubject, type: EventType, reason: string, fullMessage: string): Event {
+    const message = truncateMessage(fullMessage, NOTE_LENGTH_LIMIT);
     const meta = subject.metadata ?? {};
     const involvedObject: ObjectReference = {
       kind: subject.kind ?? 'Pod',

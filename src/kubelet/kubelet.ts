@@ -25,6 +25,7 @@ import { admissionRefusal } from './admission.js';
 import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
 import { getPodQOS } from '../api/qos.js';
+import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
 
@@ -543,9 +544,16 @@ export class Kubelet {
     await this.#o.runtime.stopContainer(id, grace);
   }
 
-  #recordStartFailure(pod: Pod, container: Container, waiting: Waiting): void {
+  /**
+   * A start that failed: its back-off grows (10 s doubling to 5 min, `#startBackoff`) and the
+   * waiting reason is kept until a start succeeds, its message cut to `STATUS_MESSAGE_LIMIT` so
+   * what is held and re-published at every sync stays small whatever the failure said. Each
+   * attempt logs one warning and bumps one `Failed` event (both bounded by their sinks).
+   */
+  #recordStartFailure(pod: Pod, container: Container, failed: Waiting): void {
     const key = backoffKey(pod, container);
     const now = Date.now();
+    const waiting = { ...failed, message: truncateMessage(failed.message, STATUS_MESSAGE_LIMIT) };
     this.#startBackoff.next(key, now, now);
     this.#startFailures.set(key, { at: now, waiting });
     this.#scheduleAfter(pod.metadata?.uid ?? '', this.#startBackoff.remaining(key, now, now));

@@ -1,5 +1,6 @@
 import type { ContainerState, ContainerStatus, PodCondition, PodStatus } from '../api/types.js';
 import { rfc3339 } from '../api/time.js';
+import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 
 /** The kubelet's `MaxPodTerminationMessageLogLength`: a pod's termination messages share 12 KiB. */
 export const MAX_POD_TERMINATION_MESSAGE_LENGTH = 12 * 1024;
@@ -11,11 +12,16 @@ const byType = (a: PodCondition, b: PodCondition) => (a.type < b.type ? -1 : a.t
  * A normalized copy of `status` (the kubelet's `normalizeStatus`), so statuses compare equal when
  * only representation differs: timestamps in RFC3339 seconds, regular and ephemeral container
  * statuses sorted by name (init containers keep their order, which is meaningful), termination
- * messages truncated to an equal share of the pod's budget. Undefined fields are dropped, as on
+ * messages cut to an equal share of the pod's budget (by `truncateMessage`, so a cut one ends in
+ * ` ...` where the kubelet just stops). Undefined fields are dropped, as on
  * the wire. The input is not modified.
+ *
+ * Every `message` (the pod's, a condition's, a container state's) is also cut to
+ * `STATUS_MESSAGE_LIMIT`, during the copy, so an oversized message is never copied whole: what
+ * the status cache, `/pods` and the apiserver PATCH carry stays bounded whatever a message held.
  */
 export function normalizeStatus(status: PodStatus): PodStatus {
-  const out = JSON.parse(JSON.stringify(status)) as PodStatus;
+  const out = JSON.parse(JSON.stringify(status, boundMessages)) as PodStatus;
   if (out.startTime) out.startTime = rfc3339(out.startTime);
   for (const c of out.conditions ?? []) {
     if (c.lastProbeTime) c.lastProbeTime = rfc3339(c.lastProbeTime);
@@ -33,13 +39,18 @@ export function normalizeStatus(status: PodStatus): PodStatus {
   return out;
 }
 
+/** `JSON.stringify`'s replacer: any string-valued `message` is cut to `STATUS_MESSAGE_LIMIT`. */
+function boundMessages(key: string, value: unknown): unknown {
+  return key === 'message' && typeof value === 'string' ? truncateMessage(value, STATUS_MESSAGE_LIMIT) : value;
+}
+
 function normalizeState(state: ContainerState | undefined, messageLimit: number): void {
   if (state?.running?.startedAt) state.running.startedAt = rfc3339(state.running.startedAt);
   const t = state?.terminated;
   if (!t) return;
   if (t.startedAt) t.startedAt = rfc3339(t.startedAt);
   if (t.finishedAt) t.finishedAt = rfc3339(t.finishedAt);
-  if (t.message && t.message.length > messageLimit) t.message = t.message.slice(0, messageLimit);
+  if (t.message) t.message = truncateMessage(t.message, messageLimit);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { ConfigMap, Container, Pod, Secret, Service } from 'kubernetes-types/core/v1.js';
 import { podFieldValue, resourceFieldValue, type PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
-import { expand, mappingFor } from './expansion.js';
+import { ExpansionBudget, MAX_CONTAINER_EXPANSION_BYTES, MAX_EXPANDED_VALUE_BYTES, mappingFor } from './expansion.js';
 import { serviceEnvironment } from './service-env.js';
 import type { PodObjectSource } from './source.js';
 
@@ -11,6 +11,11 @@ export interface EnvContext {
   readonly objects: PodObjectSource | undefined;
   /** An `InvalidEnvironmentVariableNames` warning to record on the pod. */
   readonly onInvalidKeys?: (message: string) => void;
+  /**
+   * The container's expansion share, shared with its command, args and subpaths (see
+   * `ExpansionBudget`); a new one of `MAX_CONTAINER_EXPANSION_BYTES` when absent.
+   */
+  readonly budget?: ExpansionBudget;
 }
 
 // RelaxedEnvironmentVariableValidation, as src/api/validation.ts checks names: printable ASCII but '='.
@@ -24,9 +29,15 @@ const envName = /^[\x20-\x3c\x3e-\x7e]+$/;
  * read from the downward API, resources, configMaps and secrets. A later definition replaces an
  * earlier one; the service environment (see `serviceEnvironment`) fills in what is left. Throws `ContainerConfigError` with the kubelet's message when a non-optional
  * source or key is missing. Values are never logged.
+ *
+ * Bounded where the kubelet is not: an expanded value may hold at most `MAX_EXPANDED_VALUE_BYTES`
+ * and all values together `MAX_CONTAINER_EXPANSION_BYTES` (see expansion.ts for why); past
+ * either the container is refused (`ContainerConfigError` naming the variable) before the
+ * oversized value is built, so `V{i}=$(V{i-1})$(V{i-1})` costs the cap, not 2^i.
  */
 export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext): Promise<Map<string, string>> {
   const ns = pod.metadata?.namespace ?? 'default';
+  const budget = ctx.budget ?? new ExpansionBudget(MAX_CONTAINER_EXPANSION_BYTES);
   const env = new Map<string, string>();
   const services = await serviceEnv(ctx.objects, ns, pod.spec?.enableServiceLinks !== false);
   const configMaps = new Map<string, ConfigMap | undefined>();
@@ -71,7 +82,10 @@ export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext
     for (const [key, value] of Object.entries(data)) {
       const name = prefix + key;
       if (!envName.test(name)) invalid.push(name);
-      else env.set(name, value);
+      else {
+        budget.spend(`env ${name} (from the EnvFrom ${what})`, value);
+        env.set(name, value);
+      }
     }
     if (invalid.length) {
       ctx.onInvalidKeys?.(`Keys [${invalid.sort().join(', ')}] from the EnvFrom ${what} were skipped since they are considered invalid environment variable names.`);
@@ -82,7 +96,9 @@ export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext
     let value = e.value ?? '';
     const from = e.valueFrom;
     if (value !== '') {
-      value = expand(value, mappingFor(env, services));
+      value = budget.expand(`env ${e.name}`, value, mappingFor(env, services), MAX_EXPANDED_VALUE_BYTES);
+      env.set(e.name, value);
+      continue;
     } else if (from?.fieldRef) {
       value = configError(() => podFieldValue(pod, from.fieldRef!, ctx.info));
     } else if (from?.resourceFieldRef) {
@@ -114,6 +130,7 @@ export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext
       }
       value = decode(v);
     }
+    budget.spend(`env ${e.name}`, value);
     env.set(e.name, value);
   }
   // The remaining service variables come last; the container's own definitions win.
@@ -138,12 +155,18 @@ export function envList(env: ReadonlyMap<string, string>): string[] {
   return [...env].map(([k, v]) => `${k}=${v}`);
 }
 
-/** `command` and `args` with `$(VAR)` expanded against the final environment (`ExpandContainerCommandAndArgs`). */
-export function expandCommandAndArgs(container: Container, env: ReadonlyMap<string, string>): { command?: string[]; args?: string[] } {
+/**
+ * `command` and `args` with `$(VAR)` expanded against the final environment
+ * (`ExpandContainerCommandAndArgs`), each element within `MAX_EXPANDED_VALUE_BYTES` and all of
+ * them within what is left of the container's `budget` (a `ContainerConfigError` names the
+ * first element past it).
+ */
+export function expandCommandAndArgs(container: Container, env: ReadonlyMap<string, string>, budget = new ExpansionBudget(MAX_CONTAINER_EXPANSION_BYTES)): { command?: string[]; args?: string[] } {
   const mapping = mappingFor(env);
+  const each = (field: string, list: string[]) => list.map((s, i) => budget.expand(`${field}[${i}]`, s, mapping, MAX_EXPANDED_VALUE_BYTES));
   return {
-    ...(container.command ? { command: container.command.map((s) => expand(s, mapping)) } : {}),
-    ...(container.args ? { args: container.args.map((s) => expand(s, mapping)) } : {}),
+    ...(container.command ? { command: each('command', container.command) } : {}),
+    ...(container.args ? { args: each('args', container.args) } : {}),
   };
 }
 

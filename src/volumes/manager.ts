@@ -8,7 +8,7 @@ import { writeAtomically, type FileProjection } from './atomic-writer.js';
 import type { PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
 import { etcHostsContent, etcHostsPath, mountsEtcHosts } from './etc-hosts.js';
-import { expand } from './expansion.js';
+import { ExpansionBudget, MAX_SUBPATH_BYTES } from './expansion.js';
 import { mountsResolvConf, resolvConfPath } from './resolv-conf.js';
 import { checkHostPath } from './host-path.js';
 import { isMountPoint, mountsUnder, mountTmpfs, unmountUnder } from './host.js';
@@ -147,9 +147,11 @@ export class VolumeManager {
    * demands. A subPath is never handed to Docker as a path inside the volume, which the pod's
    * containers could change before it is mounted: it is opened safely and bind-mounted onto
    * `<rootDir>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>` (subpath.ts), and Docker
-   * binds that. Call after `setUpPod`.
+   * binds that. An expanded subpath holds at most `MAX_SUBPATH_BYTES` (PATH_MAX) and counts
+   * against the container's `budget` (see expansion.ts); past either the container is refused
+   * before the path is built. Call after `setUpPod`.
    */
-  async mountsFor(pod: Pod, container: Container, env: ReadonlyMap<string, string>): Promise<Mount[]> {
+  async mountsFor(pod: Pod, container: Container, env: ReadonlyMap<string, string>, budget = new ExpansionBudget()): Promise<Mount[]> {
     const state = this.#pods.get(pod.metadata?.uid ?? '');
     const mounts: Mount[] = [];
     for (const [index, m] of (container.volumeMounts ?? []).entries()) {
@@ -160,11 +162,11 @@ export class VolumeManager {
       let subPath = m.subPath ?? '';
       if (m.subPathExpr) {
         const missing = new Set<string>();
-        subPath = expand(m.subPathExpr, (name) => {
+        subPath = budget.expand(`volumeMount ${JSON.stringify(m.name)}: subPathExpr`, m.subPathExpr, (name) => {
           const value = env.get(name);
           if (!value) missing.add(name);
           return value ?? '';
-        });
+        }, MAX_SUBPATH_BYTES);
         if (missing.size) throw new ContainerConfigError(`volumeMount ${JSON.stringify(m.name)}: subPathExpr ${m.subPathExpr}: missing value for ${[...missing].sort().join(', ')}`);
       }
       let hostPath = vol.path;

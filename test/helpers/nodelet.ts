@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../../src/config/types.js';
-import { createLogger } from '../../src/logging/index.js';
+import { createLogger, type Logger } from '../../src/logging/index.js';
 import { startNodelet, type Nodelet, type StartOptions } from '../../src/nodelet.js';
 import type { Pod, PodList } from '../../src/api/types.js';
 import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
@@ -39,7 +39,11 @@ interface Teardown {
  * parallel test files never adopt each other's containers), a temp manifest directory, and a
  * random loopback port. Everything is removed at teardown.
  */
-export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}, start: Pick<StartOptions, 'streaming' | 'clusterTiming'> = {}): Promise<TestNode> {
+export async function startTestNode(
+  t: Teardown,
+  overrides: Partial<Config> = {},
+  start: Pick<StartOptions, 'streaming' | 'clusterTiming'> & { log?: Logger } = {},
+): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
   const config: Config = Object.freeze({
@@ -96,8 +100,9 @@ export async function startTestNode(t: Teardown, overrides: Partial<Config> = {}
     resolvConf: '/etc/resolv.conf',
     ...overrides,
   });
-  const log = createLogger({ verbosity: config.verbosity, format: 'json' });
-  const opts: StartOptions = { log, relistPeriodMs: 500, crashLoopBackoffMs: { initialMs: 2000, maxMs: 4000 }, ...start };
+  // A test that reads nodelet's log passes its own (createLogger with a destination); others log to stderr.
+  const { log = createLogger({ verbosity: config.verbosity, format: 'json' }), ...timing } = start;
+  const opts: StartOptions = { log, relistPeriodMs: 500, crashLoopBackoffMs: { initialMs: 2000, maxMs: 4000 }, ...timing };
   let nodelet = await startNodelet(config, opts);
   const docker = testDocker();
 

@@ -28,3 +28,16 @@ t.test('filters by namespace and involvedObject fields', async (t) => {
   t.equal(r.list(undefined, sel).length, 2);
   t.equal(r.list('ns1', new Map([['involvedObject.name', 'zzz']])).length, 0);
 });
+
+t.test('a message is cut to the 1 KiB note limit before it is stored, listed or handed on', async (t) => {
+  const r = new EventRecorder({ nodeName: 'n1' });
+  const seen: string[] = [];
+  r.onRecord((e) => seen.push(e.message ?? ''));
+  const huge = 'z'.repeat(8 * 1024 * 1024);
+  const e = r.record(pod('a'), 'Warning', 'Failed', `Error: ${huge}`);
+  t.equal(Buffer.byteLength(e.message ?? ''), 1024);
+  t.ok(e.message?.startsWith('Error: zzz') && e.message.endsWith(' ...'));
+  t.equal(r.list(undefined)[0]?.message, e.message);
+  t.equal(seen[0], e.message, 'the sink gets the cut message');
+  t.equal(r.record(pod('a'), 'Warning', 'Failed', `Error: ${huge}`).count, 2, 'a repeat still bumps the same event');
+});

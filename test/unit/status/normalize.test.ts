@@ -2,6 +2,7 @@ import t from 'tap';
 import type { ContainerStatus, PodStatus } from '../../../src/api/types.js';
 import { MAX_POD_TERMINATION_MESSAGE_LENGTH, isStatusEqual, jsonEqual, normalizeStatus } from '../../../src/status/normalize.js';
 import { rfc3339 } from '../../../src/api/time.js';
+import { STATUS_MESSAGE_LIMIT } from '../../../src/api/truncate.js';
 import { illegalContainerTransition, isTerminalPhase } from '../../../src/status/transitions.js';
 
 const cs = (name: string, message = ''): ContainerStatus => ({
@@ -64,4 +65,21 @@ t.test('illegalContainerTransition and isTerminalPhase', async (t) => {
   t.equal(illegalContainerTransition(init, initBack, { restartPolicy: 'Never', containers: [], initContainers: [{ name: 'i', restartPolicy: 'Always' }] }), undefined, 'sidecars restart');
   t.ok(isTerminalPhase('Succeeded') && isTerminalPhase('Failed'));
   t.notOk(isTerminalPhase('Running') || isTerminalPhase(undefined));
+});
+
+t.test('normalizeStatus cuts every message to 4 KiB without copying it whole', async (t) => {
+  const huge = 'm'.repeat(32 * 1024 * 1024);
+  const status: PodStatus = {
+    message: huge,
+    conditions: [{ type: 'Ready', status: 'False', message: huge }],
+    containerStatuses: [{ ...cs('a'), state: { waiting: { reason: 'CreateContainerConfigError', message: huge } } }],
+  };
+  const started = performance.now();
+  const out = normalizeStatus(status);
+  t.ok(performance.now() - started < 500, `took ${Math.round(performance.now() - started)} ms`);
+  t.equal(Buffer.byteLength(out.message ?? ''), STATUS_MESSAGE_LIMIT);
+  t.equal(Buffer.byteLength(out.conditions?.[0]?.message ?? ''), STATUS_MESSAGE_LIMIT);
+  t.equal(Buffer.byteLength(out.containerStatuses?.[0]?.state?.waiting?.message ?? ''), STATUS_MESSAGE_LIMIT);
+  t.equal(status.message, huge, 'the input is not modified');
+  t.equal(normalizeStatus({ message: 'fine' }).message, 'fine');
 });

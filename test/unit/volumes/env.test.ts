@@ -1,6 +1,7 @@
 import t from 'tap';
-import type { ConfigMap, Container, Pod, Secret } from 'kubernetes-types/core/v1.js';
+import type { ConfigMap, Container, EnvVar, Pod, Secret } from 'kubernetes-types/core/v1.js';
 import { envList, expandCommandAndArgs, resolveEnv } from '../../../src/volumes/env.js';
+import { MAX_CONTAINER_EXPANSION_BYTES, MAX_EXPANDED_VALUE_BYTES } from '../../../src/volumes/expansion.js';
 import type { PodObjectSource } from '../../../src/volumes/source.js';
 import type { PodRuntimeInfo } from '../../../src/volumes/downward-api.js';
 
@@ -126,4 +127,34 @@ t.test('command and args expand against the final environment', async (t) => {
   });
   t.same(expandCommandAndArgs({ name: 'c' }, e), {}, 'absent command and args stay absent (the image decides)');
   t.same(envList(e), ['GREETING=hi', 'WHO=you']);
+});
+
+t.test('a $(VAR) doubling bomb is refused at the first value past 128 KiB, naming it', async (t) => {
+  const bomb: Container = { name: 'c', env: [{ name: 'V0', value: 'x'.repeat(32) }] };
+  for (let i = 1; i < 22; i++) bomb.env!.push({ name: `V${i}`, value: `$(V${i - 1})$(V${i - 1})` });
+  await t.rejects(env(bomb), {
+    reason: 'CreateContainerConfigError',
+    message: `env V13: $(VAR) expansion would exceed ${MAX_EXPANDED_VALUE_BYTES} bytes (MAX_ARG_STRLEN, the kernel's limit on one argument or env string)`,
+  });
+});
+
+t.test('all values of a container share one cap, references to objects included', async (t) => {
+  const big = 'b'.repeat(100 * 1024);
+  const src = memorySource({ configMaps: { 'ns/big': { data: { V: big } } } });
+  // 30 entries of 100 KiB (each under the per-value cap) pass 2 MiB at the 21st.
+  const many = (ref: (i: number) => Omit<EnvVar, 'name'>): Container => ({ name: 'c', env: Array.from({ length: 30 }, (_, i) => ({ name: `E${i}`, ...ref(i) })) });
+  await t.rejects(env(many(() => ({ valueFrom: { configMapKeyRef: { name: 'big', key: 'V' } } })), src), {
+    reason: 'CreateContainerConfigError',
+    message: `env E20: value would exceed ${MAX_CONTAINER_EXPANSION_BYTES} bytes (the container's env, command, args and subpaths together)`,
+  });
+  const first: EnvVar = { name: 'B', valueFrom: { configMapKeyRef: { name: 'big', key: 'V' } } };
+  await t.rejects(env({ name: 'c', env: [first, ...Array.from({ length: 30 }, (_, i) => ({ name: `E${i}`, value: '$(B)' }))] }, src), { message: /^env E19: .* 2097152 bytes \(the container's/ });
+  t.equal(Object.keys(await env(many((i) => (i < 20 ? { valueFrom: { configMapKeyRef: { name: 'big', key: 'V' } } } : { value: 'small' })), src)).length, 30, 'under the share: all kept');
+});
+
+t.test('command and args: each element within 128 KiB, all within what the env left', async (t) => {
+  const vars = new Map([['K', 'k'.repeat(100 * 1024)]]);
+  t.throws(() => expandCommandAndArgs({ name: 'c', args: ['$(K)$(K)'] }, vars), { reason: 'CreateContainerConfigError', message: /^args\[0\]: \$\(VAR\) expansion would exceed 131072 bytes/ });
+  t.throws(() => expandCommandAndArgs({ name: 'c', command: Array.from({ length: 30 }, () => '$(K)') }, vars), { message: /^command\[20\]: .* 2097152 bytes/ });
+  t.same(expandCommandAndArgs({ name: 'c', command: ['echo', '$(K)'] }, vars).command?.[1]?.length, 100 * 1024);
 });
