@@ -33,6 +33,8 @@ export function createLogger(opts: { verbosity: number; format: 'text' | 'json';
       },
       streamWrite: boundLine,
     },
+    // Request lines name the request, never what a client put in its query (see redactURL).
+    serializers: { req: requestSummary },
     // Never log credentials, whatever the verbosity.
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization'], censor: '[REDACTED]' },
     ...(opts.format === 'text'
@@ -140,4 +142,41 @@ function boundLine(line: string): string {
     time = Date.now();
   }
   return `${JSON.stringify({ level, time, msg: `log line of ${Buffer.byteLength(line)} bytes dropped (over ${MAX_LOG_LINE_BYTES})`, head: truncateMessage(line, LOG_STRING_LIMIT) })}\n`;
+}
+
+/**
+ * Query parameters whose values are logged as they are: the API's and the kubelet's options,
+ * which say how a request is served, not what it carries. Every other value — exec and run
+ * commands (`command`, `cmd`), and any token or secret a client puts in a query — is logged as
+ * `[REDACTED]`: at `-v 4` every request's URL is logged, and an exec's arguments or an
+ * `access_token` would land in the node's logs for anyone who reads them.
+ */
+const LOGGED_QUERY_KEYS = new Set([
+  'allowWatchBookmarks', 'container', 'continue', 'dryRun', 'error', 'fieldSelector', 'follow', 'gracePeriodSeconds', 'input',
+  'insecureSkipTLSVerifyBackend', 'labelSelector', 'limit', 'limitBytes', 'output', 'podID', 'podNamespace', 'port', 'ports',
+  'pretty', 'previous', 'propagationPolicy', 'resourceVersion', 'resourceVersionMatch', 'sendInitialEvents', 'sinceSeconds',
+  'sinceTime', 'stderr', 'stdin', 'stdout', 'tailLines', 'timeoutSeconds', 'timestamps', 'tty', 'watch', 'only_cpu_and_memory',
+]);
+
+/** `url` with every query value not in `LOGGED_QUERY_KEYS` replaced by `[REDACTED]` (keys kept, in order). */
+export function redactURL(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const params = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    const key = eq < 0 ? pair : pair.slice(0, eq);
+    let name: string;
+    try {
+      name = decodeURIComponent(key.replace(/\+/g, ' '));
+    } catch {
+      name = key;
+    }
+    return eq < 0 || LOGGED_QUERY_KEYS.has(name) ? pair : `${key}=[REDACTED]`;
+  });
+  return `${url.slice(0, q)}?${params.join('&')}`;
+}
+
+/** Fastify's request serializer (`lib/logger-pino.js`, `asReqValue`) with the URL redacted. */
+function requestSummary(req: { method?: string; url?: string; ip?: string; socket?: { remotePort?: number } }): Record<string, unknown> {
+  return { method: req.method, url: redactURL(req.url ?? ''), remoteAddress: req.ip, remotePort: req.socket?.remotePort };
 }

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunctio
 import { StatusError, badRequest, plainText, type StatusDetails } from '../api/errors.js';
 import type { Status } from '../api/types.js';
 import type { Subresource, Verb } from '../auth/types.js';
+import { redactURL } from '../logging/index.js';
 
 /**
  * The one place errors become HTTP responses. Routes throw; `handleError` (installed once, on
@@ -112,7 +113,7 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   }
   const status = statusFor(err);
   const code = status.code ?? 500;
-  if (code >= 500) request.log.error({ err, url: request.url, method: request.method }, 'request failed');
+  if (code >= 500) request.log.error({ err, url: redactURL(request.url), method: request.method }, 'request failed');
   else request.log.debug({ err, statusCode: code }, 'request rejected');
   if (err instanceof MethodNotAllowedError) void reply.header('allow', err.allow.join(', '));
   // The apiserver and the kubelet's stream cap both say when to come back.
