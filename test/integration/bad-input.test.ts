@@ -1,8 +1,8 @@
-import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { BUSYBOX } from '../helpers/docker.js';
+import { fdsSince, openFds, tcpConnectionsOn } from '../helpers/fds.js';
 import { startTestNode } from '../helpers/nodelet.js';
 import { awaitSwitchingProtocols, rawRequest } from '../helpers/raw-http.js';
 import { GoLikeCompressor, TestClient, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
@@ -18,6 +18,8 @@ import { waitFor } from '../helpers/wait.js';
  */
 
 const CREATION_TIMEOUT_MS = 300;
+/** B19's cap for descriptors to settle: six times the engine sockets' 5 s idle-out, for a loaded machine. */
+const FD_SETTLE_MS = 30_000;
 const pod = (name: string, restartPolicy: string, command: string[]) => `apiVersion: v1
 kind: Pod
 metadata: { name: ${name} }
@@ -684,8 +686,9 @@ t.test('B19: exec/attach into Created, Exited and crash-looping containers: 4xx 
     }, 30_000);
   }
   await sessionsClosed();
-  const fds = () => readdirSync('/proc/self/fd').length;
-  const baseline = fds();
+  const before = openFds();
+  const baseline = before.size;
+  const connectionsBefore = tcpConnectionsOn(Number(port));
   let raced = 0;
   const codes = new Map<string, number>();
   for (let i = 0; i < 200; i++) {
@@ -708,6 +711,25 @@ t.test('B19: exec/attach into Created, Exited and crash-looping containers: 4xx 
   t.comment(`answers: ${JSON.stringify(Object.fromEntries(codes))}; ${raced} raced a running instance`);
   t.ok(raced < 20, 'the 4xx is the rule');
   await sessionsClosed();
-  await node.waitFor(`fd count back to ${baseline}`, () => (fds() <= baseline + 2 ? true : undefined), 5000);
-  t.pass(`fds: ${baseline} before, ${fds()} after`);
+  // What "no leak" means, waited for as conditions, each with a cap far above what it takes:
+  // 1. The refused requests' connections are gone: both ends (the client here and nodelet's
+  //    server side, same process) close once nodelet's 400-and-close is processed, which a loaded
+  //    machine can delay by seconds but never skips.
+  await node.waitFor(`TCP connections on nodelet's port back to ${connectionsBefore}`, () => {
+    const n = tcpConnectionsOn(Number(port));
+    if (n > connectionsBefore) throw new Error(`${n} open:\n${fdsSince(before).join('\n')}`);
+    return true;
+  }, FD_SETTLE_MS);
+  // 2. The descriptor count is back to the baseline (2 of slack for the crash-looping pod, whose
+  //    restarts every 2-4 s hold engine connections for a moment). What legitimately keeps it
+  //    higher for a while is not ours to leak: dockerode talks to the engine through Node's global
+  //    keep-alive agent, and the engine lookups that overlapped with the relist and the crash loop
+  //    opened extra unix sockets to dockerd, which close after 5 s idle (the agent's free-socket
+  //    timeout, a timer that fires late under load). The old 5 s cap was that idle-out exactly.
+  await node.waitFor(`fd count back to ${baseline} (+2)`, () => {
+    const extra = fdsSince(before);
+    if (openFds().size > baseline + 2) throw new Error(`${extra.length} opened since:\n${extra.join('\n')}`);
+    return true;
+  }, FD_SETTLE_MS);
+  t.pass(`fds: ${baseline} before, ${openFds().size} after`);
 });
