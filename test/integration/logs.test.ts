@@ -236,6 +236,10 @@ spec:
       command: ["sh", "-c", "yes $(printf '%099d' 0) | head -c 30000000; echo written; exec sleep 3600"]
 `;
 
+// The 400 followers are answered as nodelet gets to them; on a loaded 2-core machine that is
+// seconds, not the moment. This caps the wait for the last answer (a follower never answered fails).
+const FOLLOWERS_ANSWERED_MS = 60_000;
+
 t.test('400 idle followers of a large log: /healthz keeps answering; beyond --max-container-log-streams, 429', async (t) => {
   const node = await startTestNode(t, { maxContainerLogStreams: 400 });
   await node.writeManifest('chatty.yaml', chatty);
@@ -262,14 +266,21 @@ t.test('400 idle followers of a large log: /healthz keeps answering; beyond --ma
           s.pause();
           resolve(d.toString('latin1', 0, 12));
         });
+        // A follower that is closed unanswered fails the check below instead of hanging the test.
+        s.once('close', () => resolve('closed unanswered'));
       }),
     );
     s.write(`GET ${path}?follow=true HTTP/1.1\r\nHost: x\r\n\r\n`);
     followers.push(s);
   }
   const samples: number[] = [];
+  // The load window: at least 8 s, and until every follower has its answer (their catch-up reads
+  // start then), however late a loaded machine gets to them.
+  let allAnswered = false;
+  void Promise.all(answered).then(() => (allAnswered = true));
   const until = Date.now() + 8000;
-  while (Date.now() < until) {
+  const answersCap = Date.now() + FOLLOWERS_ANSWERED_MS;
+  while (Date.now() < until || (!allAnswered && Date.now() < answersCap)) {
     const h = await healthz();
     if (h.status !== 200) t.fail(`/healthz answered ${h.status}`);
     samples.push(h.ms);
@@ -282,8 +293,10 @@ t.test('400 idle followers of a large log: /healthz keeps answering; beyond --ma
   // before log work yielded to other requests, single answers took up to 3.3 s here.
   t.comment(`/healthz under 400 followers: p50 ${p(0.5).toFixed(0)} ms, p90 ${p(0.9).toFixed(0)} ms, max ${p(1).toFixed(0)} ms (${samples.length} samples)`);
   t.ok(p(1) < 3000, `every /healthz answered within 3 s (max ${p(1).toFixed(0)} ms)`);
-  const heads = await Promise.all(answered);
-  t.ok(heads.every((h) => h === 'HTTP/1.1 200'), 'every follower got its 200');
+  t.ok(allAnswered, `every follower answered within ${FOLLOWERS_ANSWERED_MS / 1000} s`);
+  const heads = allAnswered ? await Promise.all(answered) : [];
+  const odd = [...new Set(heads.filter((h) => h !== 'HTTP/1.1 200'))];
+  t.ok(allAnswered && odd.length === 0, `every follower got its 200${odd.length ? ` (others: ${odd.join(', ')})` : ''}`);
   const refused = await fetch(`${node.url}${path}?follow=true`);
   t.equal(refused.status, 429, 'the 401st');
   t.equal(refused.headers.get('retry-after'), '10');
