@@ -727,6 +727,7 @@ t.test('B19: exec/attach into Created, Exited and crash-looping containers: 4xx 
   // 1. The refused requests' connections are gone: both ends (the client here and nodelet's
   //    server side, same process) close once nodelet's 400-and-close is processed, which a loaded
   //    machine can delay by seconds but never skips.
+  const settling = Date.now();
   await node.waitFor(`TCP connections on nodelet's port back to ${connectionsBefore}`, () => {
     const n = tcpConnectionsOn(Number(port));
     if (n > connectionsBefore) throw new Error(`${n} open:\n${fdsSince(before).join('\n')}`);
@@ -743,5 +744,5 @@ t.test('B19: exec/attach into Created, Exited and crash-looping containers: 4xx 
     if (openFds().size > baseline + 2) throw new Error(`${extra.length} opened since:\n${extra.join('\n')}`);
     return true;
   }, FD_SETTLE_MS);
-  t.pass(`fds: ${baseline} before, ${openFds().size} after`);
+  t.pass(`fds: ${baseline} before, ${openFds().size} after (settled in ${Date.now() - settling} ms)`);
 });
