@@ -58,9 +58,11 @@ t.test('a failing liveness probe restarts the container and records Unhealthy wi
 // The probes' verdicts are what this test is about, not their speed: the default timeoutSeconds
 // (1 s) covers a Docker exec round trip (exec probe) or the first in-namespace relay of the pod (a
 // helper process spawned on demand, httpGet and tcpSocket) on a quiet machine, not on a loaded 2-core
-// CI machine, where a probe that timed out counts as failed: three in a row restarted \`web\` (the
-// tcpSocket liveness probe) or kept \`main\` from ever reading ready. A probe that really fails (no
-// file, nothing listening) fails at once, whatever its timeout.
+// CI machine, where a probe that timed out counts as failed: three in a row would restart `web` (its
+// tcpSocket liveness probe), and `main` might never read ready. A probe that really fails (no file,
+// nothing listening) fails at once, whatever its timeout. The `closed` pod keeps its 5 s: a tcpSocket
+// probe that times out while dialing must read as failed (it once read as passed, and that pod went
+// ready on a loaded machine; src/kubelet/prober/runtime-io.ts).
 const PROBE_TIMEOUT_S = 15;
 
 t.test('readiness: READY follows the probe; httpGet and tcpSocket probes reach httpd on the pod loopback', async (t) => {
