@@ -1,8 +1,8 @@
-import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { BUSYBOX } from '../helpers/docker.js';
+import { fdsSince, openFds, tcpConnectionsOn } from '../helpers/fds.js';
 import { startTestNode } from '../helpers/nodelet.js';
 import { awaitSwitchingProtocols, rawRequest } from '../helpers/raw-http.js';
 import { GoLikeCompressor, TestClient, rawHeaderBlock, sleep, u32, zlibBomb, type Received } from '../unit/streaming/spdy/fixtures/helpers.js';
@@ -18,6 +18,8 @@ import { waitFor } from '../helpers/wait.js';
  */
 
 const CREATION_TIMEOUT_MS = 300;
+/** B19's cap for descriptors to settle: six times the engine sockets' 5 s idle-out, for a loaded machine. */
+const FD_SETTLE_MS = 30_000;
 const pod = (name: string, restartPolicy: string, command: string[]) => `apiVersion: v1
 kind: Pod
 metadata: { name: ${name} }
@@ -405,12 +407,18 @@ t.test('B12: malformed SPDY on a live exec connection: GOAWAY or close, bounded 
     'only the error stream (fewer streams than expected)': [async (c) => [await syn(c, 1, [['streamtype', 'error']])], (f) => f.type === 'SYN_REPLY' && f.streamId === 1],
   };
   for (const [name, [build, expect]] of Object.entries(reaped)) {
+    // The creation timer starts on nodelet's side before the 101 is sent, so the lower bound is
+    // measured from before the request (a 101 read late on a loaded machine shortens the time
+    // after it, never the time since the request); the upper one, well below the 10 s idle
+    // timeout, tells the creation timeout from that one.
+    const sent = Date.now();
     const { client, closed } = await spdyExec(t, path);
     const t0 = Date.now();
     for (const f of await build(client)) client.write(f);
     await Promise.race([closed, sleep(10_000)]);
     const ms = Date.now() - t0;
-    t.ok(ms >= CREATION_TIMEOUT_MS - 50 && ms < 5000, `${name}: closed by the ${CREATION_TIMEOUT_MS} ms creation timeout (${ms} ms)`);
+    const sinceRequest = Date.now() - sent;
+    t.ok(sinceRequest >= CREATION_TIMEOUT_MS && ms < 5000, `${name}: closed by the ${CREATION_TIMEOUT_MS} ms creation timeout (${sinceRequest} ms after the request, ${ms} ms after the 101)`);
     if (name !== 'unknown control frame type') t.ok(await client.waitFor(expect, 2000).catch(() => false), `${name}: ${client.summary()}`);
   }
 
@@ -431,10 +439,16 @@ t.test('B12: malformed SPDY on a live exec connection: GOAWAY or close, bounded 
   t.ok(process.memoryUsage().rss - rss1 < 50 * 1024 * 1024, `RSS grew ${((process.memoryUsage().rss - rss1) / 1048576).toFixed(1)} MB for 10 000 SYN_STREAMs`);
   t.ok(process.memoryUsage().rss - rss0 < 100 * 1024 * 1024, `RSS grew ${((process.memoryUsage().rss - rss0) / 1048576).toFixed(1)} MB over all SPDY attacks`);
 
-  // A well-formed session still works afterwards.
+  // A well-formed session still works afterwards. Its two streams are compressed beforehand and
+  // written in one go on the 101: this node's creation timeout is 300 ms (for the reaping cases
+  // above), which a client compressing its SYN_STREAMs one by one on a loaded machine can miss,
+  // and then it is reaped, as it should be.
+  const okCompressor = new GoLikeCompressor();
+  const out = 3;
+  const okFrames = Buffer.concat([synBlock(1, await okCompressor.compress([['streamtype', 'error']])), synBlock(out, await okCompressor.compress([['streamtype', 'stdout']]))]);
+  okCompressor.close();
   const ok = await spdyExec(t, execPath('command=echo&command=spdy-ok&output=1'));
-  await ok.client.open([['streamtype', 'error']]);
-  const out = await ok.client.open([['streamtype', 'stdout']]);
+  ok.client.write(okFrames);
   await ok.client.waitFor((f) => f.type === 'DATA' && f.streamId === out && f.fin, 10_000);
   t.equal(ok.client.dataOf(out).bytes.toString(), 'spdy-ok\n');
   ok.socket.destroy();
@@ -684,8 +698,9 @@ t.test('B19: exec/attach into Created, Exited and crash-looping containers: 4xx 
     }, 30_000);
   }
   await sessionsClosed();
-  const fds = () => readdirSync('/proc/self/fd').length;
-  const baseline = fds();
+  const before = openFds();
+  const baseline = before.size;
+  const connectionsBefore = tcpConnectionsOn(Number(port));
   let raced = 0;
   const codes = new Map<string, number>();
   for (let i = 0; i < 200; i++) {
@@ -708,6 +723,26 @@ t.test('B19: exec/attach into Created, Exited and crash-looping containers: 4xx 
   t.comment(`answers: ${JSON.stringify(Object.fromEntries(codes))}; ${raced} raced a running instance`);
   t.ok(raced < 20, 'the 4xx is the rule');
   await sessionsClosed();
-  await node.waitFor(`fd count back to ${baseline}`, () => (fds() <= baseline + 2 ? true : undefined), 5000);
-  t.pass(`fds: ${baseline} before, ${fds()} after`);
+  // What "no leak" means, waited for as conditions, each with a cap far above what it takes:
+  // 1. The refused requests' connections are gone: both ends (the client here and nodelet's
+  //    server side, same process) close once nodelet's 400-and-close is processed, which a loaded
+  //    machine can delay by seconds but never skips.
+  const settling = Date.now();
+  await node.waitFor(`TCP connections on nodelet's port back to ${connectionsBefore}`, () => {
+    const n = tcpConnectionsOn(Number(port));
+    if (n > connectionsBefore) throw new Error(`${n} open:\n${fdsSince(before).join('\n')}`);
+    return true;
+  }, FD_SETTLE_MS);
+  // 2. The descriptor count is back to the baseline (2 of slack for the crash-looping pod, whose
+  //    restarts every 2-4 s hold engine connections for a moment). What legitimately keeps it
+  //    higher for a while is not ours to leak: dockerode talks to the engine through Node's global
+  //    keep-alive agent, and the engine lookups that overlapped with the relist and the crash loop
+  //    opened extra unix sockets to dockerd, which close after 5 s idle (the agent's free-socket
+  //    timeout, a timer that fires late under load). The old 5 s cap was that idle-out exactly.
+  await node.waitFor(`fd count back to ${baseline} (+2)`, () => {
+    const extra = fdsSince(before);
+    if (openFds().size > baseline + 2) throw new Error(`${extra.length} opened since:\n${extra.join('\n')}`);
+    return true;
+  }, FD_SETTLE_MS);
+  t.pass(`fds: ${baseline} before, ${openFds().size} after (settled in ${Date.now() - settling} ms)`);
 });

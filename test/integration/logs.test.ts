@@ -42,6 +42,10 @@ spec:
       command: ["sh", "-c", "for i in 1 2 3; do echo tick$i; sleep 1; done"]
 `;
 
+// The file's budget: the sum of its caps is well past tap's default 120 s (the followers' case
+// alone: 60 s for the log, 180 s for the answers, 20 s for a slot), and a loaded machine uses them.
+t.setTimeout(420_000);
+
 const TIMESTAMPED = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z /;
 const lines = (text: string) => text.split('\n').filter((l) => l !== '');
 
@@ -236,6 +240,13 @@ spec:
       command: ["sh", "-c", "yes $(printf '%099d' 0) | head -c 30000000; echo written; exec sleep 3600"]
 `;
 
+// A follower's status line waits for its first log bytes (src/server/plugins/logs.ts), and the
+// engine starts 400 reads of a 30 MB json-file log at once: on a quiet machine all are answered in
+// seconds, next to two busy loops on 2 cores it took over a minute. The old unbounded wait then
+// hung the file into tap's 120 s timeout (the subtest "ended" unfinished). This caps the wait for
+// the last answer; a follower not answered by then (or closed unanswered) fails the check.
+const FOLLOWERS_ANSWERED_MS = 180_000;
+
 t.test('400 idle followers of a large log: /healthz keeps answering; beyond --max-container-log-streams, 429', async (t) => {
   const node = await startTestNode(t, { maxContainerLogStreams: 400 });
   await node.writeManifest('chatty.yaml', chatty);
@@ -248,6 +259,12 @@ t.test('400 idle followers of a large log: /healthz keeps answering; beyond --ma
     await res.text();
     return { status: res.status, ms: performance.now() - start };
   };
+  // What /healthz takes on this machine right now without followers (a loaded machine's
+  // scheduling delays show here as well): the liveness bound below is on top of it.
+  const idle: number[] = [];
+  for (let i = 0; i < 10; i++) idle.push((await healthz()).ms);
+  const idleMax = Math.max(...idle);
+  const bound = 3000 + idleMax;
   const { hostname, port } = new URL(node.url);
   // Clients that send the request, read the status line and then never read again.
   const followers: Socket[] = [];
@@ -262,14 +279,26 @@ t.test('400 idle followers of a large log: /healthz keeps answering; beyond --ma
           s.pause();
           resolve(d.toString('latin1', 0, 12));
         });
+        // A follower that is closed unanswered fails the check below instead of hanging the test.
+        s.once('close', () => resolve('closed unanswered'));
       }),
     );
     s.write(`GET ${path}?follow=true HTTP/1.1\r\nHost: x\r\n\r\n`);
     followers.push(s);
   }
   const samples: number[] = [];
+  // The load window: at least 8 s, and until every follower has its answer (their catch-up reads
+  // start then), however late a loaded machine gets to them.
+  let allAnswered = false;
+  let answeredAfter: number | undefined;
+  const connected = Date.now();
+  void Promise.all(answered).then(() => {
+    allAnswered = true;
+    answeredAfter = Date.now() - connected;
+  });
   const until = Date.now() + 8000;
-  while (Date.now() < until) {
+  const answersCap = Date.now() + FOLLOWERS_ANSWERED_MS;
+  while (Date.now() < until || (!allAnswered && Date.now() < answersCap)) {
     const h = await healthz();
     if (h.status !== 200) t.fail(`/healthz answered ${h.status}`);
     samples.push(h.ms);
@@ -279,11 +308,14 @@ t.test('400 idle followers of a large log: /healthz keeps answering; beyond --ma
   const sorted = [...samples].sort((a, b) => a - b);
   const p = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
   // A liveness bound, not a speed target (those live in `npm run bench` and the soak suite):
-  // before log work yielded to other requests, single answers took up to 3.3 s here.
-  t.comment(`/healthz under 400 followers: p50 ${p(0.5).toFixed(0)} ms, p90 ${p(0.9).toFixed(0)} ms, max ${p(1).toFixed(0)} ms (${samples.length} samples)`);
-  t.ok(p(1) < 3000, `every /healthz answered within 3 s (max ${p(1).toFixed(0)} ms)`);
-  const heads = await Promise.all(answered);
-  t.ok(heads.every((h) => h === 'HTTP/1.1 200'), 'every follower got its 200');
+  // before log work yielded to other requests, single answers took up to 3.3 s here on a quiet
+  // machine (where the idle maximum is a few ms).
+  t.comment(`/healthz under 400 followers: p50 ${p(0.5).toFixed(0)} ms, p90 ${p(0.9).toFixed(0)} ms, max ${p(1).toFixed(0)} ms (${samples.length} samples); idle max ${idleMax.toFixed(0)} ms; all answered after ${answeredAfter === undefined ? '-' : (answeredAfter / 1000).toFixed(1)} s`);
+  t.ok(p(1) < bound, `every /healthz answered within 3 s of the idle maximum (max ${p(1).toFixed(0)} ms, bound ${bound.toFixed(0)} ms)`);
+  t.ok(allAnswered, `every follower answered within ${FOLLOWERS_ANSWERED_MS / 1000} s`);
+  const heads = allAnswered ? await Promise.all(answered) : [];
+  const odd = [...new Set(heads.filter((h) => h !== 'HTTP/1.1 200'))];
+  t.ok(allAnswered && odd.length === 0, `every follower got its 200${odd.length ? ` (others: ${odd.join(', ')})` : ''}`);
   const refused = await fetch(`${node.url}${path}?follow=true`);
   t.equal(refused.status, 429, 'the 401st');
   t.equal(refused.headers.get('retry-after'), '10');

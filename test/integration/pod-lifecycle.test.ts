@@ -55,6 +55,16 @@ t.test('a failing liveness probe restarts the container and records Unhealthy wi
   await node.removeManifest('live.yaml');
 });
 
+// The probes' verdicts are what this test is about, not their speed: the default timeoutSeconds
+// (1 s) covers a Docker exec round trip (exec probe) or the first in-namespace relay of the pod (a
+// helper process spawned on demand, httpGet and tcpSocket) on a quiet machine, not on a loaded 2-core
+// CI machine, where a probe that timed out counts as failed: three in a row would restart `web` (its
+// tcpSocket liveness probe), and `main` might never read ready. A probe that really fails (no file,
+// nothing listening) fails at once, whatever its timeout. The `closed` pod keeps its 5 s: a tcpSocket
+// probe that times out while dialing must read as failed (it once read as passed, and that pod went
+// ready on a loaded machine; src/kubelet/prober/runtime-io.ts).
+const PROBE_TIMEOUT_S = 15;
+
 t.test('readiness: READY follows the probe; httpGet and tcpSocket probes reach httpd on the pod loopback', async (t) => {
   await node.writeManifest('ready.yaml', pod('ready', `  containers:
   - name: main
@@ -63,6 +73,7 @@ t.test('readiness: READY follows the probe; httpGet and tcpSocket probes reach h
     readinessProbe:
       exec: { command: [test, -f, /tmp/ready] }
       periodSeconds: 1
+      timeoutSeconds: ${PROBE_TIMEOUT_S}
   - name: web
     image: ${BUSYBOX}
     command: [sh, -c, "mkdir -p /www && echo ok > /www/healthz && httpd -f -p 127.0.0.1:8080 -h /www"]
@@ -70,9 +81,11 @@ t.test('readiness: READY follows the probe; httpGet and tcpSocket probes reach h
     readinessProbe:
       httpGet: { path: /healthz, port: http }
       periodSeconds: 1
+      timeoutSeconds: ${PROBE_TIMEOUT_S}
     livenessProbe:
       tcpSocket: { port: 8080 }
       periodSeconds: 1
+      timeoutSeconds: ${PROBE_TIMEOUT_S}
 `));
   const notReady = await node.waitFor('web ready, main not', async () => {
     const p = await node.pod('ready');

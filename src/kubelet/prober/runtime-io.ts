@@ -62,6 +62,10 @@ export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId:
       } finally {
         clearTimeout(timer);
       }
+      // The relay reads the request only once the in-namespace connection is open: aborted before
+      // that (and nothing came back), the timeout struck while dialing, where forwardPort resolves
+      // quietly; for tcpSocket that was read as a success. A timeout is a failure.
+      if (controller.signal.aborted && !sent && received.bytes().length === 0) throw new Error(`no connection to port ${port} within ${timeoutMs / 1000}s`);
       if (controller.signal.aborted && received.bytes().length === 0 && until) throw new Error(`no answer from port ${port} within ${timeoutMs / 1000}s`);
       return received.bytes();
     },
