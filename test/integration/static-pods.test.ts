@@ -199,7 +199,7 @@ t.test('huge manifests are refused once with an event, never retried against Doc
   const events = async () => (await node.get<{ items: Ev[] }>('/api/v1/events')).body.items;
   const refusals = async () => {
     const all = await events();
-    const huge = all.filter((e) => e.reason === 'FailedValidation' && /huge\.yaml.*manifest is larger than 3145728 bytes/.test(e.message ?? ''));
+    const huge = all.filter((e) => e.reason === 'FailedValidation' && /huge\.yaml.*manifest is larger than 1572864 bytes/.test(e.message ?? ''));
     const annotated = all.filter((e) => e.reason === 'FailedValidation' && /annotated-.*metadata\.annotations: Too long: must have at most 262144 bytes/.test(e.message ?? ''));
     return huge.length === 1 && annotated.length === 1 ? { huge: huge[0]!, annotated: annotated[0]!, all } : undefined;
   };
