@@ -296,9 +296,24 @@ function validateVolumes(v: unknown, path: string, errs: FieldErrors): Set<strin
       if (names.has(name)) errs.duplicate(`${p}.name`, name);
       names.add(name);
     }
-    validateVolumeModes(vol, p, errs);
+    validateVolumeItems(vol, p, errs);
   });
   return names;
+}
+
+/**
+ * The apiserver's `validateLocalDescendingPath`: relative, no `..` element (the item paths of
+ * volumes, `subPath`); `validateLocalNonReservedPath` also refuses a leading `..`, which would
+ * clash with the atomic writer's `..data`.
+ */
+function validateLocalDescendingPath(target: string, path: string, errs: FieldErrors): void {
+  if (target.startsWith('/')) errs.invalid(path, bounded(target), 'must be a relative path');
+  if (target.split('/').includes('..')) errs.invalid(path, bounded(target), "must not contain '..'");
+}
+
+function validateLocalNonReservedPath(target: string, path: string, errs: FieldErrors): void {
+  validateLocalDescendingPath(target, path, errs);
+  if (target.startsWith('..')) errs.invalid(path, bounded(target), "must not start with '..'");
 }
 
 /** The apiserver's `fileModeErrorMsg`. */
@@ -309,9 +324,10 @@ const fileModeErrorMsg = 'must be a number between 0 and 0777 (octal), both incl
  * projected volumes, and `mode` of their items (`validateSecretVolumeSource`,
  * `validateConfigMapVolumeSource`, `validateDownwardAPIVolumeSource`, `validateProjectedVolumeSource`
  * with `validateKeyToPath`/`validateDownwardAPIVolumeFile`): 0 to 0777, so no setuid, setgid or
- * sticky bit ever reaches a file nodelet writes.
+ * sticky bit ever reaches a file nodelet writes. Item paths are relative and descend
+ * (`validateKeyToPath`, `validateDownwardAPIVolumeFile`).
  */
-function validateVolumeModes(vol: Record<string, unknown>, path: string, errs: FieldErrors): void {
+function validateVolumeItems(vol: Record<string, unknown>, path: string, errs: FieldErrors): void {
   const mode = (v: unknown, p: string) => {
     if (v === undefined || v === null) return;
     if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > 0o777) errs.invalid(p, v, fileModeErrorMsg);
@@ -320,6 +336,9 @@ function validateVolumeModes(vol: Record<string, unknown>, path: string, errs: F
     optList(source.items, `${p}.items`, errs)?.forEach((item, j) => {
       if (!isRecord(item)) return errs.invalid(`${p}.items[${j}]`, item, 'must be an object');
       mode(item.mode, `${p}.items[${j}].mode`);
+      const target = optString(item.path, `${p}.items[${j}].path`, errs);
+      if (target === undefined || target === '') errs.required(`${p}.items[${j}].path`);
+      else if (target !== null) validateLocalNonReservedPath(target, `${p}.items[${j}].path`, errs);
     });
   for (const kind of ['secret', 'configMap', 'downwardAPI'] as const) {
     const source = vol[kind];
@@ -370,6 +389,8 @@ function validateContainer(c: unknown, path: string, names: Set<string>, volumes
     else if (vol !== null && !volumes.has(vol)) errs.notFound(`${p}.name`, vol);
     const mountPath = optString(m.mountPath, `${p}.mountPath`, errs);
     if (mountPath === undefined || mountPath === '') errs.required(`${p}.mountPath`);
+    const subPath = optString(m.subPath, `${p}.subPath`, errs);
+    if (subPath) validateLocalDescendingPath(subPath, `${p}.subPath`, errs);
   });
 }
 

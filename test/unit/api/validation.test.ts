@@ -304,3 +304,22 @@ t.test('filterInvalidPods: a UID that could not name a directory is refused', as
   t.same(kept.map((p) => p.metadata?.uid), ['ok-uid']);
   t.match(recorder.list(undefined)[0]?.message, /metadata\.uid: Invalid value: "\.\.\/\.\.\/etc": must be a UID/);
 });
+
+t.test('volume item paths and subPath descend (validateLocalDescendingPath, validateLocalNonReservedPath)', async (t) => {
+  const vols = (volumes: unknown[], mounts: unknown[] = []) =>
+    validatePod(withEdit((p) => {
+      (p.spec as unknown as Record<string, unknown>).volumes = volumes;
+      (p.spec.containers[0] as unknown as Record<string, unknown>).volumeMounts = mounts;
+    }));
+  t.same(vols([{ name: 'd', downwardAPI: { items: [{ path: 'a/b', fieldRef: { fieldPath: 'metadata.name' } }] } }], [{ name: 'd', mountPath: '/d', subPath: 'a' }]), []);
+  t.same(vols([{ name: 'd', downwardAPI: { items: [{ path: '../../etc/cron.d/x', fieldRef: { fieldPath: 'metadata.name' } }] } }]), [
+    `spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../../etc/cron.d/x": must not contain '..'`,
+    `spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../../etc/cron.d/x": must not start with '..'`,
+  ]);
+  t.same(vols([{ name: 's', secret: { secretName: 's', items: [{ key: 'k', path: '/etc/x' }, { key: 'k', path: '..data' }, { key: 'k' }] } }]), [
+    'spec.volumes[0].secret.items[0].path: Invalid value: "/etc/x": must be a relative path',
+    `spec.volumes[0].secret.items[1].path: Invalid value: "..data": must not start with '..'`,
+    'spec.volumes[0].secret.items[2].path: Required value',
+  ]);
+  t.same(vols([{ name: 'd', emptyDir: {} }], [{ name: 'd', mountPath: '/d', subPath: 'a/../../x' }]), [`spec.containers[0].volumeMounts[0].subPath: Invalid value: "a/../../x": must not contain '..'`]);
+});
