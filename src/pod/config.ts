@@ -1,7 +1,7 @@
 import { podFullName } from '../api/names.js';
 import type { Pod } from '../api/types.js';
 import { aggregate, validatePod } from '../api/validation.js';
-import { filterInvalidPods, incumbentsFirst, reportInvalidPod, type EventSink } from './invalid.js';
+import { filterInvalidPods, incumbentsFirst, reportInvalidPod, uidErrors, type EventSink } from './invalid.js';
 import type { Logger } from '../logging/index.js';
 import { isMirrorPod, localAnnotations } from '../api/annotations.js';
 import type { PodManager } from './manager.js';
@@ -64,7 +64,11 @@ export class PodConfig {
     if (this.#o.onRejected) {
       const accepted = new Set(valid);
       for (const pod of pods) {
-        if (!accepted.has(pod)) this.#o.onRejected(source, pod, aggregate(validatePod(pod)) || 'Duplicate value: the name or UID is taken by another pod on this node');
+        if (accepted.has(pod)) continue;
+        // aggregate([]) is "[]": a pod that is valid and has a good UID was refused as a duplicate.
+        const errs = validatePod(pod);
+        const why = errs.length ? errs : uidErrors(pod);
+        this.#o.onRejected(source, pod, why.length ? aggregate(why) : 'Duplicate value: the name or UID is taken by another pod on this node');
       }
     }
 

@@ -34,11 +34,7 @@ export function filterInvalidPods(
   for (const i of incumbentsFirst(pods, incumbent)) {
     const pod = pods[i] as Pod;
     const errs = validatePod(pod);
-    const uid = pod.metadata?.uid;
-    if (errs.length === 0 && !uid) errs.push('metadata.uid: Required value');
-    // nodelet's own: the UID names the pod's directories and log paths, and the routes take only
-    // such UIDs; a manifest's own `metadata.uid` could otherwise hold `/`, `..` or a newline.
-    else if (errs.length === 0 && typeof uid === 'string' && !isValidUID(uid)) errs.push(`metadata.uid: Invalid value: ${JSON.stringify(uid.length > 64 ? `${uid.slice(0, 64)}...` : uid)}: must be a UID (1-64 characters of [0-9a-zA-Z-])`);
+    if (errs.length === 0) errs.push(...uidErrors(pod));
     // If validation fails, don't trust the pod any further: even its name could be bad.
     if (errs.length === 0) {
       const full = podFullName(pod);
@@ -55,6 +51,18 @@ export function filterInvalidPods(
     reportInvalidPod(pod, i, source, errs, recorder, log);
   }
   return pods.filter((pod) => accepted.has(pod));
+}
+
+/**
+ * What the kubelet needs of a pod beyond the apiserver's validation: a UID to key it by. And
+ * nodelet's own rule: the UID names the pod's directories and log paths, and the routes take only
+ * such UIDs, so a manifest's own `metadata.uid` cannot hold `/`, `..` or a newline.
+ */
+export function uidErrors(pod: Pod): string[] {
+  const uid: unknown = pod.metadata?.uid;
+  if (!uid) return ['metadata.uid: Required value'];
+  if (typeof uid === 'string' && !isValidUID(uid)) return [`metadata.uid: Invalid value: ${JSON.stringify(uid.length > 64 ? `${uid.slice(0, 64)}...` : uid)}: must be a UID (1-64 characters of [0-9a-zA-Z-])`];
+  return [];
 }
 
 /**

@@ -120,3 +120,13 @@ t.test('two pods with one name: the running one keeps it against a new manifest 
   t.match(recorder.list(undefined)[0]?.message, /^Error validating pod web\.default from file, ignoring: metadata\.name: Duplicate value: "web"$/);
   t.equal(recorder.list(undefined)[0]?.involvedObject.uid, 'u-new');
 });
+
+t.test('onRejected says why: validation, then the UID rule, then a duplicate', async (t) => {
+  const manager = new PodManager();
+  const rejected: string[] = [];
+  const config = new PodConfig({ manager, recorder: new EventRecorder({ nodeName: 'n1' }), log: pino({ level: 'silent' }), onChange: () => undefined, onRejected: (_s, _p, m) => void rejected.push(m) });
+  config.update('api', [pod('Bad', 'u1'), pod('slash', 'a/b'), pod('one', 'u2'), pod('one', 'u3')]);
+  t.match(rejected[0], /^metadata\.name: Invalid value: "Bad"/);
+  t.equal(rejected[1], 'metadata.uid: Invalid value: "a/b": must be a UID (1-64 characters of [0-9a-zA-Z-])');
+  t.equal(rejected[2], 'Duplicate value: the name or UID is taken by another pod on this node');
+});
