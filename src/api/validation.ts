@@ -88,6 +88,7 @@ function validateObjectMeta(meta: unknown, errs: FieldErrors): void {
   if (ns === undefined || ns === '') errs.required('metadata.namespace');
   else if (ns !== null) for (const msg of isDNS1123Label(ns)) errs.invalid('metadata.namespace', ns, msg);
   optString(m.uid, 'metadata.uid', errs);
+  validateMetaTypes(m, errs);
   for (const field of ['labels', 'annotations'] as const) {
     const map = m[field];
     if (map === undefined || map === null) continue;
@@ -99,6 +100,35 @@ function validateObjectMeta(meta: unknown, errs: FieldErrors): void {
     else validateAnnotations(map as Record<string, string>, 'metadata.annotations', errs);
   }
 }
+
+/**
+ * What a typed decode into `ObjectMeta` would refuse: the remaining fields with the wrong JSON
+ * type, and timestamps that are not RFC 3339 (`metav1.Time`). The kubelet's sources decode into
+ * a typed Pod, so such a pod never exists for it; here the fields would reach the API answers
+ * (the AGE and STATUS columns read the timestamps).
+ */
+function validateMetaTypes(m: Record<string, unknown>, errs: FieldErrors): void {
+  for (const field of ['generateName', 'resourceVersion', 'selfLink'] as const) optString(m[field], `metadata.${field}`, errs);
+  for (const field of ['creationTimestamp', 'deletionTimestamp'] as const) {
+    const v = optString(m[field], `metadata.${field}`, errs);
+    if (v && !rfc3339Re.test(v)) errs.invalid(`metadata.${field}`, bounded(v), 'must be an RFC 3339 time (e.g. 2006-01-02T15:04:05Z)');
+  }
+  for (const field of ['generation', 'deletionGracePeriodSeconds'] as const) {
+    const v = m[field];
+    if (v !== undefined && v !== null && !Number.isInteger(v)) errs.invalid(`metadata.${field}`, v, 'must be an integer');
+  }
+  optList(m.finalizers, 'metadata.finalizers', errs)?.forEach((f, i) => {
+    if (typeof f !== 'string') errs.invalid(`metadata.finalizers[${i}]`, f, 'must be a string');
+  });
+  for (const field of ['ownerReferences', 'managedFields'] as const) {
+    optList(m[field], `metadata.${field}`, errs)?.forEach((r, i) => {
+      if (!isRecord(r)) errs.invalid(`metadata.${field}[${i}]`, r, 'must be an object');
+    });
+  }
+}
+
+/** `metav1.Time`'s RFC 3339 form (fractional seconds allowed, as Go's parser accepts them). */
+const rfc3339Re = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/;
 
 /**
  * apimachinery's `TotalAnnotationSizeLimitB`: keys plus values of all annotations, in bytes. Larger
@@ -147,6 +177,12 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
   validateEnum(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errs);
   validateEnum(spec.dnsPolicy, `${path}.dnsPolicy`, dnsPolicies, errs);
   validatePodDNSConfig(spec.dnsConfig, spec.dnsPolicy, `${path}.dnsConfig`, errs);
+  // ValidatePodSpec: hostname and subdomain are DNS-1123 labels (they name the pod in its hosts file).
+  for (const field of ['hostname', 'subdomain'] as const) {
+    const v = optString(spec[field], `${path}.${field}`, errs);
+    if (v) for (const msg of isDNS1123Label(v)) errs.invalid(`${path}.${field}`, bounded(v), msg);
+  }
+  validateHostAliases(spec.hostAliases, `${path}.hostAliases`, errs);
   const grace = spec.terminationGracePeriodSeconds;
   if (grace !== undefined && grace !== null) {
     if (!Number.isInteger(grace)) errs.invalid(`${path}.terminationGracePeriodSeconds`, grace, 'must be an integer');
@@ -195,7 +231,36 @@ function validatePodDNSConfig(config: unknown, policy: unknown, path: string, er
     for (const msg of isDNS1123Subdomain(name.replaceAll('_', 'a'))) errs.invalid(`${path}.searches[${i}]`, name, msg);
   });
   optList(config.options, `${path}.options`, errs)?.forEach((option, i) => {
-    if (!isRecord(option) || typeof option.name !== 'string' || option.name === '') errs.required(`${path}.options[${i}]`, 'must not be empty');
+    if (!isRecord(option) || typeof option.name !== 'string' || option.name === '') return errs.required(`${path}.options[${i}]`, 'must not be empty');
+    // nodelet's own, stricter than the apiserver: an option is one word of the `options` line.
+    if (!resolvWordRe.test(option.name)) errs.invalid(`${path}.options[${i}].name`, bounded(option.name), resolvWordMsg);
+    const value = optString(option.value, `${path}.options[${i}].value`, errs);
+    if (value && !resolvWordRe.test(value)) errs.invalid(`${path}.options[${i}].value`, bounded(value), resolvWordMsg);
+  });
+}
+
+/**
+ * A word of a resolv.conf line: printable ASCII, no whitespace. The apiserver checks option names
+ * for emptiness only, but a space, newline or NUL in a name or value would split or add lines of
+ * the pod's resolv.conf (resolv-conf.ts refuses to write one too).
+ */
+const resolvWordRe = /^[\x21-\x7e]+$/;
+const resolvWordMsg = 'must consist of printable ASCII characters other than whitespace';
+
+/**
+ * The apiserver's `ValidateHostAliases`: each alias's `ip` is an IP address (`IsValidIP`), each of
+ * its `hostnames` a DNS-1123 subdomain. Both become fields of the pod's /etc/hosts.
+ */
+function validateHostAliases(v: unknown, path: string, errs: FieldErrors): void {
+  optList(v, path, errs)?.forEach((alias, i) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(alias)) return errs.invalid(p, alias, 'must be an object');
+    const ip = optString(alias.ip, `${p}.ip`, errs);
+    if (ip !== null && isIP(ip ?? '') === 0) errs.invalid(`${p}.ip`, bounded(ip ?? ''), 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)');
+    optList(alias.hostnames, `${p}.hostnames`, errs)?.forEach((hostname, j) => {
+      if (typeof hostname !== 'string') return errs.invalid(`${p}.hostnames[${j}]`, hostname, 'must be a string');
+      for (const msg of isDNS1123Subdomain(hostname)) errs.invalid(`${p}.hostnames[${j}]`, bounded(hostname), msg);
+    });
   });
 }
 
@@ -231,8 +296,74 @@ function validateVolumes(v: unknown, path: string, errs: FieldErrors): Set<strin
       if (names.has(name)) errs.duplicate(`${p}.name`, name);
       names.add(name);
     }
+    validateVolumeItems(vol, p, errs);
   });
   return names;
+}
+
+/**
+ * The apiserver's `validateLocalDescendingPath`: relative, no `..` element (the item paths of
+ * volumes, `subPath`); `validateLocalNonReservedPath` also refuses a leading `..`, which would
+ * clash with the atomic writer's `..data`.
+ */
+function validateLocalDescendingPath(target: string, path: string, errs: FieldErrors): void {
+  if (target.startsWith('/')) errs.invalid(path, bounded(target), 'must be a relative path');
+  if (target.split('/').includes('..')) errs.invalid(path, bounded(target), "must not contain '..'");
+}
+
+function validateLocalNonReservedPath(target: string, path: string, errs: FieldErrors): void {
+  validateLocalDescendingPath(target, path, errs);
+  if (target.startsWith('..')) errs.invalid(path, bounded(target), "must not start with '..'");
+}
+
+/** The apiserver's `fileModeErrorMsg`. */
+const fileModeErrorMsg = 'must be a number between 0 and 0777 (octal), both inclusive';
+
+/**
+ * Every file mode a volume source sets: `defaultMode` of secret, configMap, downwardAPI and
+ * projected volumes, and `mode` of their items (`validateSecretVolumeSource`,
+ * `validateConfigMapVolumeSource`, `validateDownwardAPIVolumeSource`, `validateProjectedVolumeSource`
+ * with `validateKeyToPath`/`validateDownwardAPIVolumeFile`): 0 to 0777, so no setuid, setgid or
+ * sticky bit ever reaches a file nodelet writes. Item paths are relative and descend
+ * (`validateKeyToPath`, `validateDownwardAPIVolumeFile`).
+ */
+function validateVolumeItems(vol: Record<string, unknown>, path: string, errs: FieldErrors): void {
+  const mode = (v: unknown, p: string) => {
+    if (v === undefined || v === null) return;
+    if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > 0o777) errs.invalid(p, v, fileModeErrorMsg);
+  };
+  const items = (source: Record<string, unknown>, p: string) =>
+    optList(source.items, `${p}.items`, errs)?.forEach((item, j) => {
+      if (!isRecord(item)) return errs.invalid(`${p}.items[${j}]`, item, 'must be an object');
+      mode(item.mode, `${p}.items[${j}].mode`);
+      const target = optString(item.path, `${p}.items[${j}].path`, errs);
+      if (target === undefined || target === '') errs.required(`${p}.items[${j}].path`);
+      else if (target !== null) validateLocalNonReservedPath(target, `${p}.items[${j}].path`, errs);
+    });
+  for (const kind of ['secret', 'configMap', 'downwardAPI'] as const) {
+    const source = vol[kind];
+    if (source === undefined || source === null) continue;
+    if (!isRecord(source)) {
+      errs.invalid(`${path}.${kind}`, source, 'must be an object');
+      continue;
+    }
+    mode(source.defaultMode, `${path}.${kind}.defaultMode`);
+    items(source, `${path}.${kind}`);
+  }
+  const projected = vol.projected;
+  if (projected === undefined || projected === null) return;
+  if (!isRecord(projected)) return errs.invalid(`${path}.projected`, projected, 'must be an object');
+  mode(projected.defaultMode, `${path}.projected.defaultMode`);
+  optList(projected.sources, `${path}.projected.sources`, errs)?.forEach((src, k) => {
+    const p = `${path}.projected.sources[${k}]`;
+    if (!isRecord(src)) return errs.invalid(p, src, 'must be an object');
+    for (const kind of ['secret', 'configMap', 'downwardAPI'] as const) {
+      const source = src[kind];
+      if (source === undefined || source === null) continue;
+      if (!isRecord(source)) errs.invalid(`${p}.${kind}`, source, 'must be an object');
+      else items(source, `${p}.${kind}`);
+    }
+  });
 }
 
 function validateContainer(c: unknown, path: string, names: Set<string>, volumes: Set<string>, errs: FieldErrors): void {
@@ -258,6 +389,8 @@ function validateContainer(c: unknown, path: string, names: Set<string>, volumes
     else if (vol !== null && !volumes.has(vol)) errs.notFound(`${p}.name`, vol);
     const mountPath = optString(m.mountPath, `${p}.mountPath`, errs);
     if (mountPath === undefined || mountPath === '') errs.required(`${p}.mountPath`);
+    const subPath = optString(m.subPath, `${p}.subPath`, errs);
+    if (subPath) validateLocalDescendingPath(subPath, `${p}.subPath`, errs);
   });
 }
 

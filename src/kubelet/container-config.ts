@@ -3,7 +3,7 @@ import type { ContainerConfig, ImageInfo } from '../runtime/types.js';
 import { nodeAllocatable, type PodRuntimeInfo } from '../volumes/downward-api.js';
 import { envList, expandCommandAndArgs, resolveEnv } from '../volumes/env.js';
 import { ContainerConfigError } from '../volumes/errors.js';
-import { ExpansionBudget, MAX_CONTAINER_EXPANSION_BYTES } from '../volumes/expansion.js';
+import { ExpansionBudget, MAX_CONTAINER_EXPANSION_BYTES, MAX_EXPANDED_VALUE_BYTES } from '../volumes/expansion.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import { appArmorEnabled, containerSecurity } from './security-context.js';
@@ -46,5 +46,39 @@ export async function buildContainerConfig(pod: Pod, container: Container, image
   const resolv = await deps.volumes?.resolvConfMount(pod, container);
   if (resolv) mounts.push(resolv);
   const security = containerSecurity(pod, container, image, { appArmorEnabled: appArmorEnabled() });
-  return { env: envList(env), mounts, ...expandCommandAndArgs(container, env, budget), security };
+  const envStrings = envList(env);
+  const commandAndArgs = expandCommandAndArgs(container, env, budget);
+  checkExecLimits(envStrings, [...(commandAndArgs.command ?? []), ...(commandAndArgs.args ?? [])]);
+  return { env: envStrings, mounts, ...commandAndArgs, security };
+}
+
+/** Linux's `MAX_ARG_STRLEN`: one argument or `NAME=value` string, its NUL included (32 pages; expansion.ts). */
+export const MAX_ARG_STRLEN = MAX_EXPANDED_VALUE_BYTES;
+/**
+ * What execve(2) lets a process start with (`ARG_MAX` under the default 8 MiB stack limit, a
+ * quarter of it): every argument and environment string with its NUL, plus a pointer each. The
+ * same 2 MiB bounds `$(VAR)` expansion (expansion.ts), which keeps the text from being built;
+ * this counts what execve counts, on the final strings, literal values included.
+ */
+export const MAX_EXEC_BYTES = MAX_CONTAINER_EXPANSION_BYTES;
+
+/**
+ * Refuses (`CreateContainerConfigError`, no Docker call) an environment and command line the
+ * container's process could never be started with: execve fails with E2BIG past the kernel's
+ * limits, after Docker stored the whole config. The container's image may add its own
+ * entrypoint, so this is the lower bound of what fails.
+ */
+export function checkExecLimits(env: readonly string[], argv: readonly string[]): void {
+  let total = 0;
+  for (const [what, list] of [['environment variable', env], ['command or argument', argv]] as const) {
+    for (const s of list) {
+      const bytes = Buffer.byteLength(s) + 1;
+      if (bytes > MAX_ARG_STRLEN) {
+        const name = what === 'environment variable' ? ` ${JSON.stringify(s.slice(0, Math.min(64, Math.max(0, s.indexOf('=')))))}` : '';
+        throw new ContainerConfigError(`${what}${name} is ${bytes} bytes, more than the ${MAX_ARG_STRLEN} bytes a process can be started with (MAX_ARG_STRLEN)`);
+      }
+      total += bytes + 8;
+    }
+  }
+  if (total > MAX_EXEC_BYTES) throw new ContainerConfigError(`environment and command line take ${total} bytes, more than the ${MAX_EXEC_BYTES} bytes a process can be started with (ARG_MAX): ${env.length} environment variables, ${argv.length} arguments`);
 }

@@ -1,7 +1,7 @@
 import { podFullName } from '../api/names.js';
 import type { Pod } from '../api/types.js';
 import { aggregate, validatePod } from '../api/validation.js';
-import { filterInvalidPods, reportInvalidPod, type EventSink } from './invalid.js';
+import { filterInvalidPods, incumbentsFirst, reportInvalidPod, uidErrors, type EventSink } from './invalid.js';
 import type { Logger } from '../logging/index.js';
 import { isMirrorPod, localAnnotations } from '../api/annotations.js';
 import type { PodManager } from './manager.js';
@@ -52,16 +52,26 @@ export class PodConfig {
         if (!isMirrorPod(pod)) otherNames.add(podFullName(pod));
       }
     }
-    const valid = this.#uniqueUIDs(filterInvalidPods(pods, source, this.#o.recorder, this.#o.log, otherNames), pods, source, otherUIDs);
+    const previous = this.#sources.get(source) ?? new Map<string, Pod>();
+    // A pod this source already delivered, under the same UID and full name: it keeps its name
+    // and UID against a newcomer claiming either (a new manifest copying its `metadata.uid`).
+    const incumbent = (pod: Pod) => {
+      const old = previous.get(pod.metadata?.uid ?? '');
+      return old !== undefined && podFullName(old) === podFullName(pod);
+    };
+    const valid = this.#uniqueUIDs(filterInvalidPods(pods, source, this.#o.recorder, this.#o.log, otherNames, incumbent), pods, source, otherUIDs, incumbent);
 
     if (this.#o.onRejected) {
       const accepted = new Set(valid);
       for (const pod of pods) {
-        if (!accepted.has(pod)) this.#o.onRejected(source, pod, aggregate(validatePod(pod)) || 'Duplicate value: the name or UID is taken by another pod on this node');
+        if (accepted.has(pod)) continue;
+        // aggregate([]) is "[]": a pod that is valid and has a good UID was refused as a duplicate.
+        const errs = validatePod(pod);
+        const why = errs.length ? errs : uidErrors(pod);
+        this.#o.onRejected(source, pod, why.length ? aggregate(why) : 'Duplicate value: the name or UID is taken by another pod on this node');
       }
     }
 
-    const previous = this.#sources.get(source) ?? new Map<string, Pod>();
     const next = new Map<string, Pod>();
     const diff: PodDiff = { added: [], updated: [], removed: [] };
     for (const pod of valid) {
@@ -95,19 +105,24 @@ export class PodConfig {
 
   /**
    * The pod manager keys by UID, so a UID may appear once across all sources. File pods get
-   * hash UIDs, but a manifest may set `metadata.uid` itself.
+   * hash UIDs, but a manifest may set `metadata.uid` itself: a second pod with a UID taken is
+   * refused (`reportInvalidPod`: a warning and a `FailedValidation` event), the pod running with it
+   * (`incumbent`) keeps it.
    */
-  #uniqueUIDs(valid: Pod[], batch: readonly Pod[], source: string, otherUIDs: ReadonlySet<string>): Pod[] {
-    const seen = new Set<string>();
-    return valid.filter((pod) => {
+  #uniqueUIDs(valid: Pod[], batch: readonly Pod[], source: string, otherUIDs: ReadonlySet<string>, incumbent: (pod: Pod) => boolean): Pod[] {
+    const holders = new Map<string, Pod>();
+    const accepted = new Set<Pod>();
+    for (const i of incumbentsFirst(valid, incumbent)) {
+      const pod = valid[i] as Pod;
       const uid = pod.metadata?.uid ?? '';
-      if (!seen.has(uid) && !otherUIDs.has(uid)) {
-        seen.add(uid);
-        return true;
+      if (!holders.has(uid) && !otherUIDs.has(uid)) {
+        holders.set(uid, pod);
+        accepted.add(pod);
+        continue;
       }
       reportInvalidPod(pod, batch.indexOf(pod), source, [`metadata.uid: Duplicate value: ${JSON.stringify(uid)}`], this.#o.recorder, this.#o.log);
-      return false;
-    });
+    }
+    return valid.filter((pod) => accepted.has(pod));
   }
 }
 

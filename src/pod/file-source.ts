@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { constants, open, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
@@ -24,11 +25,17 @@ export interface StaticPodDirSourceOptions {
 
 const manifestExts = new Set(['.yaml', '.yml', '.json']);
 /**
- * Largest manifest file read: the apiserver's request body limit (`--max-resource-write-bytes`,
- * 3 MiB), so no pod bigger than this exists in a cluster either. (The kubelet's http source reads
- * up to 10 MiB; a 9 MiB pod passed that, then failed every sandbox create against Docker.)
+ * Largest manifest file read: etcd's default request limit (`--max-request-bytes`, 1.5 MiB), the
+ * largest object a cluster can store. The apiserver takes request bodies of up to 3 MiB, but a
+ * pod over etcd's limit is refused when written, so no bigger pod exists in a cluster, and in
+ * cluster mode a bigger static pod could never get its mirror pod. Bigger files are refused
+ * before anything is parsed, reading at most this many bytes (plus one chunk). Parsing YAML costs
+ * about 70 times the file's size in memory (a 2.7 MB file of env entries took 170 MiB and 5 s per
+ * scan); the cap bounds that, and an unchanged file is not parsed again (`#parsed`).
+ * (The kubelet's http source reads up to 10 MiB; a 9 MiB pod passed that, then failed every
+ * sandbox create against Docker.)
  */
-export const MAX_MANIFEST_BYTES = 3 * 1024 * 1024;
+export const MAX_MANIFEST_BYTES = 1536 * 1024;
 const maxManifestBytes = MAX_MANIFEST_BYTES;
 
 /**
@@ -52,6 +59,13 @@ export class StaticPodDirSource {
   #last: string | undefined;
   /** First-seen annotation per UID, so an unchanged pod keeps its `config.seen`. */
   #firstSeen = new Map<string, Date>();
+  /**
+   * Per file, what the last scan parsed and the SHA-256 of the text it parsed: an unchanged file
+   * is not parsed again (a big YAML file costs seconds and tens of MiB each time). The parsed
+   * pods are never mutated (applyStaticPodDefaults clones them).
+   */
+  #parsed = new Map<string, { digest: string; result: { pods: Pod[]; errors: string[] } }>();
+  #nextParsed = new Map<string, { digest: string; result: { pods: Pod[]; errors: string[] } }>();
   /** Problems already passed to onError, per file. */
   #reported = new Map<string, string>();
   #missingWarned = false;
@@ -124,6 +138,7 @@ export class StaticPodDirSource {
     const files = await this.#listFiles();
     if (files === undefined) return; // unreadable this time: keep the last snapshot
     this.#watch();
+    this.#nextParsed = new Map();
     const pods: Pod[] = [];
     const problems = new Map<string, string>();
     const now = (this.#o.now ?? (() => new Date()))();
@@ -154,6 +169,7 @@ export class StaticPodDirSource {
       if (errors.length > 0) problems.set(file, errors.join('; '));
     }
     if (this.#stopped) return;
+    this.#parsed = this.#nextParsed;
     this.#firstSeen = seen;
     this.#report(problems);
     const key = canonicalJSON(pods);
@@ -200,8 +216,12 @@ export class StaticPodDirSource {
       if (!(await stat(file)).isFile()) return undefined;
       const read = await readManifestFile(file, maxManifestBytes);
       if (read === 'not a file') return undefined;
-      if (read === 'too large') return { pods: [], errors: [`${file}: manifest is larger than ${maxManifestBytes} bytes`] };
-      return parseManifest(read, file);
+      if (read === 'too large') return { pods: [], errors: [`${file}: manifest is larger than ${maxManifestBytes} bytes (the largest object etcd stores), refused unparsed`] };
+      const digest = createHash('sha256').update(read).digest('hex');
+      const cached = this.#parsed.get(file);
+      const entry = cached?.digest === digest ? cached : { digest, result: parseManifest(read, file) };
+      this.#nextParsed.set(file, entry);
+      return entry.result;
     } catch (err) {
       // Deleted between listing and reading: simply gone.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;

@@ -1,5 +1,5 @@
 import { isMirrorPod } from '../api/annotations.js';
-import { podFullName } from '../api/names.js';
+import { isValidUID, podFullName } from '../api/names.js';
 import type { Pod } from '../api/types.js';
 import { aggregate, validatePod } from '../api/validation.js';
 import type { EventRecorder } from '../events/recorder.js';
@@ -17,7 +17,8 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
  * full name repeats one earlier in the batch or one in `existingFullNames` (other sources' pods),
  * logging a warning and recording a `FailedValidation` event for each; keeps the rest in order.
  * `existingFullNames` holds regular (non-mirror) pods only. Unlike the apiserver, the kubelet
- * also needs a UID to key the pod by.
+ * also needs a UID to key the pod by. Pods for which `incumbent` holds are checked first (see
+ * `incumbentsFirst`); the result keeps the batch order.
  */
 export function filterInvalidPods(
   pods: readonly Pod[],
@@ -25,13 +26,15 @@ export function filterInvalidPods(
   recorder: EventSink,
   log: Logger,
   existingFullNames: ReadonlySet<string> = new Set(),
+  incumbent: (pod: Pod) => boolean = () => false,
 ): Pod[] {
   const names = new Set<string>();
   const mirrorNames = new Set<string>();
-  const filtered: Pod[] = [];
-  pods.forEach((pod, i) => {
+  const accepted = new Set<Pod>();
+  for (const i of incumbentsFirst(pods, incumbent)) {
+    const pod = pods[i] as Pod;
     const errs = validatePod(pod);
-    if (errs.length === 0 && !pod.metadata?.uid) errs.push('metadata.uid: Required value');
+    if (errs.length === 0) errs.push(...uidErrors(pod));
     // If validation fails, don't trust the pod any further: even its name could be bad.
     if (errs.length === 0) {
       const full = podFullName(pod);
@@ -42,12 +45,37 @@ export function filterInvalidPods(
       else seen.add(full);
     }
     if (errs.length === 0) {
-      filtered.push(pod);
-      return;
+      accepted.add(pod);
+      continue;
     }
     reportInvalidPod(pod, i, source, errs, recorder, log);
-  });
-  return filtered;
+  }
+  return pods.filter((pod) => accepted.has(pod));
+}
+
+/**
+ * What the kubelet needs of a pod beyond the apiserver's validation: a UID to key it by. And
+ * nodelet's own rule: the UID names the pod's directories and log paths, and the routes take only
+ * such UIDs, so a manifest's own `metadata.uid` cannot hold `/`, `..` or a newline.
+ */
+export function uidErrors(pod: Pod): string[] {
+  const uid: unknown = pod.metadata?.uid;
+  if (!uid) return ['metadata.uid: Required value'];
+  if (typeof uid === 'string' && !isValidUID(uid)) return [`metadata.uid: Invalid value: ${JSON.stringify(uid.length > 64 ? `${uid.slice(0, 64)}...` : uid)}: must be a UID (1-64 characters of [0-9a-zA-Z-])`];
+  return [];
+}
+
+/**
+ * The batch's indices with the `incumbent` pods (those the node already runs) first, each group
+ * in batch order: of two pods claiming one name or UID the one running keeps it, wherever a new
+ * manifest sorts. (The kubelet keeps the first in its source's order, so a new file sorting
+ * earlier would replace a running pod.)
+ */
+export function incumbentsFirst(pods: readonly Pod[], incumbent: (pod: Pod) => boolean): number[] {
+  const first: number[] = [];
+  const rest: number[] = [];
+  pods.forEach((pod, i) => (incumbent(pod) ? first : rest).push(i));
+  return [...first, ...rest];
 }
 
 /**

@@ -18,7 +18,7 @@ export interface StaticPodOptions {
 /**
  * The kubelet's `applyDefaults` (pkg/kubelet/config/common.go) for a pod read from a file, plus
  * the source and first-seen annotations its config merger adds and the apiserver-style defaults
- * decoding would apply. Returns a new object.
+ * decoding would apply. The manifest's `status` is dropped. Returns a new object.
  */
 export function applyStaticPodDefaults(parsed: Pod, opts: StaticPodOptions): Pod {
   const pod = structuredClone(parsed);
@@ -43,8 +43,9 @@ export function applyStaticPodDefaults(parsed: Pod, opts: StaticPodOptions): Pod
     spec.tolerations = addOrUpdateToleration(spec.tolerations, { operator: 'Exists', effect: 'NoExecute' });
     spec.nodeName = opts.nodeName;
   }
-  const status = { ...(isObject(pod.status) ? pod.status : {}), phase: 'Pending' };
-  return applyPodSpecDefaults({ ...pod, metadata, spec, status });
+  // A static pod's status is nodelet's, never the file's: whatever `status` the manifest holds
+  // (mistyped, or claiming Running) is dropped, as the kubelet's status manager owns it.
+  return applyPodSpecDefaults({ ...pod, metadata, spec, status: { phase: 'Pending' } });
 }
 
 /** The UID a parsed manifest pod gets: its own `metadata.uid` if set, else `staticPodUID`. */

@@ -48,9 +48,12 @@ export function timestampPrefix(now: Date): string {
  * the new directory before the swap (fsGroup ownership). Returns whether anything was written.
  */
 export async function writeAtomically(dir: string, payload: Payload, opts: { now?: Date; setPerms?: (tsDir: string) => Promise<void> } = {}): Promise<boolean> {
-  for (const path of payload.keys()) {
+  for (const [path, file] of payload) {
     const problem = validatePayloadPath(path);
     if (problem) throw new Error(problem);
+    // Permission bits only: validation allows 0 to 0777 (`fileModeErrorMsg`), and a setuid,
+    // setgid or sticky bit from a mode that slipped past it is refused here, never written.
+    if (!Number.isInteger(file.mode) || file.mode < 0 || file.mode > 0o777) throw new Error(`invalid mode ${String(file.mode)} for ${path}: must be a number between 0 and 0777 (octal), both inclusive`);
   }
   await mkdir(dir, { recursive: true });
   const oldTsName = await readlink(join(dir, dataDirName)).catch((err: NodeJS.ErrnoException) => {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { podHostname, podHostnameAndDomain } from '../api/names.js';
 import type { Container, Pod } from '../api/types.js';
+import { ContainerConfigError } from './errors.js';
 
 /** Where containers see the pod's hosts file, and the header that marks it as the kubelet's. */
 export const etcHostsPath = '/etc/hosts';
@@ -47,6 +48,9 @@ function hostnameAndDomain(pod: Pod, clusterDomain: string): { hostname: string;
  * is `<ip>\t<hostname>.<domain>\t<hostname>`, else `<ip>\t<hostname>`.
  */
 export function managedHostsContent(podIPs: readonly string[], hostname: string, aliasEntries: string, domain = ''): string {
+  for (const ip of podIPs) hostsField(ip, 'pod IP');
+  hostsField(hostname, 'hostname');
+  if (domain) hostsField(domain, 'domain');
   let out = managedHeader;
   out += '127.0.0.1\tlocalhost\n';
   out += '::1\tlocalhost ip6-localhost ip6-loopback\n';
@@ -62,6 +66,27 @@ export function managedHostsContent(podIPs: readonly string[], hostname: string,
 export function hostAliasEntries(aliases: readonly HostAlias[]): string {
   if (!aliases.length) return '';
   let out = '\n# Entries added by HostAliases.\n';
-  for (const a of aliases) out += `${a.ip ?? ''}\t${(a.hostnames ?? []).join('\t')}\n`;
+  for (const a of aliases) out += `${hostsField(a.ip, 'hostAliases ip')}\t${(a.hostnames ?? []).map((h) => hostsField(h, 'hostAliases hostname')).join('\t')}\n`;
   return out;
+}
+
+/**
+ * One field of a hosts file line, refused (`CreateContainerConfigError`) unless it is a non-empty
+ * run of characters other than whitespace and control characters: validation (api/validation.ts)
+ * already allows only IPs and DNS names, and this keeps any value that slipped past it from
+ * splitting a field or adding a line to the file.
+ */
+function hostsField(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value === '' || unsafeFieldRe.test(value)) throw new ContainerConfigError(`${what} ${safeQuote(value)} cannot be written to /etc/hosts: it must be a single word without whitespace or control characters`);
+  return value;
+}
+
+/** Whitespace and control characters (C0, DEL, C1, and the Unicode line and paragraph separators). */
+// eslint-disable-next-line no-control-regex -- control characters are what this refuses
+const unsafeFieldRe = /[\x00-\x20\x7f-\x9f\u2028\u2029]/;
+
+/** A refused value in a message: JSON-quoted (so a newline shows as `\n`) and cut at 64 characters. */
+function safeQuote(value: unknown): string {
+  const s = typeof value === 'string' ? value : String(value);
+  return JSON.stringify(s.length > 64 ? `${s.slice(0, 64)}...` : s);
 }

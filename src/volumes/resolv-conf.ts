@@ -224,12 +224,23 @@ export function podDNSConfig(pod: Pod, node: NodeDNS, hostResolvConf: string, ev
   return fitDNSLimits(config, events);
 }
 
+/** Whitespace and control characters (C0, DEL, C1, and the Unicode line and paragraph separators). */
+// eslint-disable-next-line no-control-regex -- control characters are what this refuses
+const unsafeWordRe = /[\x00-\x20\x7f-\x9f\u2028\u2029]/;
+
 /**
  * The file a CRI runtime writes from a `DNSConfig` (containerd's and CRI-O's
  * `parseDNSOptions`): `search …`, one `nameserver …` line each, `options …`. Empty when all
- * three are: the runtime then copies the node's /etc/resolv.conf instead.
+ * three are: the runtime then copies the node's /etc/resolv.conf instead. Throws (the sandbox
+ * is not created) on a word with whitespace or a control character, which would split the line
+ * or add lines (validation refuses such pod values already; this is the last line of defence).
  */
 export function resolvConfContent(config: DNSConfig): string {
+  for (const [what, words] of [['search domain', config.searches], ['nameserver', config.servers], ['option', config.options]] as const) {
+    for (const word of words) {
+      if (word === '' || unsafeWordRe.test(word)) throw new Error(`${what} ${JSON.stringify(word.length > 64 ? `${word.slice(0, 64)}...` : word)} cannot be written to resolv.conf: it must be a single word without whitespace or control characters`);
+    }
+  }
   let out = '';
   if (config.searches.length) out += `search ${config.searches.join(' ')}\n`;
   for (const server of config.servers) out += `nameserver ${server}\n`;

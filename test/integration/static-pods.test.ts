@@ -199,7 +199,7 @@ t.test('huge manifests are refused once with an event, never retried against Doc
   const events = async () => (await node.get<{ items: Ev[] }>('/api/v1/events')).body.items;
   const refusals = async () => {
     const all = await events();
-    const huge = all.filter((e) => e.reason === 'FailedValidation' && /huge\.yaml.*manifest is larger than 3145728 bytes/.test(e.message ?? ''));
+    const huge = all.filter((e) => e.reason === 'FailedValidation' && /huge\.yaml.*manifest is larger than 1572864 bytes/.test(e.message ?? ''));
     const annotated = all.filter((e) => e.reason === 'FailedValidation' && /annotated-.*metadata\.annotations: Too long: must have at most 262144 bytes/.test(e.message ?? ''));
     return huge.length === 1 && annotated.length === 1 ? { huge: huge[0]!, annotated: annotated[0]!, all } : undefined;
   };
@@ -246,4 +246,86 @@ t.test('healthz fails while the Docker engine is unreachable', async (t) => {
   t.match(res.body, /\[-\]syncloop failed/);
   const one = await node.get<string>('/healthz/syncloop');
   t.equal(one.status, 500);
+});
+
+t.test('two manifests with one metadata.uid: the running pod keeps running, the newcomer gets a FailedValidation event', async (t) => {
+  const node = await startTestNode(t);
+  const uid = '0123456789abcdef0123456789abcdef';
+  const withUID = (name: string) => manifest(name).replace(`  name: ${name}\n`, `  name: ${name}\n  uid: ${uid}\n`);
+  await node.writeManifest('b-first.yaml', withUID('first'));
+  const first = await runningPod(node, 'first');
+  t.equal(first.metadata?.uid, uid);
+  const containerIDs = async () => (await containersOfNode(docker, node.nodeName)).map((c) => `${c.Labels['io.kubernetes.pod.name']}/${c.Id}`).sort();
+  const before = await containerIDs();
+  // A copy sorting earlier claims the same UID.
+  await node.writeManifest('a-copy.yaml', withUID('copy'));
+  type Ev = { reason?: string; message?: string; involvedObject?: { name?: string } };
+  const event = await node.waitFor('the copy refused', async () =>
+    (await node.get<{ items: Ev[] }>('/api/v1/events')).body.items.find((e) => e.reason === 'FailedValidation' && e.involvedObject?.name === `copy-${node.nodeName}`),
+  );
+  t.equal(event.message, `Error validating pod copy-${node.nodeName}.default from file, ignoring: metadata.uid: Duplicate value: "${uid}"`);
+  // Proven rescans later (a marker file drawing its own event), the first pod is untouched.
+  await node.writeManifest('marker.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n');
+  await node.waitFor('a rescan', async () => ((await node.get<{ items: Ev[] }>('/api/v1/events')).body.items.some((e) => e.message?.includes('marker.yaml')) ? true : undefined));
+  const still = await runningPod(node, 'first');
+  t.equal(still.metadata?.uid, uid);
+  t.equal(still.status?.containerStatuses?.[0]?.restartCount, 0);
+  t.same(await containerIDs(), before, 'the same containers, none for the copy');
+  t.equal(await node.pod('copy'), undefined);
+});
+
+t.test('a manifest with a string status.conditions: its status is dropped, /api/v1/pods and its tables still answer', async (t) => {
+  const node = await startTestNode(t);
+  await node.writeManifest('status.yaml', `${manifest('withstatus')}status:\n  phase: Succeeded\n  conditions: Ready\n  podIP: 6.6.6.6\n`);
+  await node.writeManifest('good.yaml', manifest('good'));
+  const pod = await runningPod(node, 'withstatus');
+  t.not(pod.status?.podIP, '6.6.6.6', 'the file\'s status is not served');
+  t.ok(Array.isArray(pod.status?.conditions), 'conditions are nodelet\'s list');
+  await runningPod(node, 'good');
+  for (const path of ['/api/v1/pods', '/api/v1/namespaces/default/pods', '/pods']) {
+    const res = await node.get<{ items: Pod[] }>(path);
+    t.equal(res.status, 200, path);
+    t.equal(res.body.items.length, 2, `${path}: both pods`);
+  }
+  const table = await fetch(`${node.url}/api/v1/namespaces/default/pods`, { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } });
+  t.equal(table.status, 200);
+  const body = (await table.json()) as { kind?: string; rows?: { cells: unknown[] }[] };
+  t.equal(body.kind, 'Table');
+  t.same(body.rows?.map((r) => r.cells[2]).sort(), ['Running', 'Running'], 'kubectl get pods shows both Running');
+});
+
+t.test('a 2.7 MB manifest of env entries is refused unparsed with a clear reason; a 1.4 MB one runs (no 431 from Docker); RSS stays bounded', async (t) => {
+  const node = await startTestNode(t);
+  const envManifest = (name: string, bytes: number, valueLength: number) => {
+    let out = `${manifest(name)}      env:\n`;
+    for (let i = 0; out.length < bytes; i++) out += `        - name: VAR_${i}\n          value: "${'x'.repeat(valueLength)}"\n`;
+    return out;
+  };
+  const rss0 = process.memoryUsage().rss;
+  await node.writeManifest('huge-env.yaml', envManifest('hugeenv', 2_700_000, 40));
+  await node.writeManifest('big-env.yaml', envManifest('bigenv', 1_400_000, 200));
+  type Ev = { reason?: string; message?: string; count?: number };
+  const events = async () => (await node.get<{ items: Ev[] }>('/api/v1/events')).body.items;
+  const refusal = await node.waitFor('the huge manifest refused', async () => (await events()).find((e) => e.reason === 'FailedValidation' && e.message?.includes('huge-env.yaml')));
+  t.match(refusal.message, /huge-env\.yaml: manifest is larger than 1572864 bytes \(the largest object etcd stores\), refused unparsed/);
+  // 1.4 MB of manifest, 1.2 MB of env in the container config: Docker was sent it in the query
+  // string as well before, past its 1 MiB header limit (431 on every retry).
+  await runningPod(node, 'bigenv');
+  const [main] = (await containersOfNode(docker, node.nodeName)).filter((c) => c.Labels['io.kubernetes.pod.name'] === `bigenv-${node.nodeName}` && c.Labels['io.kubernetes.container.name'] === 'main');
+  const env = (await docker.getContainer(main!.Id).inspect()).Config.Env ?? [];
+  const vars = env.filter((e) => e.startsWith('VAR_'));
+  const bytes = vars.reduce((n, e) => n + e.length, 0);
+  t.ok(vars.length > 5000 && bytes > 2 ** 20, `${vars.length} env entries, ${bytes} bytes, in the container`);
+  // Rescans, each proven: the huge file is refused once, never parsed, never sent to Docker.
+  for (let scan = 1; scan <= 3; scan++) {
+    await node.writeManifest(`rescan-${scan}.yaml`, 'apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n');
+    await node.waitFor(`rescan ${scan}`, async () => ((await events()).some((e) => e.message?.includes(`rescan-${scan}.yaml`)) ? true : undefined));
+  }
+  const all = await events();
+  t.equal(all.filter((e) => e.message?.includes('huge-env.yaml')).length, 1);
+  t.equal(all.find((e) => e.message?.includes('huge-env.yaml'))?.count, 1, 'reported once');
+  t.equal(await node.pod('hugeenv'), undefined);
+  t.notOk(all.some((e) => /Failed|BackOff/.test(e.reason ?? '') && e.reason !== 'FailedValidation'), 'no failed creates');
+  const grown = (process.memoryUsage().rss - rss0) / 2 ** 20;
+  t.ok(grown < 300, `RSS grew ${Math.round(grown)} MiB (the 1.4 MB manifest parsed once)`);
 });

@@ -21,3 +21,16 @@ export function statusCodeOf(err: unknown): number | undefined {
   const code = (err as { statusCode?: unknown } | null)?.statusCode;
   return typeof code === 'number' ? code : undefined;
 }
+
+/**
+ * `createContainer`'s argument for a container named `name` with `config`, sent as the JSON body
+ * only. dockerode's plain form also flattens every option into the query string (docker-modem
+ * builds the URL of a path ending in `?` from the options, and the body from them again), and
+ * Docker's Go server counts the request line against its 1 MiB header limit (net/http
+ * `DefaultMaxHeaderBytes`): a container with about 1 MiB of env or labels (less once
+ * percent-encoded) was answered `431 Request Header Fields Too Large`, on every retry.
+ * docker-modem's `_query`/`_body` split them: the URL carries only the name.
+ */
+export function createContainerOptions(name: string, config: Omit<Docker.ContainerCreateOptions, 'name'>): Docker.ContainerCreateOptions {
+  return { _query: { name }, _body: config } as Docker.ContainerCreateOptions;
+}

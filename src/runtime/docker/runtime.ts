@@ -7,7 +7,7 @@ import { podHostname } from '../../api/names.js';
 import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, RegistryAuth, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
 import type { SandboxConfig } from '../types.js';
 import { aggregate } from '../../api/validation.js';
-import { statusCodeOf } from './client.js';
+import { createContainerOptions, statusCodeOf } from './client.js';
 import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
 import { containerFromInspect, containerFromListEntry, sandboxFromInspect, sandboxFromListEntry } from './state.js';
@@ -289,8 +289,7 @@ export class DockerRuntime implements Runtime {
     // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
     const sysctls = sandboxSysctls(pod);
     const ulimits = await this.#ulimitsConfig();
-    const created = await this.#docker.createContainer({
-      name: makeSandboxName(parts, attempt),
+    const created = await this.#docker.createContainer(createContainerOptions(makeSandboxName(parts, attempt), {
       Image: this.#opts.infraImage,
       // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
       ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
@@ -303,7 +302,7 @@ export class DockerRuntime implements Runtime {
         ...ulimits,
         RestartPolicy: { Name: 'no' },
       },
-    });
+    }));
     await this.#start(created);
     return created.id;
   }
@@ -315,8 +314,7 @@ export class DockerRuntime implements Runtime {
     const limits = container.resources?.limits ?? {};
     const security = dockerSecurity(config.security);
     const ulimits = await this.#ulimitsConfig();
-    const created = await this.#docker.createContainer({
-      name: makeContainerName(container.name, parts, attempt),
+    const created = await this.#docker.createContainer(createContainerOptions(makeContainerName(container.name, parts, attempt), {
       Image: container.image,
       // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
       // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
@@ -348,7 +346,7 @@ export class DockerRuntime implements Runtime {
         CpuShares: cpuShares(container),
         ...ulimits,
       },
-    });
+    }));
     await this.#start(created);
     return created.id;
   }

@@ -231,3 +231,95 @@ t.test('dnsConfig: the apiserver\'s validatePodDNSConfig', async (t) => {
   t.same(dns('Default', { options: [{ value: '1' }] }), ['spec.dnsConfig.options[0]: Required value: must not be empty']);
   t.same(dns('Default', 'x'), ['spec.dnsConfig: Invalid value: "x": must be an object']);
 });
+
+const spec = (edit: Record<string, unknown>) =>
+  validatePod(withEdit((p) => Object.assign(p.spec as unknown as Record<string, unknown>, edit)));
+
+t.test('hostAliases: ValidateHostAliases (IPs, DNS-1123 subdomain hostnames); newlines cannot reach /etc/hosts', async (t) => {
+  t.same(spec({ hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo.local', 'bar'] }, { ip: 'fd00::1', hostnames: ['six'] }] }), []);
+  t.same(spec({ hostAliases: [{ ip: '10.1.2.3\n6.6.6.6 evil', hostnames: ['foo'] }] }), ['spec.hostAliases[0].ip: Invalid value: "10.1.2.3\\n6.6.6.6 evil": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)']);
+  t.same(spec({ hostAliases: [{ hostnames: ['foo'] }] }), ['spec.hostAliases[0].ip: Invalid value: "": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)']);
+  t.same(spec({ hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo\n1.2.3.4\tkubernetes.default'] }] }), [`spec.hostAliases[0].hostnames[0]: Invalid value: "foo\\n1.2.3.4\\tkubernetes.default": ${subdomainMsg}`]);
+  t.same(spec({ hostAliases: [{ ip: '10.1.2.3', hostnames: [7] }] }), ['spec.hostAliases[0].hostnames[0]: Invalid value: 7: must be a string']);
+  t.same(spec({ hostAliases: 'x' }), ['spec.hostAliases: Invalid value: "x": must be a list']);
+  t.same(spec({ hostAliases: ['x'] }), ['spec.hostAliases[0]: Invalid value: "x": must be an object']);
+});
+
+t.test('dnsConfig searches and options: no whitespace or control characters reach resolv.conf', async (t) => {
+  t.same(spec({ dnsConfig: { searches: ['ok.example'], options: [{ name: 'ndots', value: '2' }, { name: 'edns0' }] } }), []);
+  t.same(spec({ dnsConfig: { searches: ['a.example\nnameserver 6.6.6.6'] } }), [`spec.dnsConfig.searches[0]: Invalid value: "a.example\\nnameserver 6.6.6.6": ${subdomainMsg}`]);
+  const word = 'must consist of printable ASCII characters other than whitespace';
+  t.same(spec({ dnsConfig: { options: [{ name: 'ndots', value: '2\nnameserver 6.6.6.6' }] } }), [`spec.dnsConfig.options[0].value: Invalid value: "2\\nnameserver 6.6.6.6": ${word}`]);
+  t.same(spec({ dnsConfig: { options: [{ name: 'a b' }] } }), [`spec.dnsConfig.options[0].name: Invalid value: "a b": ${word}`]);
+  t.same(spec({ dnsConfig: { options: [{ name: 'ndots', value: 2 }] } }), ['spec.dnsConfig.options[0].value: Invalid value: 2: must be a string']);
+});
+
+t.test('hostname and subdomain are DNS-1123 labels (they are written into /etc/hosts)', async (t) => {
+  t.same(spec({ hostname: 'web-1', subdomain: 'svc' }), []);
+  t.same(spec({ hostname: 'web\n6.6.6.6 evil' }), [`spec.hostname: Invalid value: "web\\n6.6.6.6 evil": ${labelMsg}`]);
+  t.same(spec({ subdomain: 'a.b' }), ['spec.subdomain: Invalid value: "a.b": must not contain dots']);
+  t.same(spec({ hostname: 5 }), ['spec.hostname: Invalid value: 5: must be a string']);
+});
+
+t.test('volume file modes: 0 to 0777 for every defaultMode and item mode (fileModeErrorMsg)', async (t) => {
+  const msg = 'must be a number between 0 and 0777 (octal), both inclusive';
+  const vols = (volumes: unknown[]) => spec({ volumes });
+  t.same(vols([{ name: 'd', downwardAPI: { defaultMode: 0o644, items: [{ path: 'x', mode: 0o755, fieldRef: { fieldPath: 'metadata.name' } }] } }]), []);
+  t.same(vols([{ name: 'd', downwardAPI: { items: [{ path: 'x', mode: 0o4755, fieldRef: { fieldPath: 'metadata.name' } }] } }]), [`spec.volumes[0].downwardAPI.items[0].mode: Invalid value: 2541: ${msg}`]);
+  t.same(vols([{ name: 'd', downwardAPI: { defaultMode: 0o1777 } }]), [`spec.volumes[0].downwardAPI.defaultMode: Invalid value: 1023: ${msg}`]);
+  t.same(vols([{ name: 's', secret: { secretName: 'x', defaultMode: -1, items: [{ key: 'k', path: 'k', mode: 0o2755 }] } }]), [
+    `spec.volumes[0].secret.defaultMode: Invalid value: -1: ${msg}`,
+    `spec.volumes[0].secret.items[0].mode: Invalid value: 1517: ${msg}`,
+  ]);
+  t.same(vols([{ name: 'c', configMap: { name: 'x', defaultMode: 0o4000, items: [{ key: 'k', path: 'k', mode: 1.5 }] } }]), [
+    `spec.volumes[0].configMap.defaultMode: Invalid value: 2048: ${msg}`,
+    `spec.volumes[0].configMap.items[0].mode: Invalid value: 1.5: ${msg}`,
+  ]);
+  t.same(
+    vols([{ name: 'p', projected: { defaultMode: 0o7777, sources: [{ secret: { name: 's', items: [{ key: 'k', path: 'a', mode: 0o4755 }] } }, { configMap: { name: 'c', items: [{ key: 'k', path: 'b', mode: 0o4755 }] } }, { downwardAPI: { items: [{ path: 'c', mode: 0o4755, fieldRef: { fieldPath: 'metadata.name' } }] } }] } }]),
+    [
+      `spec.volumes[0].projected.defaultMode: Invalid value: 4095: ${msg}`,
+      `spec.volumes[0].projected.sources[0].secret.items[0].mode: Invalid value: 2541: ${msg}`,
+      `spec.volumes[0].projected.sources[1].configMap.items[0].mode: Invalid value: 2541: ${msg}`,
+      `spec.volumes[0].projected.sources[2].downwardAPI.items[0].mode: Invalid value: 2541: ${msg}`,
+    ],
+  );
+  t.same(vols([{ name: 'd', downwardAPI: { items: ['x'] } }]), ['spec.volumes[0].downwardAPI.items[0]: Invalid value: "x": must be an object']);
+  t.same(vols([{ name: 'd', secret: 'x' }]), ['spec.volumes[0].secret: Invalid value: "x": must be an object']);
+});
+
+t.test('metadata fields a typed decode would refuse: wrong JSON types, timestamps that are not RFC 3339', async (t) => {
+  const meta = (edit: Record<string, unknown>) => validatePod(withEdit((p) => Object.assign(p.metadata as Record<string, unknown>, edit)));
+  t.same(meta({ creationTimestamp: '2026-01-02T03:04:05Z', deletionTimestamp: null, generation: 2, finalizers: ['a'], ownerReferences: [{ kind: 'Node' }] }), []);
+  t.same(meta({ creationTimestamp: 5 }), ['metadata.creationTimestamp: Invalid value: 5: must be a string']);
+  t.same(meta({ creationTimestamp: 'yesterday' }), ['metadata.creationTimestamp: Invalid value: "yesterday": must be an RFC 3339 time (e.g. 2006-01-02T15:04:05Z)']);
+  t.same(meta({ deletionGracePeriodSeconds: 'x', resourceVersion: 1 }), ['metadata.resourceVersion: Invalid value: 1: must be a string', 'metadata.deletionGracePeriodSeconds: Invalid value: "x": must be an integer']);
+  t.same(meta({ finalizers: [1], ownerReferences: 'x' }), ['metadata.finalizers[0]: Invalid value: 1: must be a string', 'metadata.ownerReferences: Invalid value: "x": must be a list']);
+});
+
+t.test('filterInvalidPods: a UID that could not name a directory is refused', async (t) => {
+  const { log } = capture();
+  const recorder = new EventRecorder({ nodeName: 'n1' });
+  const kept = filterInvalidPods([good('a', '../../etc'), good('b', 'ok-uid')], 'file', recorder, log);
+  t.same(kept.map((p) => p.metadata?.uid), ['ok-uid']);
+  t.match(recorder.list(undefined)[0]?.message, /metadata\.uid: Invalid value: "\.\.\/\.\.\/etc": must be a UID/);
+});
+
+t.test('volume item paths and subPath descend (validateLocalDescendingPath, validateLocalNonReservedPath)', async (t) => {
+  const vols = (volumes: unknown[], mounts: unknown[] = []) =>
+    validatePod(withEdit((p) => {
+      (p.spec as unknown as Record<string, unknown>).volumes = volumes;
+      (p.spec.containers[0] as unknown as Record<string, unknown>).volumeMounts = mounts;
+    }));
+  t.same(vols([{ name: 'd', downwardAPI: { items: [{ path: 'a/b', fieldRef: { fieldPath: 'metadata.name' } }] } }], [{ name: 'd', mountPath: '/d', subPath: 'a' }]), []);
+  t.same(vols([{ name: 'd', downwardAPI: { items: [{ path: '../../etc/cron.d/x', fieldRef: { fieldPath: 'metadata.name' } }] } }]), [
+    `spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../../etc/cron.d/x": must not contain '..'`,
+    `spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../../etc/cron.d/x": must not start with '..'`,
+  ]);
+  t.same(vols([{ name: 's', secret: { secretName: 's', items: [{ key: 'k', path: '/etc/x' }, { key: 'k', path: '..data' }, { key: 'k' }] } }]), [
+    'spec.volumes[0].secret.items[0].path: Invalid value: "/etc/x": must be a relative path',
+    `spec.volumes[0].secret.items[1].path: Invalid value: "..data": must not start with '..'`,
+    'spec.volumes[0].secret.items[2].path: Required value',
+  ]);
+  t.same(vols([{ name: 'd', emptyDir: {} }], [{ name: 'd', mountPath: '/d', subPath: 'a/../../x' }]), [`spec.containers[0].volumeMounts[0].subPath: Invalid value: "a/../../x": must not contain '..'`]);
+});

@@ -88,3 +88,45 @@ t.test('mirror pods from a source land in the mirror maps', async (t) => {
   t.equal(manager.getPods().length, 1);
   t.equal(manager.translatePodUID('mirror'), 'static');
 });
+
+t.test('two pods with one UID: the running one keeps it wherever the newcomer sorts; the newcomer gets the event', async (t) => {
+  const { manager, recorder, config, diffs } = setup();
+  config.update('file', [pod('b-first', 'shared')]);
+  // A new manifest sorting before the running one copies its metadata.uid.
+  config.update('file', [pod('a-copy', 'shared'), pod('b-first', 'shared')]);
+  t.equal(diffs.length, 1, 'no change for the running pod');
+  t.equal(manager.getPodByUID('shared')?.metadata?.name, 'b-first');
+  t.equal(manager.getPodByName('default', 'a-copy'), undefined);
+  const events = recorder.list(undefined);
+  t.equal(events.length, 1);
+  t.equal(events[0]?.involvedObject.name, 'a-copy');
+  t.equal(events[0]?.message, 'Error validating pod a-copy.default from file, ignoring: metadata.uid: Duplicate value: "shared"');
+  // The same on every rescan: still the first, and the event is counted, not replaced.
+  config.update('file', [pod('a-copy', 'shared'), pod('b-first', 'shared')]);
+  t.equal(manager.getPodByUID('shared')?.metadata?.name, 'b-first');
+  t.equal(recorder.list(undefined)[0]?.count, 2);
+  // Two newcomers in one batch: the first in order wins, as the kubelet's filterInvalidPods.
+  const fresh = setup();
+  fresh.config.update('file', [pod('x', 'u'), pod('y', 'u')]);
+  t.same(fresh.manager.getPods().map((p) => p.metadata?.name), ['x']);
+});
+
+t.test('two pods with one name: the running one keeps it against a new manifest sorting earlier', async (t) => {
+  const { manager, recorder, config, diffs } = setup();
+  config.update('file', [pod('web', 'u-running')]);
+  config.update('file', [pod('web', 'u-new'), pod('web', 'u-running')]);
+  t.equal(diffs.length, 1);
+  t.equal(manager.getPodByName('default', 'web')?.metadata?.uid, 'u-running');
+  t.match(recorder.list(undefined)[0]?.message, /^Error validating pod web\.default from file, ignoring: metadata\.name: Duplicate value: "web"$/);
+  t.equal(recorder.list(undefined)[0]?.involvedObject.uid, 'u-new');
+});
+
+t.test('onRejected says why: validation, then the UID rule, then a duplicate', async (t) => {
+  const manager = new PodManager();
+  const rejected: string[] = [];
+  const config = new PodConfig({ manager, recorder: new EventRecorder({ nodeName: 'n1' }), log: pino({ level: 'silent' }), onChange: () => undefined, onRejected: (_s, _p, m) => void rejected.push(m) });
+  config.update('api', [pod('Bad', 'u1'), pod('slash', 'a/b'), pod('one', 'u2'), pod('one', 'u3')]);
+  t.match(rejected[0], /^metadata\.name: Invalid value: "Bad"/);
+  t.equal(rejected[1], 'metadata.uid: Invalid value: "a/b": must be a UID (1-64 characters of [0-9a-zA-Z-])');
+  t.equal(rejected[2], 'Duplicate value: the name or UID is taken by another pod on this node');
+});

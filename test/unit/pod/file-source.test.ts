@@ -227,3 +227,42 @@ t.test('a symlink to a secret file: its parse error names a position, never its 
   // As YAML the file is a map (`…:::` ends in a key), so only its JSON reading is a syntax error.
   t.equal(new Map(h.errors).get(join(h.dir, 'shadow.json')), `${join(h.dir, 'shadow.json')}: invalid JSON: unexpected character at line 1, column 1`, 'but where');
 });
+
+t.test('a manifest over 1.5 MiB (etcd\'s object limit) is refused unparsed; one under it is parsed once, not on every rescan', async (t) => {
+  const real = await import('../../../src/pod/manifest.js');
+  const parsedFiles: string[] = [];
+  const { StaticPodDirSource: Counting, MAX_MANIFEST_BYTES } = await t.mockImport<typeof import('../../../src/pod/file-source.js')>('../../../src/pod/file-source.js', {
+    '../../../src/pod/manifest.js': { ...real, parseManifest: (text: string, file: string) => (parsedFiles.push(file), real.parseManifest(text, file)) },
+  });
+  t.equal(MAX_MANIFEST_BYTES, 1536 * 1024);
+  const dir = await mkdtemp(join(tmpdir(), 'nodelet-static-'));
+  const envLines = (bytes: number) => {
+    let out = podYAML('big') + '      env:\n';
+    for (let i = 0; out.length < bytes; i++) out += `        - name: VAR_${i}\n          value: "${'x'.repeat(40)}"\n`;
+    return out;
+  };
+  await writeFile(join(dir, 'huge.yaml'), envLines(2_700_000));
+  await writeFile(join(dir, 'ok.yaml'), podYAML('ok'));
+  const errors: Array<[string, string]> = [];
+  let scans: number;
+  const snapshots: Pod[][] = [];
+  const source = new Counting({ dir, nodeName: 'n', intervalMs: 30, debounceMs: 10, log: pino({ level: 'silent' }), onError: (f, m) => void errors.push([f, m]) });
+  source.start((pods) => void snapshots.push(pods));
+  t.teardown(async () => {
+    await source.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const { waitFor } = await import('../../helpers/wait.js');
+  await waitFor('first scan', () => (snapshots.length >= 1 && errors.length >= 1 ? true : undefined), 10_000);
+  t.same(errors, [[join(dir, 'huge.yaml'), `${join(dir, 'huge.yaml')}: manifest is larger than 1572864 bytes (the largest object etcd stores), refused unparsed`]]);
+  t.same(snapshots[0]?.map((p) => p.metadata?.name), ['ok-n']);
+  t.same(parsedFiles, [join(dir, 'ok.yaml')], 'the huge file was never parsed');
+  // Several rescans: a marker file changes each time and is parsed; ok.yaml is not parsed again.
+  for (scans = 1; scans <= 3; scans++) {
+    await writeFile(join(dir, 'marker.yaml'), podYAML(`marker-${scans}`));
+    const name = `marker-${scans}-n`;
+    await waitFor(`rescan ${scans}`, () => (snapshots.at(-1)?.some((p) => p.metadata?.name === name) ? true : undefined), 10_000);
+  }
+  t.equal(parsedFiles.filter((f) => f.endsWith('ok.yaml')).length, 1, 'ok.yaml parsed once');
+  t.equal(errors.length, 1, 'the huge file reported once');
+});

@@ -86,3 +86,9 @@ t.test('odd input does not throw', async (t) => {
 t.test('rfc3339Nano', async (t) => {
   t.equal(rfc3339Nano(new Date('2026-11-29T20:00:00Z')), '2026-11-29T20:00:00.000000000Z');
 });
+
+t.test("the manifest's status never reaches the pod: a static pod's status is nodelet's", async (t) => {
+  const withStatus = { ...parsed(), status: { phase: 'Running', conditions: 'Ready', podIP: '6.6.6.6', containerStatuses: [{ name: 'x', ready: true }] } } as unknown as Pod;
+  const pod = applyStaticPodDefaults(withStatus, opts);
+  t.same(pod.status, { phase: 'Pending' });
+});

@@ -98,3 +98,13 @@ t.test('a visible entry of another kind is replaced by the link', async (t) => {
   t.equal(await writeAtomically(dir, payload({ a: '1' })), true);
   t.equal(await readlink(join(dir, 'a')), '..data/a');
 });
+
+t.test('modes outside 0..0777 (setuid, setgid, sticky) are refused before anything is written', async (t) => {
+  const dir = await tempDir(t);
+  for (const mode of [0o4755, 0o2755, 0o1777, -1, 0o10000, 1.5]) {
+    await t.rejects(writeAtomically(dir, payload({ a: ['x', mode] })), /invalid mode .* for a: must be a number between 0 and 0777 \(octal\), both inclusive/);
+  }
+  await t.rejects(readdir(dir), { code: 'ENOENT' }, 'nothing was written');
+  t.ok(await writeAtomically(dir, payload({ a: ['x', 0o777], b: ['y', 0] })));
+  t.equal((await stat(join(dir, 'a'))).mode & 0o7777, 0o777);
+});

@@ -35,3 +35,18 @@ t.test('refusals', async (t) => {
   const nonRoot = pod({ securityContext: { runAsNonRoot: true } });
   await t.rejects(buildContainerConfig(nonRoot, nonRoot.spec!.containers[0]!, image, [], deps), { message: /image will run as root/ });
 });
+
+t.test('an environment or command line execve could never take is refused before Docker (ARG_MAX, MAX_ARG_STRLEN)', async (t) => {
+  const { MAX_ARG_STRLEN, MAX_EXEC_BYTES, checkExecLimits } = await import('../../../src/kubelet/container-config.js');
+  const refused = { name: 'ContainerConfigError', reason: 'CreateContainerConfigError' };
+  // The issue's manifest: 2.7 MB of env entries.
+  const env = Array.from({ length: 36_000 }, (_, i) => ({ name: `VAR_${i}`, value: 'x'.repeat(64) }));
+  const big = pod({}, { env });
+  await t.rejects(buildContainerConfig(big, big.spec!.containers[0]!, image, [], deps), { ...refused, message: /environment and command line take \d+ bytes, more than the 2097152 bytes a process can be started with \(ARG_MAX\): 36000 environment variables/ });
+  const long = pod({}, { env: [{ name: 'LONG', value: 'x'.repeat(MAX_ARG_STRLEN) }] });
+  await t.rejects(buildContainerConfig(long, long.spec!.containers[0]!, image, [], deps), { ...refused, message: /environment variable "LONG" is 131078 bytes, more than the 131072 bytes/ });
+  t.throws(() => checkExecLimits([], ['sh', 'y'.repeat(MAX_ARG_STRLEN)]), { ...refused, message: /^command or argument is 131073 bytes/ });
+  t.doesNotThrow(() => checkExecLimits(['A=' + 'x'.repeat(MAX_ARG_STRLEN - 4)], ['sh']), 'the longest string that fits');
+  t.doesNotThrow(() => checkExecLimits(Array.from({ length: 1000 }, (_, i) => `V${i}=${'x'.repeat(1000)}`), []), '1 MB of env is fine');
+  t.ok(MAX_EXEC_BYTES === 2 * 1024 * 1024);
+});

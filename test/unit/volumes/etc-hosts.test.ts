@@ -47,3 +47,16 @@ t.test('a container that mounts its own /etc/hosts keeps it', async (t) => {
   t.equal(mountsEtcHosts({ name: 'a', volumeMounts: [{ name: 'v', mountPath: '/etc/hosts-original' }] }), true);
   t.equal(mountsEtcHosts({ name: 'a', volumeMounts: [{ name: 'v', mountPath: '/etc/hosts' }] }), false);
 });
+
+t.test('the writer refuses a field with whitespace or control characters, whatever validation let through', async (t) => {
+  const refused = { name: 'ContainerConfigError', reason: 'CreateContainerConfigError' };
+  t.throws(() => hostAliasEntries([{ ip: '1.2.3.4\n6.6.6.6', hostnames: ['evil'] }]), { ...refused, message: /hostAliases ip "1\.2\.3\.4\\n6\.6\.6\.6" cannot be written to \/etc\/hosts/ });
+  t.throws(() => hostAliasEntries([{ ip: '1.2.3.4', hostnames: ['a\tb'] }]), refused);
+  t.throws(() => hostAliasEntries([{ ip: '1.2.3.4', hostnames: ['a\u2028b'] }]), refused);
+  t.throws(() => hostAliasEntries([{ ip: '', hostnames: ['a'] }]), refused, 'an empty IP would shift the fields');
+  t.throws(() => hostAliasEntries([{ hostnames: ['a'] }]), refused);
+  t.throws(() => managedHostsContent(['10.0.0.5'], 'web\n6.6.6.6 evil', ''), refused);
+  t.throws(() => managedHostsContent(['10.0.0.5'], 'web', '', 'svc.ns\n6.6.6.6'), refused);
+  const pod: Pod = { metadata: { name: 'p', uid: 'u' }, spec: { hostAliases: [{ ip: '1.2.3.4', hostnames: ['ok', 'bad\r\n'] }], containers: [] } };
+  await t.rejects(etcHostsContent(pod, ['10.0.0.9']), refused);
+});

@@ -155,3 +155,17 @@ t.test('CheckLimitsForResolvConf: the node file\'s search line against what pods
   t.equal(resolvConfLimitProblem('/r', search(20, 120), ''), "Resolv.conf file '/r' contains search line which length is more than allowed 2048 chars!");
   t.equal(resolvConfLimitProblem('/r', 'nameserver\n', ''), 'nameserver list is empty ', 'a parse error is the problem');
 });
+
+t.test('resolvConfContent refuses a word with whitespace or control characters (no injected lines)', async (t) => {
+  const bad = [
+    { servers: ['1.1.1.1\nnameserver 6.6.6.6'], searches: [], options: [] },
+    { servers: [], searches: ['a.example b'], options: [] },
+    { servers: [], searches: [], options: ['ndots:2\nnameserver 6.6.6.6'] },
+    { servers: [], searches: [], options: ['x\u0000'] },
+    { servers: [''], searches: [], options: [] },
+  ];
+  for (const config of bad) t.throws(() => resolvConfContent(config), /cannot be written to resolv\.conf: it must be a single word without whitespace or control characters/);
+  // What podDNSConfig makes of a pod whose option value slipped past validation.
+  const p = pod({ dnsPolicy: 'None', dnsConfig: { nameservers: ['1.1.1.1'], options: [{ name: 'ndots', value: '1\nnameserver 6.6.6.6' }] } });
+  t.throws(() => resolvConfContent(dns(p).config), /option "ndots:1\\nnameserver 6\.6\.6\.6"/);
+});
