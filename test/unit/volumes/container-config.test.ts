@@ -42,7 +42,12 @@ t.test('an environment or command line execve could never take is refused before
   // The issue's manifest: 2.7 MB of env entries.
   const env = Array.from({ length: 36_000 }, (_, i) => ({ name: `VAR_${i}`, value: 'x'.repeat(64) }));
   const big = pod({}, { env });
-  await t.rejects(buildContainerConfig(big, big.spec!.containers[0]!, image, [], deps), { ...refused, message: /environment and command line take \d+ bytes, more than the 2097152 bytes a process can be started with \(ARG_MAX\): 36000 environment variables/ });
+  // The container's expansion share (expansion.ts) runs out first, before the strings are built.
+  await t.rejects(buildContainerConfig(big, big.spec!.containers[0]!, image, [], deps), { ...refused, message: /^env VAR_\d+: \$\(VAR\) expansion would exceed 2097152 bytes/ });
+  t.throws(() => checkExecLimits(Array.from({ length: 36_000 }, (_, i) => `VAR_${i}=${'x'.repeat(64)}`), []), {
+    ...refused,
+    message: /environment and command line take \d+ bytes, more than the 2097152 bytes a process can be started with \(ARG_MAX\): 36000 environment variables/,
+  });
   const long = pod({}, { env: [{ name: 'LONG', value: 'x'.repeat(MAX_ARG_STRLEN) }] });
   await t.rejects(buildContainerConfig(long, long.spec!.containers[0]!, image, [], deps), { ...refused, message: /environment variable "LONG" is 131078 bytes, more than the 131072 bytes/ });
   t.throws(() => checkExecLimits([], ['sh', 'y'.repeat(MAX_ARG_STRLEN)]), { ...refused, message: /^command or argument is 131073 bytes/ });
