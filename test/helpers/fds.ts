@@ -16,10 +16,9 @@ export function openFds(): Map<number, string> {
   return fds;
 }
 
-/** Socket inode → a readable description, from /proc/net/{tcp,tcp6,unix}. */
-function socketTable(): Map<string, string> {
-  const table = new Map<string, string>();
-  const port = (hex: string) => parseInt(hex.split(':')[1] ?? '0', 16);
+/** The rows of /proc/net/tcp and tcp6 (fields: sl, local, remote, state, …, inode at 9), header skipped. */
+function tcpRows(): string[][] {
+  const rows: string[][] = [];
   for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text = '';
     try {
@@ -29,11 +28,19 @@ function socketTable(): Map<string, string> {
     }
     for (const line of text.split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
-      if (f.length < 10) continue;
-      // local, remote, state (01 ESTABLISHED, 08 CLOSE_WAIT, 0A LISTEN…), inode.
-      table.set(f[9]!, `tcp :${port(f[1]!)} → :${port(f[2]!)} state ${f[3]}`);
+      if (f.length >= 10) rows.push(f);
     }
   }
+  return rows;
+}
+
+const portOf = (hex: string) => parseInt(hex.split(':')[1] ?? '0', 16);
+
+/** Socket inode → a readable description, from /proc/net/{tcp,tcp6,unix}. */
+function socketTable(): Map<string, string> {
+  const table = new Map<string, string>();
+  // local, remote, state (01 ESTABLISHED, 08 CLOSE_WAIT, 0A LISTEN…), inode.
+  for (const f of tcpRows()) table.set(f[9]!, `tcp :${portOf(f[1]!)} → :${portOf(f[2]!)} state ${f[3]}`);
   try {
     for (const line of readFileSync('/proc/net/unix', 'utf8').split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
@@ -73,19 +80,9 @@ export function tcpConnectionsOn(port: number): number {
     if (inode) ours.add(inode);
   }
   let n = 0;
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/);
-      if (f.length < 10 || f[3] === '0A' || !ours.has(f[9]!)) continue;
-      const ports = [f[1]!, f[2]!].map((a) => parseInt(a.split(':')[1] ?? '0', 16));
-      if (ports.includes(port)) n++;
-    }
+  for (const f of tcpRows()) {
+    if (f[3] === '0A' || !ours.has(f[9]!)) continue;
+    if (portOf(f[1]!) === port || portOf(f[2]!) === port) n++;
   }
   return n;
 }
