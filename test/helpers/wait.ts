@@ -4,7 +4,8 @@
  * stands in for synchronisation, only this bounded poll.
  */
 export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  // The monotonic clock: a step of the wall clock (a VM resumed, a time sync) must not end a wait early.
+  const deadline = performance.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
@@ -13,7 +14,7 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
