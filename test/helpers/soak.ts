@@ -8,7 +8,7 @@ export { rssOf };
 
 /**
  * The soak suite's time budget (`NODELET_SOAK_SCALE`): `ci` (the default) sizes every case so the
- * whole suite fits in about 8 minutes on a 2-core machine; `full` uses the sizes of issue 13.
+ * whole suite fits in about 11 minutes on a 2-core machine; `full` uses the sizes of issue 13.
  */
 export type Scale = 'ci' | 'full';
 
@@ -32,7 +32,8 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
  * counterpart of wait.ts's waitFor (which has no `why`): its sleep is the poll interval.
  */
 export async function poll<T>(what: string, check: (why: (reason: string) => void) => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  // The monotonic clock, as wait.ts: a step of the wall clock must not end a poll early.
+  const deadline = performance.now() + timeoutMs;
   let last = '';
   const why = (reason: string) => {
     last = reason;
@@ -44,7 +45,7 @@ export async function poll<T>(what: string, check: (why: (reason: string) => voi
     } catch (err) {
       last = err instanceof Error ? err.message : String(err);
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ''}`);
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last}` : ''}`);
     await sleep(everyMs);
   }
 }
