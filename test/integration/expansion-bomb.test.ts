@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import t from 'tap';
 import type { EventList } from '../../src/api/types.js';
 import { createLogger } from '../../src/logging/index.js';
-import { BUSYBOX } from '../helpers/docker.js';
+import { expansionBombManifest } from '../helpers/hostile.js';
 import { startTestNode } from '../helpers/nodelet.js';
 
 /**
@@ -14,25 +14,7 @@ import { startTestNode } from '../helpers/nodelet.js';
  * its events and its status all bounded.
  */
 
-const N = 22;
-const env = [`        - { name: V0, value: "${'x'.repeat(32)}" }`];
-for (let i = 1; i < N; i++) env.push(`        - { name: V${i}, value: "$(V${i - 1})$(V${i - 1})" }`);
-const manifest = `apiVersion: v1
-kind: Pod
-metadata: { name: bomb }
-spec:
-  terminationGracePeriodSeconds: 0
-  volumes: [{ name: scratch, emptyDir: {} }]
-  containers:
-    - name: app
-      image: ${BUSYBOX}
-      imagePullPolicy: Never
-      command: ["sh", "-c", "sleep 3600"]
-      args: ["$(V${N - 1})", "$(V${N - 1})$(V${N - 1})"]
-      volumeMounts: [{ name: scratch, mountPath: /scratch, subPathExpr: "a/$(V${N - 1})" }]
-      env:
-${env.join('\n')}
-`;
+const manifest = expansionBombManifest();
 
 // The bounds asserted; the original code exceeded each by orders of magnitude (see the report).
 const MAX_MESSAGE_BYTES = 4 * 1024;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import t, { type Test } from 'tap';
 import { BUSYBOX } from '../helpers/docker.js';
+import { httpAnswers } from '../helpers/hostile.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 import { makePki } from '../helpers/pki.js';
 import { TOKENS } from '../unit/auth/fixtures/security.js';
@@ -87,7 +88,7 @@ function exchange(l: Listener, writes: readonly string[]): Promise<Exchange> {
   return new Promise((resolve, reject) => {
     const socket: Socket = l.url.startsWith('https:') ? tlsConnect({ host: hostname, port: Number(port), rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] }) : tcpConnect(Number(port), hostname);
     let text = '';
-    const statuses = () => answers(text).statuses;
+    const statuses = () => httpAnswers(text).list.map((a) => a.status);
     const finish = () => {
       clearTimeout(timer);
       socket.destroy();
@@ -100,7 +101,7 @@ function exchange(l: Listener, writes: readonly string[]): Promise<Exchange> {
     socket.setEncoding('latin1');
     socket.on('data', (d: string) => {
       text += d;
-      if (answers(text).switched) finish();
+      if (httpAnswers(text).switched) finish();
     });
     socket.on('close', finish);
     socket.on('error', () => undefined);
@@ -115,36 +116,6 @@ function exchange(l: Listener, writes: readonly string[]): Promise<Exchange> {
   });
 }
 
-/**
- * The answers in `text`, read one after the other as HTTP/1.1 frames them (Content-Length,
- * chunked, or until the close), up to a `101` (`switched`) after which the bytes are no longer HTTP.
- */
-function answers(text: string): { statuses: number[]; switched: boolean } {
-  const statuses: number[] = [];
-  let at = 0;
-  while (at < text.length) {
-    const end = text.indexOf('\r\n\r\n', at);
-    if (end < 0) break;
-    const head = text.slice(at, end);
-    const status = /^HTTP\/1\.1 (\d{3}) /.exec(head);
-    if (!status) throw new Error(`not an HTTP answer at byte ${at}: ${JSON.stringify(head.slice(0, 80))}`);
-    statuses.push(Number(status[1]));
-    if (status[1] === '101') return { statuses, switched: true };
-    at = end + 4;
-    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
-    if (length) at += Number(length[1]);
-    else if (/\r\ntransfer-encoding: *chunked/i.test(head)) {
-      for (;;) {
-        const line = text.indexOf('\r\n', at);
-        if (line < 0) return { statuses, switched: false };
-        const size = parseInt(text.slice(at, line), 16);
-        at = line + 2 + size + 2;
-        if (size === 0) break;
-      }
-    } else break; // read until the close
-  }
-  return { statuses, switched: false };
-}
 
 const request = (l: Listener, method: string, path: string, extra: readonly string[] = []) =>
   [`${method} ${path} HTTP/1.1`, 'Host: x', ...l.auth, ...(method === 'POST' ? ['Content-Length: 0'] : []), ...extra, '', ''].join('\r\n');

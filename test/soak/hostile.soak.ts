@@ -27,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import type { Pod } from '../../src/api/types.js';
-import { BUSYBOX } from '../helpers/docker.js';
+import { expansionBombManifest, httpAnswers, type Answer } from '../helpers/hostile.js';
 import { fuzzSeed, prng } from '../helpers/prng.js';
 import { ChildNode, converge, podManifest } from '../helpers/soak-node.js';
 import { describe, runExec, type Protocol } from '../helpers/soak-exec.js';
@@ -53,88 +53,12 @@ const ACTIONS: readonly Action[] = ['pipeline', 'watch-flood', 'bomb', 'slow', '
 
 const seed = fuzzSeed('NODELET_SOAK_SEED');
 
-const N = 22;
-const bombManifest = (() => {
-  const env = [`        - { name: V0, value: "${'x'.repeat(32)}" }`];
-  for (let i = 1; i < N; i++) env.push(`        - { name: V${i}, value: "$(V${i - 1})$(V${i - 1})" }`);
-  return `apiVersion: v1
-kind: Pod
-metadata: { name: bomb }
-spec:
-  terminationGracePeriodSeconds: 0
-  volumes: [{ name: scratch, emptyDir: {} }]
-  containers:
-    - name: app
-      image: ${BUSYBOX}
-      imagePullPolicy: Never
-      command: ["sh", "-c", "sleep 3600"]
-      args: ["$(V${N - 1})", "$(V${N - 1})$(V${N - 1})"]
-      volumeMounts: [{ name: scratch, mountPath: /scratch, subPathExpr: "a/$(V${N - 1})" }]
-      env:
-${env.join('\n')}
-`;
-})();
+const bombManifest = expansionBombManifest();
 
 const WS_UPGRADE = ['Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='];
 const request = (method: string, path: string, extra: readonly string[] = []) =>
   [`${method} ${path} HTTP/1.1`, 'Host: x', ...(method === 'POST' ? ['Content-Length: 0'] : []), ...extra, '', ''].join('\r\n');
 
-interface Answer {
-  status: number;
-  head: string;
-  body: string;
-}
-
-/**
- * The answers in `text`, read one after the other as HTTP/1.1 frames them (Content-Length,
- * chunked, or until the close), up to a `101` (`switched`) after which the bytes are no longer HTTP.
- */
-function answers(text: string): { list: Answer[]; switched: boolean } {
-  const list: Answer[] = [];
-  let at = 0;
-  while (at < text.length) {
-    const end = text.indexOf('\r\n\r\n', at);
-    if (end < 0) break;
-    const head = text.slice(at, end);
-    const status = /^HTTP\/1\.1 (\d{3}) /.exec(head);
-    if (!status) throw new Error(`not an HTTP answer at byte ${at}: ${JSON.stringify(head.slice(0, 80))}`);
-    at = end + 4;
-    if (status[1] === '101') {
-      list.push({ status: 101, head, body: '' });
-      return { list, switched: true };
-    }
-    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
-    let body = '';
-    if (length) {
-      if (text.length < at + Number(length[1])) break; // incomplete
-      body = text.slice(at, at + Number(length[1]));
-      at += Number(length[1]);
-    } else if (/\r\ntransfer-encoding: *chunked/i.test(head)) {
-      let complete = false;
-      for (;;) {
-        const line = text.indexOf('\r\n', at);
-        if (line < 0) break;
-        const size = parseInt(text.slice(at, line), 16);
-        if (text.length < line + 2 + size + 2) break;
-        body += text.slice(line + 2, line + 2 + size);
-        at = line + 2 + size + 2;
-        if (size === 0) {
-          complete = true;
-          break;
-        }
-      }
-      if (!complete) {
-        list.push({ status: Number(status[1]), head, body });
-        return { list, switched: false };
-      }
-    } else {
-      body = text.slice(at);
-      at = text.length;
-    }
-    list.push({ status: Number(status[1]), head, body });
-  }
-  return { list, switched: false };
-}
 
 /**
  * Writes `writes` (each after the previous has been flushed, a turn of the event loop apart,
@@ -159,7 +83,7 @@ function exchange(port: number, writes: readonly string[], ms = 15_000): Promise
     socket.on('data', (d: string) => {
       text += d;
       try {
-        if (answers(text).switched) finish(false, false);
+        if (httpAnswers(text).switched) finish(false, false);
       } catch {
         finish(false, false);
       }
@@ -345,7 +269,7 @@ t.test(`${DURATION_MS / 1000} s of seeded hostile clients, seed ${seed}`, { time
     const what = `pipelined ${chosen.map(([p]) => p).join(' + ')} + ${exec ? 'exec upgrade' : 'upgrade'} (${mode})`;
     let got: Answer[];
     try {
-      got = answers(r.text).list;
+      got = httpAnswers(r.text).list;
     } catch (err) {
       violate(`${what}: ${err instanceof Error ? err.message : String(err)}`);
       return;
