@@ -1,7 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-
-/** The name requests without credentials share, as the apiserver's anonymous authenticator names them. */
-export const ANONYMOUS_USER = 'system:anonymous';
+import { ANONYMOUS_USER } from '../auth/types.js';
 
 const users = new WeakMap<IncomingMessage, string>();
 

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StatusError, badRequest } from '../api/errors.js';
+import { CountingSlots } from '../streaming/slots.js';
 import { requestUser } from './identity.js';
 import type { CloseReason, WatchEvent, WatchHub } from '../watch/hub.js';
 import type { KubeObject } from '../watch/store.js';
@@ -87,12 +88,14 @@ export interface WatchLimits {
  */
 export class WatchStreams {
   readonly #open = new Set<WatchWriter<KubeObject>>();
-  readonly #limits: WatchLimits;
+  /** The node's places (`--max-watches`). */
+  readonly #node: CountingSlots;
+  readonly #maxPerUser: number;
   readonly #perUser = new Map<string, number>();
-  #admitted = 0;
 
   constructor(limits: WatchLimits = { max: 1000, maxPerUser: 100 }) {
-    this.#limits = limits;
+    this.#node = new CountingSlots(limits.max);
+    this.#maxPerUser = limits.maxPerUser;
   }
 
   get size(): number {
@@ -104,23 +107,18 @@ export class WatchStreams {
    * 429 when the node or the user is at its cap. Taken before the watch allocates anything.
    */
   admit(user: string): () => void {
-    const { max, maxPerUser } = this.#limits;
-    if (this.#admitted >= max) {
-      throw new StatusError('TooManyRequests', `too many watches open (limit ${max}); retry later`, { retryAfterSeconds: WATCHES_RETRY_AFTER_SECONDS });
-    }
     const mine = this.#perUser.get(user) ?? 0;
-    if (mine >= maxPerUser) {
-      throw new StatusError('TooManyRequests', `too many watches open for user ${JSON.stringify(user)} (limit ${maxPerUser}); retry later`, {
-        retryAfterSeconds: WATCHES_RETRY_AFTER_SECONDS,
-      });
+    const releaseNode = mine < this.#maxPerUser ? this.#node.tryAcquire() : undefined;
+    if (!releaseNode) {
+      const message = mine >= this.#maxPerUser ? `too many watches open for user ${JSON.stringify(user)} (limit ${this.#maxPerUser})` : `too many watches open (limit ${this.#node.max})`;
+      throw new StatusError('TooManyRequests', `${message}; retry later`, { retryAfterSeconds: WATCHES_RETRY_AFTER_SECONDS });
     }
-    this.#admitted++;
     this.#perUser.set(user, mine + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.#admitted--;
+      releaseNode();
       const left = (this.#perUser.get(user) ?? 1) - 1;
       if (left > 0) this.#perUser.set(user, left);
       else this.#perUser.delete(user);

@@ -1,12 +1,8 @@
 import { constants, type Stats } from 'node:fs';
 import { chmod, chown, lchown, open, readdir, type FileHandle } from 'node:fs/promises';
+import { O_PATH, fdPath } from './proc-fd.js';
 
-/** Linux `O_PATH` (not in `fs.constants`): an fd that pins an inode without opening it for I/O. */
-const O_PATH = 0o10000000;
 const pinFlags = O_PATH | constants.O_NOFOLLOW;
-
-/** The fd's magic link: the kernel resolves it to the very file the fd holds, never by name. */
-const fdPath = (fd: number) => `/proc/self/fd/${fd}`;
 
 export interface OwnershipOptions {
   /** Files gain group read only (0440), not read-write (0660). */

@@ -2,6 +2,7 @@ import { constants, type Stats } from 'node:fs';
 import { chmod, lstat, mkdir, open, readdir, realpath, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { bindMount, isMountPoint, unmount } from './host.js';
+import { O_PATH, fdPath } from './proc-fd.js';
 
 /**
  * Race-free subPath mounts (CVE-2021-25741, kubernetes/kubernetes#104980), after the kubelet's
@@ -35,9 +36,6 @@ import { bindMount, isMountPoint, unmount } from './host.js';
 
 /** The kubelet's `containerSubPathDirectoryName`: `<pod dir>/volume-subpaths/<volume>/<container>/<mount index>`. */
 export const subPathDirName = 'volume-subpaths';
-
-/** Linux `O_PATH` (not in `fs.constants`): a descriptor that only names a file. */
-export const O_PATH = 0o10000000;
 
 /** The kubelet's `openFDFlags` (libuv adds `O_CLOEXEC` to every open). */
 const openFDFlags = O_PATH | constants.O_NOFOLLOW;
@@ -126,7 +124,7 @@ export async function openWithin(base: string, components: readonly string[], su
     for (const [i, name] of components.entries()) {
       if (name === '' || name === '.' || name === '..' || name.includes('/')) throw new Error(`bad path component ${q(name)}`);
       path = join(path, name);
-      const next = await open(`/proc/self/fd/${current.fd}/${name}`, openFDFlags).catch((err: unknown) => {
+      const next = await open(fdPath(current.fd, name), openFDFlags).catch((err: unknown) => {
         throw new SubPathError(`subpath ${q(subPath)} cannot be opened`, `cannot open ${q(path)}: ${(err as Error).message}`);
       });
       await current.close();
@@ -173,7 +171,7 @@ export async function safeMakeDir(base: string, subPath: string, mode: number): 
     let path = resolved;
     for (const name of names.slice(existing)) {
       path = join(path, name);
-      const at = `/proc/self/fd/${parent.fd}/${name}`;
+      const at = fdPath(parent.fd, name);
       let created: boolean;
       try {
         await mkdir(at, mode);
@@ -191,7 +189,7 @@ export async function safeMakeDir(base: string, subPath: string, mode: number): 
       if (st.isSymbolicLink()) throw new SubPathError(`subpath ${q(subPath)}: unexpected symlink found`, `unexpected symlink found ${q(path)}`);
       if (!st.isDirectory()) throw new SubPathError(`subpath ${q(subPath)}: not a directory`, `${q(path)} is not a directory`);
       // chmod follows the magic link to the directory the descriptor holds, not a path.
-      if (created) await chmod(`/proc/self/fd/${parent.fd}`, mode);
+      if (created) await chmod(fdPath(parent.fd), mode);
     }
   } finally {
     await parent.close().catch(() => undefined);

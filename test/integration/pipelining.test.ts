@@ -1,11 +1,12 @@
 import { writeFile } from 'node:fs/promises';
-import { connect as tcpConnect, createServer, type Socket } from 'node:net';
+import { connect as tcpConnect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import t, { type Test } from 'tap';
 import { BUSYBOX } from '../helpers/docker.js';
 import { httpAnswers } from '../helpers/hostile.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
+import { freePort } from '../helpers/net.js';
 import { makePki } from '../helpers/pki.js';
 import { TOKENS } from '../unit/auth/fixtures/security.js';
 
@@ -26,14 +27,6 @@ spec:
   containers:
     - { name: app, image: ${BUSYBOX}, imagePullPolicy: Never, command: ["sleep", "3600"] }
 `;
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
 
 interface Listener {
   readonly name: string;
