@@ -75,6 +75,8 @@ export class CNINetworkPlugin implements NetworkPlugin {
   readonly #locks = new KeyedMutex();
   /** sandbox ID → cached attachment of its default network. */
   readonly #index = new Map<string, CacheEntry>();
+  /** Sandboxes with an operation queued or running: garbage collection leaves their leases alone. */
+  readonly #busy = new Map<string, number>();
   #network: NetworkConfList | undefined;
   #podCIDRs: readonly string[] = [];
   #timer: NodeJS.Timeout | undefined;
@@ -156,13 +158,24 @@ export class CNINetworkPlugin implements NetworkPlugin {
     }
   }
 
+  /** `task` under the sandbox's lock, the sandbox counted busy from the call until it settles. */
+  #serialised<T>(sandboxId: string, task: () => Promise<T>): Promise<T> {
+    this.#busy.set(sandboxId, (this.#busy.get(sandboxId) ?? 0) + 1);
+    return this.#locks.run(sandboxId, task).finally(() => {
+      const n = (this.#busy.get(sandboxId) ?? 1) - 1;
+      if (n === 0) this.#busy.delete(sandboxId);
+      else this.#busy.set(sandboxId, n);
+    });
+  }
+
   #deadline(): number {
     return performance.now() + this.#opts.timeoutMs;
   }
 
   setUpPod(pod: PodNetworkSetUp): Promise<PodNetworkStatus> {
-    checkId(pod.sandboxId);
-    return this.#locks.run(pod.sandboxId, async () => {
+    const bad = checkId(pod.sandboxId);
+    if (bad) return Promise.reject(bad);
+    return this.#serialised(pod.sandboxId, async () => {
       const net = this.#network;
       const ready = this.readiness();
       if (!net || !ready.ready) throw new Error(`network plugin cni not ready: ${ready.ready ? 'cni config uninitialized' : ready.message}`);
@@ -181,8 +194,9 @@ export class CNINetworkPlugin implements NetworkPlugin {
   }
 
   tearDownPod(pod: PodNetworkTearDown): Promise<void> {
-    checkId(pod.sandboxId);
-    return this.#locks.run(pod.sandboxId, async () => {
+    const bad = checkId(pod.sandboxId);
+    if (bad) return Promise.reject(bad);
+    return this.#serialised(pod.sandboxId, async () => {
       const netns = pod.netnsPath && (await exists(pod.netnsPath)) ? pod.netnsPath : '';
       const opts = { binDirs: this.#opts.binDirs, deadline: this.#deadline() };
       const args = cniArgsFor(pod);
@@ -233,7 +247,7 @@ export class CNINetworkPlugin implements NetworkPlugin {
     const { entries } = await listCacheEntries(this.#opts.cacheDir);
     const cachedIds = new Set<string>();
     for (const { entry } of entries) {
-      if (liveSandboxIds.has(entry.containerId)) {
+      if (liveSandboxIds.has(entry.containerId) || this.#busy.has(entry.containerId)) {
         cachedIds.add(entry.containerId);
         continue;
       }
@@ -251,8 +265,10 @@ export class CNINetworkPlugin implements NetworkPlugin {
       }
     }
     for (const id of this.#index.keys()) cachedIds.add(id);
+    // A sandbox being set up now may hold a lease before its attachment is cached.
+    const keep = (cid: string) => liveSandboxIds.has(cid) || cachedIds.has(cid) || this.#busy.has(cid);
     for (const dir of this.#leaseDirs(entries.map((e) => e.entry))) {
-      for (const id of await releaseLeases(dir, (cid) => liveSandboxIds.has(cid) || cachedIds.has(cid), this.#log)) released.add(id);
+      for (const id of await releaseLeases(dir, keep, this.#log)) released.add(id);
     }
     return [...released];
   }
@@ -317,8 +333,10 @@ export async function releaseLeases(dir: string, keep: (containerId: string) => 
   return [...released];
 }
 
-function checkId(id: string): void {
-  if (!CONTAINER_ID_RE.test(id) || id.length > 255) throw new Error(`invalid sandbox ID ${JSON.stringify(id.slice(0, 100))}`);
+/** An error for a sandbox ID libcni would refuse (it names cache files), else undefined. */
+function checkId(id: string): Error | undefined {
+  if (!CONTAINER_ID_RE.test(id) || id.length > 255) return new Error(`invalid sandbox ID ${JSON.stringify(id.slice(0, 100))}`);
+  return undefined;
 }
 
 async function exists(path: string): Promise<boolean> {
