@@ -129,3 +129,15 @@ t.test('systemd-analyze verify accepts the unit', { skip: hasAnalyze ? false : '
   const own = result.output.split('\n').filter((l) => l.includes('nodelet.service'));
   t.same(own, [], `no complaint about nodelet.service (exit ${result.code}):\n${result.output}`);
 });
+
+t.test('examples/cni/10-nodelet-bridge.conflist loads through the CNI config loader with Debian\'s plugins', async (t) => {
+  const { loadDefaultNetwork } = await import('../../../src/network/cni/config.js');
+  const bin = t.testdir({ bridge: '#!/bin/sh\n', 'host-local': '#!/bin/sh\n', portmap: '#!/bin/sh\n' });
+  for (const p of ['bridge', 'host-local', 'portmap']) chmodSync(join(bin, p), 0o755);
+  const loaded = await loadDefaultNetwork(join(examples, 'cni'), [bin]);
+  t.same(loaded.skipped, []);
+  t.equal(loaded.network?.name, 'nodelet');
+  t.equal(loaded.network?.cniVersion, '1.0.0');
+  t.same(loaded.network?.plugins.map((p) => [p.type, p.capabilities]), [['bridge', ['ipRanges']], ['portmap', ['portMappings']]]);
+  t.same((await loadDefaultNetwork(join(examples, 'cni'), [t.testdir({})])).network, undefined, 'without the plugin binaries it is not chosen');
+});
