@@ -54,7 +54,8 @@ function formatValue(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+/** A JSON object (not null, not an array): what decoded documents are checked against. */
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 

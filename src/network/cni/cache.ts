@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isRecord } from '../../api/validation.js';
 
 /**
  * libcni's result cache, in its format so `cnitool` and other runtimes read it:
@@ -43,10 +44,6 @@ export function serializeCacheEntry(e: CacheEntry): string {
   if (Object.keys(e.capabilityArgs).length) obj.capabilityArgs = e.capabilityArgs;
   obj.result = e.result;
   return JSON.stringify(obj);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Parses a cache file; throws on anything that is not a `cniCacheV1` entry with a result. */

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { access, readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
+import { isRecord } from '../../api/validation.js';
 
 /**
  * Loading the CNI conf dir: libcni `libcni/conf.go` (`ConfFiles`, `ConfFromBytes`,
@@ -42,10 +43,6 @@ const VERSION_RE = /^\d+\.\d+\.\d+$/;
 
 export class ConfError extends Error {
   override name = 'ConfError';
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function parsePlugin(v: unknown, where: string): PluginConf {

@@ -1,6 +1,7 @@
 import { stat, readdir, readFile, rm } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
+import { isRecord } from '../../api/validation.js';
 import type { Logger } from '../../logging/index.js';
 import type { NetworkPlugin, NetworkReadiness, PodNetworkIdentity, PodNetworkSetUp, PodNetworkStatus, PodNetworkTearDown } from '../types.js';
 import { type CacheEntry, listCacheEntries, removeCacheEntry, writeCacheEntry } from './cache.js';
@@ -295,8 +296,8 @@ export function hostLocalDataDirs(list: NetworkConfList): string[] {
   const out: string[] = [];
   for (const p of list.plugins) {
     const ipam = p.raw.ipam;
-    if (typeof ipam !== 'object' || ipam === null || Array.isArray(ipam)) continue;
-    const { type, dataDir } = ipam as Record<string, unknown>;
+    if (!isRecord(ipam)) continue;
+    const { type, dataDir } = ipam;
     if (type !== 'host-local') continue;
     out.push(join(typeof dataDir === 'string' && dataDir !== '' ? dataDir : HOST_LOCAL_DEFAULT_DATA_DIR, list.name));
   }
@@ -339,11 +340,4 @@ function checkId(id: string): Error | undefined {
   return undefined;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);

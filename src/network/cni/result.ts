@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { isRecord } from '../../api/validation.js';
 
 /**
  * Pod IPs from a CNI result of any spec version (containernetworking/cni `pkg/types/040`,
@@ -9,10 +10,6 @@ import { isIP } from 'node:net';
 
 export class ResultError extends Error {
   override name = 'ResultError';
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** `10.0.0.2/24` → `10.0.0.2`, checked to be an address of the family (when one is given). */
