@@ -11,6 +11,17 @@ case "$engine" in
   podman) start=podman ;;
   *) echo "NODELET_TEST_ENGINE must be docker or podman, not $engine" >&2; exit 2 ;;
 esac
+# The CNI tests run Debian's plugins inside a network namespace of their own (ip, iptables, nsenter).
+missing=()
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "test: missing ${missing[*]} and not root: install them first" >&2; exit 1; }
+  echo "test: installing ${missing[*]} from Debian" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq "${missing[@]}"; } >&2 || exit 1
+fi
 state=$(mktemp -d "/tmp/nodelet-test-$engine.XXXXXX")
 cleanup() { scripts/docker-engine.sh stop "$state"; }
 trap cleanup EXIT
