@@ -9,4 +9,11 @@ cd "$(dirname "$0")/.."
 DOCKER_HOST=$(scripts/docker-engine.sh ensure)
 export DOCKER_HOST
 scripts/docker-engine.sh images
+# --network-plugin=cni runs CNI plugins: Debian's, unless some are installed upstream's way already.
+for arg in "$@"; do
+  if [ "$arg" = --network-plugin=cni ] && [ ! -x /opt/cni/bin/bridge ] && [ ! -x /usr/lib/cni/bridge ]; then
+    [ "$(id -u)" = 0 ] || { echo "start: --network-plugin=cni needs CNI plugins: apt-get install containernetworking-plugins" >&2; exit 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containernetworking-plugins >&2 || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containernetworking-plugins >&2; }
+  fi
+done
 exec node --initial-old-space-size=64 dist/cli.js --docker-endpoint "$DOCKER_HOST" --pod-manifest-path examples/pods "$@"

@@ -31,6 +31,8 @@ import { ApiserverObjects, startClusterMode, type ClusterMode } from './cluster/
 import { parseNodeLabels, parseTaints } from './config/node-flags.js';
 import { readNodeFacts } from './node/facts.js';
 import { NodeSource, healthFromRelist } from './node/source.js';
+import { CNINetworkPlugin } from './network/cni/index.js';
+import type { NetworkPlugin } from './network/types.js';
 
 export interface Nodelet {
   readonly app: FastifyInstance;
@@ -64,6 +66,17 @@ export interface StartOptions {
   statsPeriodMs?: number;
   /** Cluster-mode timing overrides for tests (status resync, mirror pod period, watch timeout). */
   clusterTiming?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
+  /** A network plugin instead of the one `--network-plugin` names (tests: a recording fake). */
+  networkPlugin?: NetworkPlugin;
+  /** How often the pod networks of vanished sandboxes are released (default 1 min). */
+  networkGCPeriodMs?: number;
+}
+
+/** The `--network-plugin` of `config`, or the one a test passes; undefined: none. */
+function networkPluginFor(config: Config, opts: StartOptions): NetworkPlugin | undefined {
+  if (opts.networkPlugin) return opts.networkPlugin;
+  if (config.networkPlugin !== 'cni') return undefined;
+  return new CNINetworkPlugin({ confDir: config.cniConfDir, binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, log: opts.log.child({ component: 'cni' }) });
 }
 
 /** Wires the pieces of the architecture together and starts them (see DESIGN.md's data flow). */
@@ -82,11 +95,16 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   const tls = embedded ? embedded.tls : servesTLS(config) || config.authenticationTokenWebhook ? await loadTlsMaterial(config, log) : undefined;
   const docker = dockerClient(config.dockerEndpoint);
   const metrics = new Metrics();
+  // Started before the first relist: it reads back the IPs of sandboxes that already run.
+  const network = networkPluginFor(config, opts);
+  await network?.start();
   const dockerRuntime = new DockerRuntime({
     docker,
     nodeName: config.nodeName,
     infraImage: config.podInfraContainerImage,
     podNetwork: config.podNetwork,
+    ...(network ? { network } : {}),
+    ...(opts.networkGCPeriodMs ? { networkGCPeriodMs: opts.networkGCPeriodMs } : {}),
     execDisconnectGraceMs: config.execDisconnectGracePeriodMs,
     containerUlimits: config.containerUlimits,
     log,
@@ -183,7 +201,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   let servingPort = config.port;
   const nodeSource = new NodeSource({
     readFacts: () => readNodeFacts({ engine: () => dockerRuntime.engineFacts(), nodeName: config.nodeName, nodeIP: config.nodeIP, port: servingPort, rootDir: config.rootDir, kubeletVersion: serverVersion.gitVersion, maxPods: config.maxPods }),
-    health: () => healthFromRelist(kubelet.pleg.health()),
+    health: () => healthFromRelist(kubelet.pleg.health(), Date.now(), runtime.networkStatus().readiness),
     spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
     registeredUID: () => cluster?.node.uid,
     log,
@@ -232,6 +250,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await kubelet.stop();
     await volumes.stop();
     await dockerRuntime.close();
+    network?.stop();
     closeSecurity();
     apiClient?.close();
   };
@@ -272,6 +291,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
         const rp = kubelet.pleg.getPod(uid);
         return rp !== undefined && (rp.containers.some((c) => c.state === 'running') || rp.sandboxes.some((s) => s.ready));
       },
+      ...(network ? { podCIDRs: (cidrs: readonly string[]) => network.setPodCIDRs(cidrs) } : {}),
       log,
       ...(opts.clusterTiming ? { timing: opts.clusterTiming } : {}),
     });
@@ -310,6 +330,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       await volumes.stop();
       // After the server closed: no forward can start a port-forward helper any more.
       await dockerRuntime.close();
+      network?.stop();
       closeSecurity();
     },
   };

@@ -26,6 +26,8 @@ export interface ClusterModeOptions {
   /** The pods the apiserver binds to this node, after the first list and every change. */
   onPods: (pods: Pod[]) => void;
   hasRunningContainers: (uid: string) => boolean;
+  /** Receives `Node.spec.podCIDRs` once the controller-manager set them (the network plugin's `ipRanges`). */
+  podCIDRs?: (cidrs: readonly string[]) => void;
   log: Logger;
   /** Timing overrides for tests. */
   timing?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
@@ -63,6 +65,7 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
     reportFrequencyMs: config.nodeStatusReportFrequencyMs,
     leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+    ...(o.podCIDRs ? { podCIDRs: o.podCIDRs } : {}),
     log,
   });
   // The pod watch is created below; the status sync reads its cache only once running.

@@ -20,6 +20,8 @@ export interface NodeControllerOptions {
   reportFrequencyMs: number;
   /** `nodeLeaseDurationSeconds` (40); the lease is renewed every quarter of it. */
   leaseDurationSeconds: number;
+  /** `Node.spec.podCIDRs` as each status update reads it (the kubelet's `updatePodCIDR`, for the network plugin). */
+  podCIDRs?: (cidrs: readonly string[]) => void;
   log: Logger;
 }
 
@@ -174,6 +176,8 @@ export class NodeController {
   async #tryUpdateStatus(force: boolean, known: Node | undefined, fromCache: boolean): Promise<void> {
     const { client, nodeName } = this.#o;
     const held = known ?? (await client.request<Node>('GET', `${nodePath(nodeName)}${fromCache ? query({ resourceVersion: '0' }) : ''}`));
+    const cidrs = held.spec?.podCIDRs ?? (held.spec?.podCIDR ? [held.spec.podCIDR] : []);
+    if (cidrs.length) this.#o.podCIDRs?.(cidrs);
     const status = nodeStatus(await this.#o.facts(), this.#o.health(), held.status, new Date());
     this.checks++;
     const due = Date.now() - this.#lastSentAt >= this.#o.reportFrequencyMs;

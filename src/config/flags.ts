@@ -130,6 +130,22 @@ const TABLE = [
     help: 'Docker network that pod sandboxes join (nodelet-specific; "none" gives pods only a loopback interface)',
   },
   {
+    name: 'network-plugin', kind: 'enum', target: 'networkPlugin', values: ['', 'cni'], default: '',
+    help: 'The network plugin that gives pods their network (cri-dockerd\'s flag). "cni": nodelet executes the CNI plugins of --cni-conf-dir\'s first network on each pod sandbox and reports the pod IPs it gets; "" (default): sandboxes join --pod-network',
+  },
+  {
+    name: 'cni-bin-dir', kind: 'stringList', target: 'cniBinDirs', default: ['/opt/cni/bin', '/usr/lib/cni'],
+    help: 'Comma-separated list of directories searched in order for CNI plugin binaries (with --network-plugin=cni). The default adds Debian\'s containernetworking-plugins directory to the upstream one',
+  },
+  {
+    name: 'cni-conf-dir', kind: 'string', target: 'cniConfDir', default: '/etc/cni/net.d', nonEmpty: true,
+    help: 'Directory of CNI network configurations (with --network-plugin=cni): the first valid .conflist, .conf or .json file in name order is the pod network; re-read every 5 seconds',
+  },
+  {
+    name: 'cni-cache-dir', kind: 'string', target: 'cniCacheDir', default: '/var/lib/cni/cache', nonEmpty: true,
+    help: 'Directory where CNI results are cached (with --network-plugin=cni): pod IPs are read back from it after a restart, and DEL uses it',
+  },
+  {
     name: 'container-ulimits', kind: 'string', target: 'containerUlimits', default: 'auto', nonEmpty: true,
     help: 'Rlimits set on every container and sandbox (nodelet-specific): "auto" sets none on Docker (containers get the engine\'s limits, as under the kubelet) and nofile and nproc within nodelet\'s own hard limits on Podman (whose default of 1048576 fails above them); "none" always leaves the engine\'s defaults; or name=soft[:hard] pairs separated by \',\' (e.g. nofile=1024:4096,nproc=4096), "unlimited" allowed, set on either engine',
   },

@@ -30,6 +30,17 @@ export interface Config {
   readonly loggingFormat: 'text' | 'json';
   /** Docker network of pod sandboxes (`--pod-network`, nodelet's own flag; default `none`). */
   readonly podNetwork: string;
+  /**
+   * `--network-plugin` (cri-dockerd's flag): `cni` sets pod networks up by executing CNI plugins
+   * (src/network/cni); `''` leaves sandboxes on `podNetwork`.
+   */
+  readonly networkPlugin: '' | 'cni';
+  /** `--cni-bin-dir`: directories searched in order for CNI plugin executables. */
+  readonly cniBinDirs: readonly string[];
+  /** `--cni-conf-dir`: where the network configuration (`.conflist`, `.conf`, `.json`) is read. */
+  readonly cniConfDir: string;
+  /** `--cni-cache-dir`: libcni's result cache, read back at start and for DEL. */
+  readonly cniCacheDir: string;
   /** `--container-ulimits` as given (`auto`, `none` or `nofile=S:H,…`; nodelet's own), checked at start-up; parsed by config/ulimits. */
   readonly containerUlimits: string;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */

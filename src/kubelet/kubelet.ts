@@ -74,6 +74,11 @@ const deadlineExceeded = { reason: 'DeadlineExceeded', message: 'Pod was active 
  * publishes the pod's status to the status manager from the PLEG snapshot, then acts on the
  * runtime; the runtime change comes back as a PLEG event and the next sync reports it.
  */
+/** The kubelet's `NetworkNotReadyErrorMsg` (pkg/kubelet/kubelet.go). */
+const NETWORK_NOT_READY = 'network is not ready';
+/** How soon a pod held by a not-ready network is synced again (the plugin re-reads its config every 5 s). */
+const NETWORK_NOT_READY_RETRY_MS = 2000;
+
 export class Kubelet {
   readonly pleg: PLEG;
   /** Liveness, readiness and startup probes of the running containers. */
@@ -332,9 +337,18 @@ export class Kubelet {
         await this.#stopContainer(pod, c.name, c.id, grace, sandboxes[0]?.id);
       }),
     );
-    await Promise.all(sandboxes.map((s) => this.#o.runtime.stopContainer(s.id, 0)));
+    await this.#stopSandboxes(sandboxes, plog);
     // The stops come back as PLEG events; the next sync publishes the terminal status.
     await this.pleg.relist();
+  }
+
+  /**
+   * Stops sandboxes, their pod networks torn down first (the runtime's `stopSandbox`). A failed
+   * DEL is logged, not fatal: the sandbox is stopped anyway and its attachment stays cached, so
+   * its removal (or the network GC) tries the DEL again.
+   */
+  async #stopSandboxes(sandboxes: readonly { readonly id: string }[], log: Logger): Promise<void> {
+    await Promise.all(sandboxes.map((s) => this.#o.runtime.stopSandbox(s.id).catch((err: unknown) => log.warn({ err, sandbox: s.id }, 'Failed to tear down the pod network of a sandbox'))));
   }
 
   #probeResults(uid: string): NonNullable<Parameters<typeof generatePodStatus>[2]['probes']> {
@@ -377,7 +391,7 @@ export class Kubelet {
       actions.kill.map(async (k) => {
         if (k.name !== 'POD') recorder.record(containerSubject(pod, k.name), 'Normal', 'Killing', k.message);
         plog.info({ container: k.name }, k.message);
-        if (k.name === 'POD') await runtime.stopContainer(k.id, 0);
+        if (k.name === 'POD') await this.#stopSandboxes([k], plog);
         else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
       }),
     );
@@ -389,7 +403,7 @@ export class Kubelet {
     }
 
     let sandbox = runtimePod?.sandboxes[0];
-    const refusal = actions.createSandbox !== undefined ? (sandboxRefusal(pod) ?? unsupportedFieldRefusal(pod)) : undefined;
+    const refusal = actions.createSandbox !== undefined ? (sandboxRefusal(pod) ?? unsupportedFieldRefusal(pod, runtime.networkStatus())) : undefined;
     if (refusal) {
       // Refused before a sandbox exists (user namespaces, fields nodelet cannot apply): nothing is created.
       plog.warn({ reason: refusal.reason }, refusal.message);
@@ -397,16 +411,29 @@ export class Kubelet {
       for (const s of actions.start) this.#recordStartFailure(pod, s.container, { reason: 'CreateContainerConfigError', message: refusal.message });
       return;
     }
+    if (actions.createSandbox !== undefined && !pod.spec?.hostNetwork) {
+      const { readiness } = runtime.networkStatus();
+      if (!readiness.ready) {
+        // The kubelet's syncPod: no pod-network sandbox while the runtime's network is not ready
+        // (host-network pods still start); tried again once the plugin may have loaded a config.
+        const message = `${NETWORK_NOT_READY}: container runtime network not ready: NetworkReady=false reason:${readiness.reason} message:docker: network plugin is not ready: ${readiness.message}`;
+        plog.warn({ reason: readiness.reason }, message);
+        recorder.record(pod, 'Warning', 'NetworkNotReady', message);
+        this.#scheduleAfter(pod.metadata?.uid ?? '', NETWORK_NOT_READY_RETRY_MS);
+        return;
+      }
+    }
     if (actions.createSandbox !== undefined) {
       try {
         plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
-        const id = await runtime.runSandbox(pod, actions.createSandbox, await this.#sandboxConfig(pod));
+        const { id, ips } = await runtime.runSandbox(pod, actions.createSandbox, await this.#sandboxConfig(pod));
         this.#o.metrics?.startedPods.inc();
         this.#sandboxFailures.delete(pod.metadata?.uid ?? '');
         if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
-        sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), ips: [] };
-        if (readsPodIP(pod) && !pod.spec?.hostNetwork) {
-          // The downward API needs the new sandbox's IP before the containers are configured.
+        sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), ips };
+        if (!ips.length && readsPodIP(pod) && !pod.spec?.hostNetwork) {
+          // The downward API needs the new sandbox's IP before the containers are configured: on a
+          // Docker network (`--pod-network`) it is Docker's, read back by a relist.
           await this.pleg.relist();
           sandbox = this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
         }
@@ -573,7 +600,7 @@ export class Kubelet {
     await Promise.all(runtimePod.containers
         .filter((c) => c.state === 'running')
         .map((c) => (lastSpec ? this.#stopContainer(lastSpec, c.name, c.id, c.gracePeriodSeconds ?? 30, sandboxId) : runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30))));
-    await Promise.all(runtimePod.sandboxes.filter((s) => s.ready).map((s) => runtime.stopContainer(s.id, 0)));
+    await this.#stopSandboxes(runtimePod.sandboxes.filter((s) => s.ready), log);
     for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
     for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
     // No container holds the pod's volumes any more: unmount and delete <rootDir>/pods/<uid>.
@@ -629,7 +656,7 @@ export class Kubelet {
               await runtime.stopContainer(c.id, req.graceSeconds);
             }),
         );
-        await Promise.all(runtimePod.sandboxes.filter((s) => s.ready).map((s) => runtime.stopContainer(s.id, 0)));
+        await this.#stopSandboxes(runtimePod.sandboxes.filter((s) => s.ready), plog);
         for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
         for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
         await this.#o.volumes?.tearDown(uid).catch((err: unknown) => plog.warn({ err }, 'Failed to tear down pod volumes'));

@@ -20,13 +20,15 @@ export interface SandboxRefusal {
  * - `resourceClaims` (and a container's `resources.claims`): dynamic resource allocation, which the
  *   kubelet prepares before the sandbox (`FailedPrepareDynamicResources`); nodelet has no DRA.
  * - `ports[].hostPort` on a pod without `hostNetwork`: the kubelet's network plugin publishes it
- *   when it sets up the sandbox's network (`FailedCreatePodSandBox` when it cannot); nodelet's
- *   sandboxes run on the Docker network `none` by default, where no host port can be published,
- *   and nodelet sets up no port mapping on any `--pod-network`. With `hostNetwork` the apiserver
- *   requires `hostPort` to equal `containerPort` (and defaults it to it), and the container
- *   listening on it is all there is to apply.
+ *   when it sets up the sandbox's network (`FailedCreatePodSandBox` when it cannot). nodelet does
+ *   too with `--network-plugin=cni` when the network declares the `portMappings` capability (the
+ *   `portmap` plugin), for regular containers as the kubelet's `MakePortMappings` does; an init
+ *   container's `hostPort`, which the kubelet never publishes, is refused. Without such a network
+ *   (the Docker network `none` by default) no host port can be published at all. With
+ *   `hostNetwork` the apiserver requires `hostPort` to equal `containerPort` (and defaults it to
+ *   it), and the container listening on it is all there is to apply.
  */
-export function unsupportedFieldRefusal(pod: Pod): SandboxRefusal | undefined {
+export function unsupportedFieldRefusal(pod: Pod, network: { readonly hostPorts: boolean } = { hostPorts: false }): SandboxRefusal | undefined {
   const spec = pod.spec;
   if (!spec) return undefined;
   if (spec.runtimeClassName) {
@@ -50,13 +52,18 @@ export function unsupportedFieldRefusal(pod: Pod): SandboxRefusal | undefined {
     };
   }
   if (!spec.hostNetwork) {
+    const inits = new Set(spec.initContainers ?? []);
     for (const c of containers) {
+      if (network.hostPorts && !inits.has(c)) continue;
       const port = c.ports?.find((p) => p.hostPort !== undefined && p.hostPort !== null && p.hostPort !== 0);
       if (port) {
         const at = `${port.hostIP ? `${port.hostIP}:` : ''}${port.hostPort}`;
+        const why = network.hostPorts
+          ? 'the kubelet publishes the host ports of regular containers only, not of init containers'
+          : 'the pod network maps no host ports (sandboxes run on Docker network none by default; with --network-plugin=cni the network needs the portMappings capability, e.g. the portmap plugin)';
         return {
           reason: 'FailedCreatePodSandBox',
-          message: `container ${JSON.stringify(c.name)}: hostPort ${at} (containerPort ${port.containerPort}/${port.protocol ?? 'TCP'}) cannot be published: nodelet does not map host ports into pod networks (sandboxes run on Docker network none by default); use hostNetwork: true (hostPort equal to containerPort) or remove hostPort`,
+          message: `container ${JSON.stringify(c.name)}: hostPort ${at} (containerPort ${port.containerPort}/${port.protocol ?? 'TCP'}) cannot be published: ${why}; use hostNetwork: true (hostPort equal to containerPort) or remove hostPort`,
         };
       }
     }

@@ -7,6 +7,7 @@ const operationOf = {
   imageStatus: 'image_status',
   pullImage: 'pull_image',
   runSandbox: 'run_podsandbox',
+  stopSandbox: 'stop_podsandbox',
   startContainer: 'start_container',
   stopContainer: 'stop_container',
   removeContainer: 'remove_container',
@@ -22,7 +23,7 @@ type Timed = keyof typeof operationOf;
 
 /**
  * Wraps a runtime so every call is counted and timed (the kubelet's `instrumentedRuntimeService`).
- * `watch` is a subscription, not an operation, and passes through.
+ * `watch` is a subscription and `networkStatus` a reading of memory, not operations: both pass through.
  */
 export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
   const timed = <K extends Timed>(name: K): Runtime[K] => {
@@ -47,6 +48,7 @@ export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
     imageStatus: timed('imageStatus'),
     pullImage: timed('pullImage'),
     runSandbox: timed('runSandbox'),
+    stopSandbox: timed('stopSandbox'),
     startContainer: timed('startContainer'),
     stopContainer: timed('stopContainer'),
     removeContainer: timed('removeContainer'),
@@ -57,5 +59,6 @@ export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
     portForward: timed('portForward'),
     containerStats: timed('containerStats'),
     watch: (onChange) => runtime.watch(onChange),
+    networkStatus: () => runtime.networkStatus(),
   };
 }

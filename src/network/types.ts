@@ -66,6 +66,11 @@ export interface NetworkPlugin {
   /** Whether pod-network sandboxes can be set up now (a valid config is loaded, a PodCIDR known if one is needed). */
   readiness(): NetworkReadiness;
   /**
+   * Whether the default network now loaded declares a CNI capability (`portMappings`: whether
+   * `hostPort`s can be published at all; a pod asking for one on a network without it is refused).
+   */
+  hasCapability(name: string): boolean;
+  /**
    * ADD: the loopback network, then the default one, on the sandbox's netns. Resolves with the
    * pod's IPs; rejects with the plugin's error text (the caller tears the sandbox down, DEL
    * included, and retries with its back-off). Calls for one sandbox are serialised.

@@ -14,14 +14,24 @@ export interface RelistHealth {
 /** The runtime counts as down when the PLEG has not relisted for this long (the kubelet's PLEG threshold is 3 min; nodelet relists every second). */
 export const RUNTIME_STALE_MS = 30_000;
 
+/** The runtime's `NetworkReady` condition (network/types.ts `NetworkReadiness`). */
+export type NetworkHealth = { readonly ready: true } | { readonly ready: false; readonly reason: string; readonly message: string };
+
 /**
- * The node's health from the PLEG: NotReady when the container runtime has not been listed for
- * `RUNTIME_STALE_MS` (or never). No pressure conditions are computed (no eviction manager).
+ * The node's health from the PLEG and the pod network: NotReady when the container runtime has
+ * not been listed for `RUNTIME_STALE_MS` (or never), else when its network is not ready, with the
+ * kubelet's messages (pkg/kubelet/runtime.go `runtimeErrors`, `networkErrors`). No pressure
+ * conditions are computed (no eviction manager).
  */
-export function healthFromRelist(h: RelistHealth, nowMs: number = Date.now()): NodeHealth {
+export function healthFromRelist(h: RelistHealth, nowMs: number = Date.now(), network: NetworkHealth = { ready: true }): NodeHealth {
   const stale = h.relists === 0 || nowMs - h.lastSuccess > RUNTIME_STALE_MS;
+  const notReadyReason = stale
+    ? `container runtime is down: ${h.lastError ?? 'not listed yet'}`
+    : !network.ready
+      ? `container runtime network not ready: NetworkReady=false reason:${network.reason} message:docker: network plugin is not ready: ${network.message}`
+      : undefined;
   return {
-    ...(stale ? { notReadyReason: `container runtime is down: ${h.lastError ?? 'not listed yet'}` } : {}),
+    ...(notReadyReason !== undefined ? { notReadyReason } : {}),
     memoryPressure: false,
     diskPressure: false,
     pidPressure: false,

@@ -1,6 +1,9 @@
 import type { Container, Pod } from '../api/types.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
+import type { NetworkReadiness } from '../network/types.js';
+
+export type { NetworkReadiness } from '../network/types.js';
 
 /**
  * What nodelet needs from a container runtime. `runtime/docker` implements it with dockerode; the
@@ -167,6 +170,19 @@ export interface EngineFacts {
   readonly images: readonly { readonly names: readonly string[]; readonly sizeBytes: number }[];
 }
 
+/** A sandbox just started: its ID and the IPs its pod network gave it (primary first; none on `none`). */
+export interface StartedSandbox {
+  readonly id: string;
+  readonly ips: readonly string[];
+}
+
+/** The pod network as the runtime reports it (the CRI `RuntimeStatus` condition `NetworkReady`). */
+export interface RuntimeNetworkStatus {
+  readonly readiness: NetworkReadiness;
+  /** Whether pod-network pods' `hostPort`s are published (the network's CNI `portMappings` capability). */
+  readonly hostPorts: boolean;
+}
+
 export interface Runtime {
   /** Every pod this node owns, rebuilt from labels (never from nodelet's memory). */
   listPods(): Promise<RuntimePod[]>;
@@ -178,8 +194,19 @@ export interface Runtime {
    * When to pull — the pull policy, events, back-off — is the kubelet's (src/kubelet/images.ts).
    */
   pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<ImageInfo>;
-  /** Creates and starts a sandbox (with `config`'s hostname when given); returns its ID. */
-  runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<string>;
+  /**
+   * Creates and starts a sandbox (with `config`'s hostname when given) and, unless the pod uses
+   * the host's network, sets up its pod network (CRI `RunPodSandbox`). A network that cannot be
+   * set up fails the call with the plugin's message, the sandbox torn down and removed.
+   */
+  runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox>;
+  /**
+   * Tears the sandbox's pod network down, then stops it (CRI `StopPodSandbox`); a missing or
+   * stopped sandbox is fine. Rejects with the network's error after stopping the sandbox anyway.
+   */
+  stopSandbox(id: string): Promise<void>;
+  /** The pod network's readiness now (cheap: no engine call). */
+  networkStatus(): RuntimeNetworkStatus;
   /**
    * Creates and starts one container inside the sandbox with the resolved `config` (the spec's
    * `env`, `command`, `args` and volume mounts are not read again); returns its ID.

@@ -42,7 +42,7 @@ interface Teardown {
 export async function startTestNode(
   t: Teardown,
   overrides: Partial<Config> = {},
-  start: Pick<StartOptions, 'streaming' | 'clusterTiming'> & { log?: Logger } = {},
+  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs'> & { log?: Logger } = {},
 ): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
@@ -60,6 +60,10 @@ export async function startTestNode(
     verbosity: Number(process.env.NODELET_TEST_V ?? 0),
     loggingFormat: 'json' as const,
     podNetwork: 'none',
+    networkPlugin: '' as const,
+    cniBinDirs: ['/opt/cni/bin', '/usr/lib/cni'],
+    cniConfDir: join(manifestDir, 'cni-conf'),
+    cniCacheDir: join(manifestDir, 'cni-cache'),
     containerUlimits: 'auto',
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,

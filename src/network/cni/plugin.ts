@@ -100,6 +100,10 @@ export class CNINetworkPlugin implements NetworkPlugin {
     return { ready: true };
   }
 
+  hasCapability(name: string): boolean {
+    return this.#network !== undefined && declares(this.#network, name);
+  }
+
   setPodCIDRs(cidrs: readonly string[]): void {
     const value = cidrs.filter((c) => c !== '');
     if (this.#podCIDRs.length > 0 || value.length === 0) return;

@@ -4,7 +4,9 @@ import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
 import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, RegistryAuth, Runtime, RuntimeContainer, RuntimePod, RuntimeSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
+import type { NetworkPlugin } from '../../network/types.js';
+import { netnsPathOf, networkIdentityOf, portMappingsOf, setUpFailure, usesHostNetwork } from './pod-network.js';
 import type { SandboxConfig } from '../types.js';
 import { aggregate } from '../../api/validation.js';
 import { createContainerOptions, statusCodeOf } from './client.js';
@@ -30,6 +32,13 @@ export interface DockerRuntimeOptions {
   infraImage: string;
   /** Docker network of sandboxes (`none`, `bridge`, a user network); host-network pods use `host`. */
   podNetwork: string;
+  /**
+   * `--network-plugin`: sets up each sandbox's pod network once it runs (the sandbox stays on
+   * `podNetwork`, normally `none`) and tears it down before it stops, as cri-dockerd does.
+   */
+  network?: NetworkPlugin;
+  /** How often sandboxes that no longer exist have their network released (default 1 min). */
+  networkGCPeriodMs?: number;
   /** How long an exec'd process may outlive its disconnected client before it is killed. */
   execDisconnectGraceMs?: number;
   /** `--container-ulimits` (default `auto`: what the engine needs, see engine.ts). */
@@ -40,6 +49,8 @@ export interface DockerRuntimeOptions {
 /** How long a relist waits for one container's inspect before reporting it from its list entry. */
 const INSPECT_WAIT_MS = 250;
 const SLOW = Symbol('slow inspect');
+/** How long a sandbox this runtime created counts as live for network GC, listed or not. */
+const NEW_SANDBOX_GRACE_MS = 60_000;
 
 interface CachedInspect {
   state: string;
@@ -68,6 +79,12 @@ export class DockerRuntime implements Runtime {
   #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
   /** Port-forward helpers, one per sandbox that has forwards (netns-dialer.ts). */
   readonly #dialers: NetnsDialers;
+  /** Sandboxes created by this runtime → when: a listing started before one was created misses it. */
+  readonly #newSandboxes = new Map<string, number>();
+  /** Sandboxes whose pod network is being set up now. */
+  readonly #settingUp = new Set<string>();
+  #lastNetworkGC = 0;
+  #networkGC: Promise<void> | undefined;
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
@@ -123,6 +140,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async listPods(): Promise<RuntimePod[]> {
+    const listedAt = performance.now();
     const list = await this.#docker.listContainers({ all: true, filters: { label: [`${Label.node}=${this.#opts.nodeName}`] } });
     const seen = new Set<string>();
     const pods = new Map<string, { uid: string; name: string; namespace: string; sandboxes: RuntimeSandbox[]; containers: RuntimeContainer[] }>();
@@ -143,9 +161,9 @@ export class DockerRuntime implements Runtime {
         if (info === SLOW) {
           // Busy in Docker: report what the list and the last inspection say; re-inspected next time.
           const cached = this.#inspectCache.get(entry.Id)?.info;
-          if (sandbox) pod.sandboxes.push(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed));
+          if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed), entry.HostConfig?.NetworkMode === 'host'));
           else pod.containers.push(cached ? containerFromInspect(cached, parsed) : containerFromListEntry(entry, parsed));
-        } else if (sandbox) pod.sandboxes.push(sandboxFromInspect(info, parsed));
+        } else if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(sandboxFromInspect(info, parsed), usesHostNetwork(info)));
         else {
           // The kubelet reports the container's own message over the runtime's error text.
           const message = this.#inspectCache.get(entry.Id)?.terminationMessage;
@@ -156,6 +174,7 @@ export class DockerRuntime implements Runtime {
     );
     for (const id of this.#inspectCache.keys()) if (!seen.has(id)) this.#inspectCache.delete(id);
     for (const id of this.#stale) if (!seen.has(id)) this.#stale.delete(id);
+    this.#maybeCollectNetwork(list.filter((e) => e.Labels[Label.dockerType] === DockerType.sandbox).map((e) => e.Id), listedAt);
     const byNewest = (a: { attempt: number; createdAt: Date }, b: { attempt: number; createdAt: Date }) =>
       b.attempt - a.attempt || b.createdAt.getTime() - a.createdAt.getTime();
     return [...pods.values()].map((p) => ({ ...p, sandboxes: p.sandboxes.sort(byNewest), containers: p.containers.sort(byNewest) }));
@@ -281,7 +300,7 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<string> {
+  async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
     const meta = pod.metadata ?? {};
     const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
     await this.#ensureInfraImage();
@@ -303,8 +322,107 @@ export class DockerRuntime implements Runtime {
         RestartPolicy: { Name: 'no' },
       },
     }));
-    await this.#start(created);
-    return created.id;
+    this.#newSandboxes.set(created.id, performance.now());
+    const network = this.#opts.network;
+    if (hostNetwork || !network) {
+      await this.#start(created);
+      return { id: created.id, ips: [] };
+    }
+    this.#settingUp.add(created.id);
+    try {
+      await this.#start(created);
+    } catch (err) {
+      this.#settingUp.delete(created.id);
+      throw err;
+    }
+    try {
+      const info = await created.inspect();
+      const netnsPath = netnsPathOf(info);
+      if (!netnsPath) throw new Error(`sandbox ${created.id} is not running (${info.State.Status})`);
+      const { ips } = await network.setUpPod({ ...networkIdentityOf(info), netnsPath, portMappings: portMappingsOf(pod) });
+      return { id: created.id, ips };
+    } catch (err) {
+      // cri-dockerd RunPodSandbox: DEL even after a failed ADD (a plugin may have half set up),
+      // then stop; nodelet also removes the sandbox, so a retry starts clean.
+      const failure = setUpFailure(created.id, pod, network.name, err);
+      await this.#tearDownNetwork(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Network teardown after a failed set-up failed'));
+      await this.removeContainer(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Removing a sandbox whose network failed failed'));
+      throw failure;
+    } finally {
+      this.#settingUp.delete(created.id);
+    }
+  }
+
+  async stopSandbox(id: string): Promise<void> {
+    let teardown: unknown;
+    await this.#tearDownNetwork(id).catch((err: unknown) => (teardown = err));
+    await this.stopContainer(id, 0);
+    if (teardown !== undefined) throw teardown;
+  }
+
+  networkStatus(): RuntimeNetworkStatus {
+    const network = this.#opts.network;
+    if (!network) return { readiness: { ready: true }, hostPorts: false };
+    return { readiness: network.readiness(), hostPorts: network.hasCapability('portMappings') };
+  }
+
+  /**
+   * DEL of a sandbox's pod network (cri-dockerd `StopPodSandbox`), on its netns while it runs
+   * and without one after; nothing for host-network sandboxes, missing ones, or without a plugin.
+   */
+  async #tearDownNetwork(id: string): Promise<void> {
+    const network = this.#opts.network;
+    if (!network) return;
+    let info: Docker.ContainerInspectInfo;
+    try {
+      info = await this.#docker.getContainer(id).inspect();
+    } catch (err) {
+      if (statusCodeOf(err) !== 404) throw err;
+      // Gone already: the cached attachment (if any) says what to release.
+      if (network.podNetworkStatus(id)) await network.tearDownPod({ sandboxId: id, podName: '', podNamespace: '', podUID: '' });
+      return;
+    }
+    if (usesHostNetwork(info)) return;
+    const netnsPath = netnsPathOf(info);
+    await network.tearDownPod({ ...networkIdentityOf(info), ...(netnsPath ? { netnsPath } : {}) });
+  }
+
+  /**
+   * With a network plugin, a pod-network sandbox's IPs are its cached ADD result. One that runs
+   * without any (its ADD lost, e.g. the cache removed, or made before `--network-plugin`) is not
+   * ready, so the kubelet side replaces it (the kubelet's `podSandboxChanged`: "Sandbox for pod
+   * has no IP address"); one whose ADD is still running is ready, its IPs known to the caller.
+   */
+  #withNetworkIPs(sandbox: RuntimeSandbox, hostNetwork: boolean): RuntimeSandbox {
+    const network = this.#opts.network;
+    if (!network || hostNetwork || sandbox.ips.length) return sandbox;
+    const ips = network.podNetworkStatus(sandbox.id)?.ips;
+    if (ips?.length) return { ...sandbox, ips };
+    return sandbox.ready && !this.#settingUp.has(sandbox.id) ? { ...sandbox, ready: false } : sandbox;
+  }
+
+  /**
+   * At most once per `networkGCPeriodMs`, in the background: releases the pod networks of
+   * sandboxes that no longer exist (removed behind nodelet's back, or while it was down). A
+   * sandbox created since the listing began is kept whether listed or not.
+   */
+  #maybeCollectNetwork(listed: readonly string[], listedAt: number): void {
+    const network = this.#opts.network;
+    const now = performance.now();
+    if (!network || this.#networkGC || now - this.#lastNetworkGC < (this.#opts.networkGCPeriodMs ?? 60_000)) return;
+    this.#lastNetworkGC = now;
+    const live = new Set(listed);
+    for (const [id, at] of this.#newSandboxes) {
+      if (at >= listedAt - 1000) live.add(id);
+      else if (now - at > NEW_SANDBOX_GRACE_MS) this.#newSandboxes.delete(id);
+    }
+    this.#networkGC = network
+      .garbageCollect(live)
+      .then((released) => {
+        if (released.length) this.#opts.log.info({ sandboxes: released }, 'Released the pod networks of sandboxes that no longer exist');
+      })
+      .catch((err: unknown) => this.#opts.log.warn({ err }, 'Pod network garbage collection failed'))
+      .finally(() => (this.#networkGC = undefined));
   }
 
   async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
@@ -374,6 +492,8 @@ export class DockerRuntime implements Runtime {
 
   async removeContainer(id: string): Promise<void> {
     this.#dialers.release(id);
+    // A sandbox removed without a stop first (a dead one, or garbage) still holds its network.
+    if (this.#opts.network?.podNetworkStatus(id)) await this.#tearDownNetwork(id);
     try {
       await this.#docker.getContainer(id).remove({ force: true, v: true });
     } catch (err) {
@@ -423,7 +543,8 @@ export class DockerRuntime implements Runtime {
    * Stops what the runtime runs beside the engine (the port-forward helpers) and resolves once
    * they have exited; containers are left alone. Port-forwards afterwards are refused.
    */
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.#networkGC;
     return this.#dialers.close();
   }
 

@@ -48,6 +48,10 @@ t.test('defaults', async (t) => {
     verbosity: 2,
     loggingFormat: 'text',
     podNetwork: 'none',
+    networkPlugin: '',
+    cniBinDirs: ['/opt/cni/bin', '/usr/lib/cni'],
+    cniConfDir: '/etc/cni/net.d',
+    cniCacheDir: '/var/lib/cni/cache',
     containerUlimits: 'auto',
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
@@ -358,4 +362,13 @@ t.test('DNS: --cluster-dns (pflag StringSlice), --cluster-domain, --resolv-conf,
   fails(t, () => build([`--config=${path}`]), /invalid value for clusterDNS: expected a list of strings, got string "10.96.0.10"$/);
   writeFileSync(path, FILE_HEAD + 'clusterDNS: [bad]\n');
   fails(t, () => build([`--config=${path}`]), /^invalid cluster DNS address "bad" \(from clusterDNS in ".*k\.yaml"\): not a valid IP address$/);
+});
+
+t.test('--network-plugin=cni with the CNI directories; an unknown plugin is refused', async (t) => {
+  const c = build(['--network-plugin=cni', '--cni-bin-dir=/a,/b', '--cni-conf-dir=/etc/x', '--cni-cache-dir=/var/c']);
+  t.equal(c.networkPlugin, 'cni');
+  t.same(c.cniBinDirs, ['/a', '/b']);
+  t.equal(c.cniConfDir, '/etc/x');
+  t.equal(c.cniCacheDir, '/var/c');
+  t.throws(() => build(['--network-plugin=kubenet']), /kubenet/);
 });

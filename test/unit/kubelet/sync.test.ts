@@ -122,3 +122,37 @@ t.test('a dead container the runtime cannot remove does not keep the pod from re
   t.ok(removal >= 0 && removal < runtime.calls.indexOf('start app 2'), 'the removal was tried (and failed) before the start');
   await waitFor('Running', () => (statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.running ? true : undefined), 5000, 5);
 });
+
+t.test('pod network not ready: no sandbox for a pod-network pod, a NetworkNotReady event; a host-network pod starts; the pod starts once the network is ready', async (t) => {
+  const { runtime, statusManager, recorder, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  runtime.network = { readiness: { ready: false, reason: 'NetworkPluginNotReady', message: 'cni config uninitialized' }, hostPorts: false };
+  add(pod('Always'));
+  add({ ...pod('Always', { hostNetwork: true }), metadata: { uid: 'u2', name: 'h', namespace: 'default' } });
+  const event = await waitFor('NetworkNotReady', () => recorder.list('default').find((e) => e.reason === 'NetworkNotReady'), 5000, 5);
+  t.equal(event.message, 'network is not ready: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized');
+  t.equal(event.involvedObject?.name, 'p');
+  await waitFor('the host-network pod Running', () => (statusManager.getPodStatus('u2')?.phase === 'Running' ? true : undefined), 5000, 5);
+  t.equal(runtime.calls.filter((c) => c.startsWith('runSandbox')).length, 1, 'only the host-network pod got a sandbox');
+  t.equal(statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
+  runtime.network = { readiness: { ready: true }, hostPorts: false };
+  runtime.sandboxIPs = ['10.244.0.7'];
+  const status = await waitFor('Running once ready (retried without any runtime event)', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? statusManager.getPodStatus('u1') : undefined), 8000, 5);
+  t.equal(status?.podIP, '10.244.0.7', 'the IP the network gave the sandbox');
+  t.same(status?.podIPs, [{ ip: '10.244.0.7' }]);
+});
+
+t.test('a failed pod-network teardown is logged, not fatal: a removed pod\'s sandbox is still stopped and every container removed', async (t) => {
+  const { runtime, podManager, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  const p = pod('Always');
+  add(p);
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  runtime.failTeardowns = 1;
+  podManager.deletePod(p);
+  kubelet.handlePodChanges({ added: [], updated: [], removed: [p] });
+  await waitFor('the sandbox removed', () => (runtime.calls.includes('remove POD') ? true : undefined), 5000, 5);
+  t.equal(runtime.failTeardowns, 0, 'the teardown was tried, and failed');
+  t.ok(runtime.calls.includes('stop POD 0'), 'the sandbox was stopped anyway');
+  t.ok(runtime.calls.includes('remove app'));
+});

@@ -35,13 +35,23 @@ t.test('resourceClaims: no dynamic resource allocation', async (t) => {
 t.test('hostPort: refused without hostNetwork, applied with it', async (t) => {
   const r = unsupportedFieldRefusal(pod({}, { ports: [{ containerPort: 80 }, { containerPort: 8080, hostPort: 30080, hostIP: '127.0.0.1', protocol: 'TCP' }] }));
   t.equal(r?.reason, 'FailedCreatePodSandBox');
-  t.match(r?.message, /^container "app": hostPort 127\.0\.0\.1:30080 \(containerPort 8080\/TCP\) cannot be published: nodelet does not map host ports/);
+  t.match(r?.message, /^container "app": hostPort 127\.0\.0\.1:30080 \(containerPort 8080\/TCP\) cannot be published: the pod network maps no host ports .*portMappings capability/);
   t.match(r?.message, /use hostNetwork: true/);
   const init = pod({ initContainers: [{ name: 'setup', image: 'busybox', ports: [{ containerPort: 53, hostPort: 53, protocol: 'UDP' }] }] });
   t.match(unsupportedFieldRefusal(init)?.message, /^container "setup": hostPort 53 \(containerPort 53\/UDP\)/, 'init containers too');
   t.equal(unsupportedFieldRefusal(pod({}, { ports: [{ containerPort: 80, hostPort: 0 }] })), undefined, 'hostPort 0 is no host port');
   t.equal(unsupportedFieldRefusal(pod({ hostNetwork: true }, { ports: [{ containerPort: 8080, hostPort: 8080 }] })), undefined, 'hostNetwork: the container listens on the host port itself');
   t.equal(unsupportedFieldRefusal(pod()), undefined);
+});
+
+t.test('hostPort on a network with the portMappings capability (--network-plugin=cni with portmap): published for regular containers, refused for init containers', async (t) => {
+  const published = { hostPorts: true };
+  t.equal(unsupportedFieldRefusal(pod({}, { ports: [{ containerPort: 8080, hostPort: 30080, protocol: 'TCP' }] }), published), undefined);
+  const init = pod({ initContainers: [{ name: 'setup', image: 'busybox', ports: [{ containerPort: 53, hostPort: 53, protocol: 'UDP' }] }] });
+  const r = unsupportedFieldRefusal(init, published);
+  t.equal(r?.reason, 'FailedCreatePodSandBox');
+  t.match(r?.message, /^container "setup": hostPort 53 \(containerPort 53\/UDP\) cannot be published: the kubelet publishes the host ports of regular containers only/);
+  t.match(unsupportedFieldRefusal(pod({}, { ports: [{ containerPort: 8080, hostPort: 30080 }] }), { hostPorts: false })?.message, /maps no host ports/, 'a network without the capability still refuses');
 });
 
 t.test('validation (static pods): with hostNetwork, hostPort must be the containerPort, as the apiserver says', async (t) => {

@@ -32,6 +32,18 @@ t.test('health from the PLEG: NotReady before the first relist and when relists 
   t.equal(healthFromRelist({ relists: 9, lastSuccess: now - RUNTIME_STALE_MS - 1, lastError: 'connect ENOENT' }, now).notReadyReason, 'container runtime is down: connect ENOENT');
 });
 
+t.test('health: a pod network that is not ready makes the node NotReady with the kubelet\'s message; a down runtime is said first', async (t) => {
+  const now = 1_000_000;
+  const listed = { relists: 5, lastSuccess: now - 1000, lastError: undefined };
+  const notReady = { ready: false, reason: 'NetworkPluginNotReady', message: 'cni config uninitialized' } as const;
+  t.equal(
+    healthFromRelist(listed, now, notReady).notReadyReason,
+    'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized',
+  );
+  t.equal(healthFromRelist(listed, now, { ready: true }).notReadyReason, undefined);
+  t.match(healthFromRelist({ relists: 0, lastSuccess: 0, lastError: undefined }, now, notReady).notReadyReason, /^container runtime is down/);
+});
+
 t.test('node UID: stable for a machine and name, shaped like a UUID', async (t) => {
   t.equal(nodeUID('m', 'n1'), nodeUID('m', 'n1'));
   t.not(nodeUID('m', 'n1'), nodeUID('m', 'n2'));

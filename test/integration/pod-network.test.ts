@@ -1,0 +1,221 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import type { Pod } from '../../src/api/types.js';
+import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
+import { insideTestNetns } from '../helpers/netns.js';
+import { startTestNode, type TestNode } from '../helpers/nodelet.js';
+
+// `--network-plugin=cni` end to end: real Debian plugins (bridge, host-local, portmap), the real
+// engine, nodelet in-process. Pod IPs exist only inside this file's sealed test netns, where every
+// request below goes: to pod IPs and to the node IPs on the namespace's `lo`.
+const ns = await insideTestNetns();
+t.setTimeout(900_000);
+t.comment(`inside test netns ${ns.name}`);
+
+const [NODE_A, NODE_B] = ns.nodeIPs;
+
+interface Net {
+  readonly confDir: string;
+  readonly cacheDir: string;
+  /** host-local's dataDir: one file per leased IP below `<dataDir>/<network>`. */
+  readonly dataDir: string;
+  readonly binDir: string;
+  readonly subnet: string;
+}
+
+/** A conf dir, cache dir and lease dir of one node; `write` puts the bridge network in place. */
+function nodeNet(t: Test, n: number, write = true): Net & { write(extraPlugin?: string): void } {
+  const root = mkdtempSync(join(tmpdir(), `nodelet-pod-net-${n}-`));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const net = { confDir: join(root, 'net.d'), cacheDir: join(root, 'cache'), dataDir: join(root, 'leases'), binDir: join(root, 'bin'), subnet: `10.244.${n}.0/24` };
+  mkdirSync(net.confDir);
+  mkdirSync(net.binDir);
+  const writeConf = (extraPlugin?: string) =>
+    writeFileSync(
+      join(net.confDir, '10-test.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'testnet',
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: `cni${n}`,
+            isGateway: true,
+            hairpinMode: true,
+            ipam: { type: 'host-local', dataDir: net.dataDir, ranges: [[{ subnet: net.subnet }]], routes: [{ dst: '0.0.0.0/0' }] },
+          },
+          { type: 'portmap', capabilities: { portMappings: true } },
+          ...(extraPlugin ? [{ type: extraPlugin }] : []),
+        ],
+      }),
+    );
+  if (write) writeConf();
+  return { ...net, write: writeConf };
+}
+
+const leases = (net: Net): string[] => {
+  const dir = join(net.dataDir, 'testnet');
+  return existsSync(dir) ? readdirSync(dir).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)) : [];
+};
+const cached = (net: Net): string[] => {
+  const dir = join(net.cacheDir, 'results');
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('testnet-')) : [];
+};
+const veths = (): number => execFileSync('ip', ['-o', 'link', 'show', 'type', 'veth'], { encoding: 'utf8' }).split('\n').filter(Boolean).length;
+
+const start = (t: Test, net: Net, nodeIP: string, extraBin?: string) =>
+  startTestNode(t, { networkPlugin: 'cni', cniConfDir: net.confDir, cniCacheDir: net.cacheDir, cniBinDirs: [...(extraBin ? [extraBin] : []), '/usr/lib/cni'], nodeIP }, { networkGCPeriodMs: 500 });
+
+const webPod = (name: string, hostPort?: number) => `apiVersion: v1
+kind: Pod
+metadata: { name: ${name} }
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sh", "-c", "echo \\"$POD_IP $POD_IPS\\" > /www/env; exec httpd -f -p 8080 -h /www"]
+      ports: [{ containerPort: 8080${hostPort ? `, hostPort: ${hostPort}` : ''} }]
+      env:
+        - { name: POD_IP, valueFrom: { fieldRef: { fieldPath: status.podIP } } }
+        - { name: POD_IPS, valueFrom: { fieldRef: { fieldPath: status.podIPs } } }
+`;
+
+const running = (pod: Pod | undefined) => (pod?.status?.phase === 'Running' && pod.status.containerStatuses?.every((c) => c.state?.running) ? pod : undefined);
+const runningPod = (node: TestNode, name: string) => node.waitFor(`pod ${name} running`, async () => running(await node.pod(name)), 60_000);
+const idOf = (pod: Pod) => pod.status?.containerStatuses?.[0]?.containerID?.replace('docker://', '') ?? '';
+const sandboxesOf = async (node: TestNode, name: string) =>
+  (await dockerCLI('ps', '-aq', '--filter', `label=io.kubernetes.pod.name=${name}-${node.nodeName}`, '--filter', 'label=io.kubernetes.docker.type=podsandbox')).split('\n').filter(Boolean);
+const get = async (url: string) => {
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  return { status: res.status, body: await res.text() };
+};
+type Event = { reason?: string; message?: string; involvedObject?: { name?: string } };
+const events = async (node: TestNode) => (await node.get<{ items: Event[] }>('/api/v1/events')).body.items;
+
+t.test('pod IPs from CNI: status, downward API, /etc/hosts; reachable from the node, from a pod on another node, and on its hostPort; kept across a nodelet restart; released on delete', async (t) => {
+  const netA = nodeNet(t, 1);
+  const netB = nodeNet(t, 2);
+  const a = await start(t, netA, NODE_A);
+  const b = await start(t, netB, NODE_B);
+  await a.writeManifest('web.yaml', webPod('web', 30080));
+  await b.writeManifest('client.yaml', webPod('client'));
+  const web = await runningPod(a, 'web');
+  const client = await runningPod(b, 'client');
+  const ip = web.status?.podIP ?? '';
+  const vethsOfBoth = veths();
+  t.equal(vethsOfBoth, 2, 'one veth per pod in the test netns');
+  t.match(ip, /^10\.244\.1\.\d+$/, 'an IP of node A\'s subnet');
+  t.same(web.status?.podIPs, [{ ip }]);
+  t.match(client.status?.podIP, /^10\.244\.2\.\d+$/);
+  t.equal(web.status?.hostIP, NODE_A);
+  t.equal(web.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers')?.status, 'True');
+
+  const inside = await dockerCLI('exec', idOf(web), 'sh', '-c', 'cat /www/env; ip -4 -o addr show dev eth0; cat /etc/hosts');
+  t.match(inside, new RegExp(`^${ip.replace(/\./g, '\\.')} ${ip.replace(/\./g, '\\.')}\n`), 'status.podIP and status.podIPs through the downward API');
+  t.match(inside, new RegExp(`eth0\\s+inet ${ip.replace(/\./g, '\\.')}/24`), 'eth0 holds the pod IP');
+  t.match(inside, new RegExp(`\n${ip.replace(/\./g, '\\.')}\tweb-${a.nodeName}\n`), 'the /etc/hosts pod line has the pod IP');
+
+  t.equal((await get(`http://${ip}:8080/index.html`)).body, 'hello from nodelet\n', 'node → pod IP');
+  t.equal((await get(`http://${NODE_A}:30080/index.html`)).body, 'hello from nodelet\n', 'node IP:hostPort → pod (portmap)');
+  // busybox nc, not wget: the static busybox's wget crashes in its resolver (glibc NSS).
+  const fromPod = await dockerCLI('exec', idOf(client), 'sh', '-c', `printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${ip} 8080`);
+  t.match(fromPod, /^HTTP\/1\.[01] 200 OK\r\n[^]*\r\n\r\nhello from nodelet\n$/, 'a pod on node B → the pod on node A');
+
+  t.equal(leases(netA).length, 1, 'one lease for the one pod of node A');
+  t.equal(cached(netA).length, 1, 'one cached attachment');
+  const [sandbox] = await sandboxesOf(a, 'web');
+
+  // A restart of nodelet re-adopts the running sandbox and its IP from the cache: no new ADD.
+  await a.stop();
+  await a.restart();
+  const again = await a.waitFor('web reported again', async () => running(await a.pod('web')), 30_000);
+  t.equal(again.status?.podIP, ip, 'the same IP after a restart of nodelet');
+  t.same(await sandboxesOf(a, 'web'), [sandbox], 'the same sandbox');
+  t.equal(leases(netA).length, 1, 'still one lease');
+
+  await a.removeManifest('web.yaml');
+  await a.waitFor('web gone', async () => ((await sandboxesOf(a, 'web')).length === 0 && leases(netA).length === 0 && cached(netA).length === 0 ? true : undefined), 30_000);
+  t.equal(veths(), vethsOfBoth - 1, 'its veth is gone, the client\'s remains');
+  await t.rejects(get(`http://${NODE_A}:30080/index.html`), 'the hostPort is unpublished');
+});
+
+t.test('a sandbox killed behind nodelet\'s back: a new sandbox, a new IP, the old lease released', async (t) => {
+  const net = nodeNet(t, 3);
+  const a = await start(t, net, NODE_A);
+  await a.writeManifest('web.yaml', webPod('web'));
+  const first = await runningPod(a, 'web');
+  const [sandbox] = await sandboxesOf(a, 'web');
+  await dockerCLI('kill', sandbox ?? '');
+  const second = await a.waitFor('a new sandbox running', async () => {
+    const p = running(await a.pod('web'));
+    return p && p.status?.podIP && p.status.podIP !== first.status?.podIP ? p : undefined;
+  }, 60_000);
+  t.match(second.status?.podIP, /^10\.244\.3\.\d+$/);
+  await a.waitFor('one lease left', () => (leases(net).length === 1 ? true : undefined), 30_000);
+  t.same(leases(net), [second.status?.podIP], 'the lease is the new IP\'s');
+  t.equal((await get(`http://${second.status?.podIP}:8080/index.html`)).body, 'hello from nodelet\n');
+});
+
+t.test('no network config yet: the node is NotReady, pod-network pods wait with NetworkNotReady, host-network pods run; the config arrives and the pod starts', async (t) => {
+  const net = nodeNet(t, 4, false);
+  const a = await start(t, net, NODE_A);
+  const ready = async () => (await a.get<{ status?: { conditions?: { type: string; status: string; message?: string }[] } }>(`/api/v1/nodes/${a.nodeName}`)).body.status?.conditions?.find((c) => c.type === 'Ready');
+  const notReady = await a.waitFor('node NotReady', async () => ((await ready())?.status === 'False' ? ready() : undefined));
+  t.match(notReady?.message, /^container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized$/);
+  await a.writeManifest('web.yaml', webPod('web'));
+  await a.writeManifest('host.yaml', `apiVersion: v1
+kind: Pod
+metadata: { name: host }
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers: [{ name: main, image: ${BUSYBOX}, imagePullPolicy: Never, command: ["sleep", "3600"] }]
+`);
+  const event = await a.waitFor('NetworkNotReady', async () => (await events(a)).find((e) => e.reason === 'NetworkNotReady' && e.involvedObject?.name === `web-${a.nodeName}`));
+  t.match(event.message, /^network is not ready: container runtime network not ready/);
+  const host = await runningPod(a, 'host');
+  t.equal(host.status?.podIP, NODE_A, 'a host-network pod has the node\'s IP');
+  t.same(await sandboxesOf(a, 'web'), [], 'no sandbox for the pod-network pod');
+  net.write();
+  const web = await runningPod(a, 'web');
+  t.match(web.status?.podIP, /^10\.244\.4\.\d+$/);
+  await a.waitFor('node Ready', async () => ((await ready())?.status === 'True' ? true : undefined));
+});
+
+t.test('a failing plugin: FailedCreatePodSandBox with its message, the sandbox removed and its IP released; retried until the plugin works', async (t) => {
+  const net = nodeNet(t, 5);
+  const flag = join(net.binDir, 'fail');
+  writeFileSync(flag, '');
+  // A chained plugin that fails ADD while `flag` exists and otherwise passes prevResult on.
+  const plugin = join(net.binDir, 'nodelet-test-flaky');
+  writeFileSync(
+    plugin,
+    `#!${process.execPath}
+const fs = require('node:fs');
+const conf = JSON.parse(fs.readFileSync(0, 'utf8'));
+if (process.env.CNI_COMMAND === 'VERSION') { process.stdout.write(JSON.stringify({ cniVersion: '1.0.0', supportedVersions: ['1.0.0'] })); process.exit(0); }
+if (process.env.CNI_COMMAND !== 'ADD') process.exit(0);
+if (fs.existsSync(${JSON.stringify(flag)})) { process.stdout.write(JSON.stringify({ cniVersion: '1.0.0', code: 999, msg: 'injected failure', details: 'for the test' })); process.exit(1); }
+process.stdout.write(JSON.stringify(conf.prevResult));
+`,
+    { mode: 0o755 },
+  );
+  net.write('nodelet-test-flaky');
+  const a = await start(t, net, NODE_A, net.binDir);
+  await a.writeManifest('web.yaml', webPod('web'));
+  const failed = await a.waitFor('FailedCreatePodSandBox', async () => (await events(a)).find((e) => e.reason === 'FailedCreatePodSandBox'), 30_000);
+  t.match(failed.message, /^Failed to create pod sandbox: failed to set up sandbox container "[0-9a-f]{64}" network for pod "web-[^"]+": networkPlugin cni failed to set up pod "web-[^"]+_default" network: .*injected failure/);
+  const waiting = await a.waitFor('waiting with the message', async () => (await a.pod('web'))?.status?.containerStatuses?.[0]?.state?.waiting);
+  t.equal(waiting.reason, 'ContainerCreating');
+  t.same(await sandboxesOf(a, 'web'), [], 'the failed sandbox was removed');
+  t.same(leases(net), [], 'the IP bridge leased before the failure was released by the DEL');
+  rmSync(flag);
+  const web = await runningPod(a, 'web');
+  t.match(web.status?.podIP, /^10\.244\.5\.\d+$/);
+  t.equal(leases(net).length, 1);
+});
