@@ -159,6 +159,18 @@ t.test('a sandbox killed behind nodelet\'s back: a new sandbox, a new IP, the ol
   await a.waitFor('one lease left', () => (leases(net).length === 1 ? true : undefined), 30_000);
   t.same(leases(net), [second.status?.podIP], 'the lease is the new IP\'s');
   t.equal((await get(`http://${second.status?.podIP}:8080/index.html`)).body, 'hello from nodelet\n');
+
+  // Removed behind nodelet's back: no stop, no removal through nodelet; the network GC releases it.
+  const [secondSandbox] = await sandboxesOf(a, 'web');
+  await dockerCLI('rm', '-f', secondSandbox ?? '');
+  const third = await a.waitFor('a third sandbox running', async () => {
+    const p = running(await a.pod('web'));
+    const [sb] = await sandboxesOf(a, 'web');
+    return p && sb && sb !== secondSandbox && p.status?.podIP && p.status.podIP !== second.status?.podIP ? p : undefined;
+  }, 60_000);
+  await a.waitFor('the removed sandbox\'s lease and cache entry released by the GC', () => (leases(net).length === 1 && cached(net).length === 1 ? true : undefined), 30_000);
+  t.same(leases(net), [third.status?.podIP]);
+  t.notOk(cached(net).some((f) => f.includes(secondSandbox ?? '-')), 'no cache entry of the removed sandbox');
 });
 
 t.test('no network config yet: the node is NotReady, pod-network pods wait with NetworkNotReady, host-network pods run; the config arrives and the pod starts', async (t) => {
