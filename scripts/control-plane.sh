@@ -290,6 +290,7 @@ start() {
     --root-ca-file="$PKI/ca.crt" \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
+    --allocate-node-cidrs=true --cluster-cidr=10.244.0.0/16 \
     --controllers='*' --leader-elect=false \
     --node-monitor-period=2s --node-monitor-grace-period="${NODELET_NODE_MONITOR_GRACE_PERIOD:-16s}" \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$DIR/kcm-certs" \
