@@ -116,7 +116,7 @@ export class Kubelet {
     });
     this.pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
     this.prober = new ProberManager({
-      io: (_pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId),
+      io: (pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId, this.#podIP(pod, sandboxId)),
       onChange: (uid) => this.#schedule(uid),
       onFailure: (pod, container, kind, output) => {
         const probe = `${kind[0]?.toUpperCase()}${kind.slice(1)} probe`;
@@ -342,6 +342,11 @@ export class Kubelet {
     await this.pleg.relist();
   }
 
+  /** The pod IP of a sandbox as last listed, where probes and hooks connect by default. */
+  #podIP(pod: Pod, sandboxId: string): string | undefined {
+    return this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
+  }
+
   /**
    * Stops sandboxes, their pod networks torn down first (the runtime's `stopSandbox`). A failed
    * DEL is logged, not fatal: the sandbox is stopped anyway and its attachment stays cached, so
@@ -534,7 +539,7 @@ export class Kubelet {
       if (postStart) {
         // As the kubelet: the hook runs right after the start, and its failure kills the
         // container, which then restarts (or not) by the restart policy.
-        const failure = await runHook(postStart, container, runtimeProbeIO(runtime, id, sandbox.id), Infinity);
+        const failure = await runHook(postStart, container, runtimeProbeIO(runtime, id, sandbox.id, sandbox.ips[0]), Infinity);
         if (failure) {
           clog.warn({ error: failure }, 'PostStartHook failed');
           recorder.record(subject, 'Warning', 'FailedPostStartHook', failure);
@@ -561,7 +566,7 @@ export class Kubelet {
     let grace = graceSeconds;
     if (hook && spec && sandboxId && graceSeconds > 0) {
       const started = Date.now();
-      const failure = await runHook(hook, spec, runtimeProbeIO(this.#o.runtime, id, sandboxId), graceSeconds * 1000);
+      const failure = await runHook(hook, spec, runtimeProbeIO(this.#o.runtime, id, sandboxId, this.#podIP(pod, sandboxId)), graceSeconds * 1000);
       if (failure) {
         this.#o.log.warn({ pod: podRef(pod), container: name, error: failure }, 'PreStopHook failed');
         this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'FailedPreStopHook', failure);

@@ -230,10 +230,11 @@ export interface Runtime {
    */
   logs(containerId: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void>;
   /**
-   * Connects `stream` to `127.0.0.1:port` inside the sandbox's network namespace and relays both
-   * ways (half-closes passed on) until either side ends; rejects when nothing listens there.
+   * Connects `stream` to `127.0.0.1:port` (or `host`:`port`, an IP literal: probes and hooks)
+   * inside the sandbox's network namespace and relays both ways (half-closes passed on) until
+   * either side ends; rejects when nothing listens there.
    */
-  portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void>;
+  portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal, host?: string): Promise<void>;
   /** One reading of a running container's CPU and memory counters; rejects for a stopped one. */
   containerStats(containerId: string): Promise<ContainerStatsSample>;
 }

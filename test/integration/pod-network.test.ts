@@ -231,3 +231,48 @@ process.stdout.write(JSON.stringify(conf.prevResult));
   t.match(web.status?.podIP, /^10\.244\.5\.\d+$/);
   t.equal(leases(net).length, 1);
 });
+
+t.test('probes and hooks over the pod network: a readiness probe reaches a server bound to the pod IP only; httpGet hooks reach another pod at the IP they name', async (t) => {
+  const net = nodeNet(t, 6);
+  const a = await start(t, net, NODE_A);
+  await a.writeManifest('handler.yaml', webPod('handler'));
+  const handlerIP = (await runningPod(a, 'handler')).status?.podIP ?? '';
+  // Bound to the pod IP alone: 127.0.0.1 in the pod refuses, as the kubelet's probe (to the pod IP) would never see.
+  await a.writeManifest('bound.yaml', `apiVersion: v1
+kind: Pod
+metadata: { name: bound }
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sh", "-c", "exec httpd -f -p $POD_IP:8080 -h /www"]
+      env: [{ name: POD_IP, valueFrom: { fieldRef: { fieldPath: status.podIP } } }]
+      readinessProbe: { httpGet: { path: /index.html, port: 8080 }, periodSeconds: 1 }
+      lifecycle:
+        postStart: { httpGet: { host: ${handlerIP}, path: /index.html, port: 8080 } }
+`);
+  await a.writeManifest('hooked.yaml', `apiVersion: v1
+kind: Pod
+metadata: { name: hooked }
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+    - name: main
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sleep", "3600"]
+      lifecycle:
+        postStart: { httpGet: { host: ${handlerIP}, path: /missing, port: 8080 } }
+`);
+  const ready = await a.waitFor('bound Ready through its pod IP', async () => {
+    const p = await a.pod('bound');
+    return p?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+  }, 60_000);
+  t.equal(ready.status?.containerStatuses?.[0]?.restartCount, 0, 'its postStart hook to the handler pod succeeded');
+  const failed = await a.waitFor('the hook to /missing failed on the handler', async () => (await events(a)).find((e) => e.reason === 'FailedPostStartHook' && e.involvedObject?.name === `hooked-${a.nodeName}`), 60_000);
+  t.match(failed.message, /^HTTP lifecycle hook \(\/missing\) for Container "main" failed - error: HTTP probe failed with statuscode: 404/, 'the handler pod answered 404');
+  t.notOk((await events(a)).some((e) => e.reason === 'FailedPostStartHook' && e.involvedObject?.name === `bound-${a.nodeName}`));
+});

@@ -21,11 +21,14 @@ function collector(limit: number): { stream: Writable; text: () => string; bytes
 
 /**
  * Probe I/O through the runtime: commands through `exec` in the container, connections through
- * the same in-namespace relay port-forward uses (127.0.0.1 inside the sandbox's network
- * namespace), each bounded by the probe's timeout.
+ * the same in-namespace relay port-forward uses (inside the sandbox's network namespace: to
+ * `podIP` by default, as the kubelet probes the pod IP, or 127.0.0.1 without one), each bounded
+ * by the probe's timeout.
  */
-export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId: string): ProbeIO {
+export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId: string, podIP?: string): ProbeIO {
+  const defaultHost = podIP ?? '127.0.0.1';
   return {
+    host: defaultHost,
     async exec(cmd, timeoutMs) {
       const out = collector(MAX_PROBE_OUTPUT);
       const signal = AbortSignal.timeout(timeoutMs);
@@ -35,7 +38,7 @@ export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId:
       ]);
       return { exitCode: result.kind === 'exited' ? result.exitCode : -1, output: out.text() };
     },
-    async connect(port, send, timeoutMs, until) {
+    async connect(port, send, timeoutMs, until, host = defaultHost) {
       const received = collector(MAX_PROBE_OUTPUT);
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -55,7 +58,7 @@ export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId:
         },
       });
       try {
-        await runtime.portForward(sandboxId, port, stream, controller.signal);
+        await runtime.portForward(sandboxId, port, stream, controller.signal, host);
       } catch (err) {
         // A connection that answered before we cut it short is a success for the caller to judge.
         if (received.bytes().length === 0 || !controller.signal.aborted) throw err;
@@ -69,9 +72,9 @@ export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId:
       if (controller.signal.aborted && received.bytes().length === 0 && until) throw new Error(`no answer from port ${port} within ${timeoutMs / 1000}s`);
       return received.bytes();
     },
-    dial(port, signal) {
+    dial(port, signal, host = defaultHost) {
       const [local, remote] = duplexPair();
-      runtime.portForward(sandboxId, port, remote, signal).then(
+      runtime.portForward(sandboxId, port, remote, signal, host).then(
         () => local.push(null),
         (err: unknown) => local.destroy(err instanceof Error ? err : new Error(String(err))),
       );

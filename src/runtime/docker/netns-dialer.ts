@@ -66,12 +66,12 @@ export class NetnsDialers {
   }
 
   /**
-   * A socket connected to 127.0.0.1:`port` in the netns of process `pid` (the sandbox's), with
+   * A socket connected to 127.0.0.1:`port` (or `host`:`port`, an IP literal) in the netns of process `pid` (the sandbox's), with
    * `allowHalfOpen` set, not yet read from. Rejects with a `DialError` when nothing connected
    * (refused, timed out, the helper could not start, too many open requests, `signal` aborted).
    * A helper started for another pid of the same sandbox (it restarted) is replaced.
    */
-  dial(sandboxId: string, pid: number, port: number, signal: AbortSignal): Promise<Socket> {
+  dial(sandboxId: string, pid: number, port: number, signal: AbortSignal, host?: string): Promise<Socket> {
     if (this.#closed) return Promise.reject(new DialError('nodelet is stopping'));
     let helper = this.#helpers.get(sandboxId);
     if (helper && (helper.pid !== pid || helper.dead)) {
@@ -85,7 +85,7 @@ export class NetnsDialers {
       this.#helpers.set(sandboxId, h);
       helper = h;
     }
-    return helper.dial(port, signal);
+    return helper.dial(port, signal, host);
   }
 
   /** Stops the sandbox's helper, if any (idempotent); its open requests fail. */
@@ -177,7 +177,7 @@ class Helper {
     return this.#child?.pid;
   }
 
-  dial(port: number, signal: AbortSignal): Promise<Socket> {
+  dial(port: number, signal: AbortSignal, host?: string): Promise<Socket> {
     return new Promise<Socket>((resolve, reject) => {
       const child = this.#child;
       if (this.#deadReason !== undefined || !child?.connected) return reject(new DialError(this.#deadReason ?? 'port-forward helper is gone'));
@@ -198,7 +198,7 @@ class Helper {
       };
       const timer = setTimeout(() => {
         done();
-        reject(new DialError(timeoutReason(port, this.#opts.answerTimeoutMs)));
+        reject(new DialError(timeoutReason(port, this.#opts.answerTimeoutMs, host)));
       }, this.#opts.answerTimeoutMs);
       timer.unref();
       const onAbort = () => {
@@ -218,7 +218,7 @@ class Helper {
         },
       });
       this.#armIdle();
-      const req: DialRequest = { op: 'dial', id, port };
+      const req: DialRequest = { op: 'dial', id, port, ...(host !== undefined ? { host } : {}) };
       // A failed send means the channel broke: the helper's exit follows and fails this request
       // with the reason (nsenter's words); the answer timeout bounds it if it does not.
       child.send(req, () => undefined);

@@ -1,7 +1,8 @@
 /**
  * nodelet's port-forward helper: one process per pod, started by nodelet as
  * `nsenter -t <sandbox pid> -n -- node portforward-helper.js` with an IPC channel, so it runs in the
- * pod's network namespace. For each `dial` request it connects to 127.0.0.1:<port> there and hands
+ * pod's network namespace. For each `dial` request it connects to 127.0.0.1:<port> (or the IP the
+ * request names) there and hands
  * the connected socket back over the channel (Node's handle passing: the descriptor itself moves
  * to nodelet, which relays bytes socket to socket; this process never sees a byte). Protocol:
  * portforward-protocol.ts.
@@ -10,7 +11,7 @@
  * over (it is paused before connecting, so a server that speaks first loses nothing); exits as
  * soon as the channel to nodelet is gone (nodelet stopped or died); no dependencies beyond Node.
  */
-import { Socket } from 'node:net';
+import { Socket, isIP } from 'node:net';
 import { CONNECT_TIMEOUT_MS, FORWARD_HOST, connectFailureReason, isValidPort, parseDialRequest, type DialAnswer, type DialRequest } from './portforward-protocol.js';
 
 const send = process.send?.bind(process);
@@ -37,8 +38,10 @@ function answer(a: DialAnswer, socket?: Socket): void {
   });
 }
 
-function dial({ id, port }: DialRequest): void {
+function dial({ id, port, host = FORWARD_HOST }: DialRequest): void {
   if (!isValidPort(port)) return answer({ op: 'failed', id, reason: `invalid port ${port}` });
+  // An address, never a name: nothing is resolved in the pod's namespace on nodelet's behalf.
+  if (isIP(host) === 0) return answer({ op: 'failed', id, reason: `invalid address ${JSON.stringify(host)}` });
   const socket = new Socket();
   // Paused before it connects: Node then never starts reading, so every byte stays in the kernel
   // for nodelet.
@@ -49,7 +52,7 @@ function dial({ id, port }: DialRequest): void {
     settled = true;
     clearTimeout(timer);
     socket.destroy();
-    answer({ op: 'failed', id, reason: connectFailureReason(port, err) });
+    answer({ op: 'failed', id, reason: connectFailureReason(port, err, host) });
   };
   const timer = setTimeout(() => fail({ code: 'ETIMEDOUT' }), CONNECT_TIMEOUT_MS);
   // After the hand-over this object has no descriptor left; any late error is not ours to report.
@@ -60,5 +63,5 @@ function dial({ id, port }: DialRequest): void {
     clearTimeout(timer);
     answer({ op: 'dialed', id }, socket);
   });
-  socket.connect({ host: FORWARD_HOST, port });
+  socket.connect({ host, port });
 }

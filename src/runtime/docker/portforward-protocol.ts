@@ -5,10 +5,13 @@
  *   nodelet → helper   `{ op: 'dial', id, port }`     connect to 127.0.0.1:port in the netns
  *   helper → nodelet   `{ op: 'dialed', id }` + the connected socket as the message's handle
  *                      `{ op: 'failed', id, reason }` nothing connected; `reason` is the client's text
+ *   nodelet → helper   `{ op: 'dial', id, port, host }`  connect to host:port (an IP literal) in the netns
  *
  * Every `dial` gets exactly one answer with its `id` (unless the helper dies, which fails every
- * request still open). The address is fixed in the helper: nodelet names only the port, so no
- * message can make the helper connect anywhere but the pod's own loopback. Pure: no I/O here, so
+ * request still open). Port-forward names only the port (the pod's own loopback, as the kubelet);
+ * probes and lifecycle hooks may name an IP (`httpGet.host`, `tcpSocket.host`, the pod IP), which
+ * the pod itself could reach just as well: the connection is made from inside its namespace,
+ * never from the node's. Pure: no I/O here, so
  * both sides and the unit tests share it.
  */
 
@@ -18,6 +21,8 @@ export interface DialRequest {
   readonly id: number;
   /** 1–65535. */
   readonly port: number;
+  /** An IPv4 or IPv6 literal; absent: FORWARD_HOST. */
+  readonly host?: string;
 }
 
 export type DialAnswer =
@@ -47,7 +52,8 @@ export function parseDialRequest(m: unknown): DialRequest | undefined {
   if (!r || r.op !== 'dial' || !isId(r.id)) return undefined;
   // A bad port still gets its answer (`failed`), so it parses; the helper checks it.
   if (typeof r.port !== 'number') return undefined;
-  return { op: 'dial', id: r.id, port: r.port };
+  if (r.host !== undefined && typeof r.host !== 'string') return undefined;
+  return { op: 'dial', id: r.id, port: r.port, ...(typeof r.host === 'string' ? { host: r.host } : {}) };
 }
 
 /** A well-formed answer, or undefined (nodelet ignores those, and destroys any handle with them). */
@@ -77,13 +83,18 @@ const STRERROR: Readonly<Record<string, string>> = {
  * `error forwarding port P to pod <sandbox>, uid : ` and users and tests match. An error without a
  * known errno text keeps Node's message (it names the code, e.g. `connect EMFILE 127.0.0.1:80`).
  */
-export function connectFailureReason(port: number, err: { code?: unknown; message?: unknown }): string {
+export function connectFailureReason(port: number, err: { code?: unknown; message?: unknown }, host: string = FORWARD_HOST): string {
   const code = typeof err.code === 'string' ? err.code : undefined;
   const text = (code && STRERROR[code]) ?? (typeof err.message === 'string' && err.message ? err.message : (code ?? 'connect failed'));
-  return `exit status 1: connect(AF=2 ${FORWARD_HOST}:${port}): ${text}`;
+  return `exit status 1: connect(${addressText(host, port)}): ${text}`;
 }
 
 /** The reason when the helper gave no answer in time (its own connect timeout, or worse). */
-export function timeoutReason(port: number, ms: number): string {
-  return `exit status 1: connect(AF=2 ${FORWARD_HOST}:${port}): no answer within ${Math.round(ms / 1000)} s`;
+export function timeoutReason(port: number, ms: number, host: string = FORWARD_HOST): string {
+  return `exit status 1: connect(${addressText(host, port)}): no answer within ${Math.round(ms / 1000)} s`;
+}
+
+/** socat's `AF=2 1.2.3.4:80` (IPv4) or `AF=10 [::1]:80` (IPv6). */
+function addressText(host: string, port: number): string {
+  return host.includes(':') ? `AF=10 [${host}]:${port}` : `AF=2 ${host}:${port}`;
 }

@@ -29,7 +29,7 @@ const CLIENT_LINGER_MS = 1000;
  * text, and the client already sees its socket close. Resolves when the socket is closed;
  * `signal` closes it.
  */
-export async function forwardPort(docker: Docker, dialers: NetnsDialers, sandboxId: string, port: number, stream: Duplex, signal: AbortSignal, log: Logger): Promise<void> {
+export async function forwardPort(docker: Docker, dialers: NetnsDialers, sandboxId: string, port: number, stream: Duplex, signal: AbortSignal, log: Logger, host?: string): Promise<void> {
   const fail = (reason: string) => new Error(`error forwarding port ${port} to pod ${sandboxId}, uid : ${reason}`);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw fail(`invalid port ${port}`);
   const pid = await sandboxPid(docker, sandboxId).catch((err: unknown) => {
@@ -40,7 +40,7 @@ export async function forwardPort(docker: Docker, dialers: NetnsDialers, sandbox
   if (signal.aborted) return;
   let socket: Socket;
   try {
-    socket = await dialers.dial(sandboxId, pid, port, signal);
+    socket = await dialers.dial(sandboxId, pid, port, signal, host);
   } catch (err) {
     if (signal.aborted) return;
     throw fail(err instanceof DialError ? err.message : String(err));

@@ -530,8 +530,8 @@ export class DockerRuntime implements Runtime {
     };
   }
 
-  portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {
-    return forwardPort(this.#docker, this.#dialers, sandboxId, port, stream, signal, this.#opts.log);
+  portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal, host?: string): Promise<void> {
+    return forwardPort(this.#docker, this.#dialers, sandboxId, port, stream, signal, this.#opts.log, host);
   }
 
   /** Process ids of the running port-forward helpers (one per sandbox with recent forwards). */

@@ -32,6 +32,7 @@ class ManualClock {
 /** A container whose probe answers follow `script` (exit codes), then repeat the last one. */
 function scriptedIO(script: number[]): ProbeIO & { calls: number } {
   const io = {
+    host: '127.0.0.1',
     calls: 0,
     exec: async () => {
       const code = script[Math.min(io.calls, script.length - 1)] ?? 0;
@@ -142,13 +143,39 @@ t.test('workers follow the running containers; removePod and stop end them', asy
   prober.syncPod(pod, runtimeWith('c1', clock.now));
   prober.removePod('u1');
   t.equal(prober.size, 0);
-  prober.syncPod(podWith({ livenessProbe: { httpGet: { port: 1, scheme: 'HTTPS' } } }), runtimeWith('c1', clock.now));
+  prober.syncPod(podWith({ livenessProbe: { httpGet: { port: 1, host: 'example.com' } } }), runtimeWith('c1', clock.now));
   t.equal(prober.size, 0, 'unsupported probes get no worker');
   prober.stop();
 });
 
+t.test('handlers: the host a connection goes to, and the Host header: the IO\'s default (the pod IP), an IP the probe names, localhost as 127.0.0.1', async (t) => {
+  const seen: { host: string | undefined; send: string }[] = [];
+  const io: ProbeIO = {
+    host: '10.244.0.7',
+    exec: async () => ({ exitCode: 0, output: '' }),
+    dial: () => {
+      throw new Error('no gRPC probe here');
+    },
+    connect: async (_port, send, _timeout, _until, host) => {
+      seen.push({ host, send: send.toString() });
+      return Buffer.from('HTTP/1.1 200 OK\r\n');
+    },
+  };
+  await runProbe({ httpGet: { port: 8080 } }, [], io);
+  await runProbe({ httpGet: { port: 8080, host: '10.244.1.9' } }, [], io);
+  await runProbe({ httpGet: { port: 8080, host: 'localhost' } }, [], io);
+  await runProbe({ httpGet: { port: 8080, host: 'fd00::5' } }, [], io);
+  await runProbe({ tcpSocket: { port: 5432, host: '10.244.1.9' } }, [], io);
+  t.same(seen.map((s) => s.host), ['10.244.0.7', '10.244.1.9', '127.0.0.1', 'fd00::5', '10.244.1.9']);
+  t.same(seen.slice(0, 4).map((s) => /\r\nHost: ([^\r]*)\r\n/.exec(s.send)?.[1]), ['10.244.0.7:8080', '10.244.1.9:8080', '127.0.0.1:8080', '[fd00::5]:8080']);
+  const named = await runProbe({ httpGet: { port: 8080, host: 'example.com' } }, [], io);
+  t.equal(named.result, 'failure', 'a named host fails the attempt (hooks; probes are refused before they run)');
+  t.equal(seen.length, 5, 'and nothing was dialed');
+});
+
 t.test('handlers: exec exit code, HTTP status ranges, TCP connect, named ports, refusals', async (t) => {
   const io = (answer: string | Error): ProbeIO => ({
+    host: '127.0.0.1',
     exec: async () => ({ exitCode: 3, output: 'x'.repeat(20_000) }),
     dial: () => {
       throw new Error('no gRPC probe here');
@@ -172,9 +199,13 @@ t.test('handlers: exec exit code, HTTP status ranges, TCP connect, named ports, 
   t.equal(resolvePort('8080', []), 8080);
   t.equal(resolvePort(70000, []), undefined);
   t.equal(unsupportedProbe({ grpc: { port: 1 } }), undefined, 'gRPC probes run');
-  t.match(unsupportedProbe({ httpGet: { port: 1, host: '10.0.0.1' } }), /host "10.0.0.1" is not supported/);
-  t.match(unsupportedProbe({ tcpSocket: { port: 1, host: 'example.com' } }), /not supported/);
-  t.match(unsupportedProbe({ httpGet: { port: 1, scheme: 'HTTPS' } }), /HTTPS/);
+  t.equal(unsupportedProbe({ httpGet: { port: 1, host: '10.0.0.1' } }), undefined, 'an IP host is dialed (from inside the pod)');
+  t.equal(unsupportedProbe({ tcpSocket: { port: 1, host: 'fd00::1' } }), undefined);
+  t.equal(unsupportedProbe({ tcpSocket: { port: 1, host: '[fd00::1]' } }), undefined);
+  t.match(unsupportedProbe({ tcpSocket: { port: 1, host: 'example.com' } }), /^tcpSocket probe: host "example.com" is not an IP address: nodelet connects to IP addresses \(or localhost\) only, it resolves no names$/);
+  t.match(unsupportedProbe({ httpGet: { port: 1, host: 'svc.cluster.local' } }), /^httpGet probe: host "svc.cluster.local" is not an IP address/);
+  t.equal(unsupportedProbe({ httpGet: { port: 1, scheme: 'HTTPS' } }), undefined, 'HTTPS probes run');
+  t.match(unsupportedProbe({ httpGet: { port: 1, scheme: 'FTP' } }), /scheme "FTP" is neither HTTP nor HTTPS/);
   t.match(unsupportedProbe({}), /no handler/);
   t.equal(unsupportedProbe({ httpGet: { port: 1, host: 'localhost' } }), undefined);
 });

@@ -7,8 +7,9 @@ t.test('dial requests: well-formed ones parse, anything else is ignored', async 
   for (const bad of [null, undefined, 'dial', 42, [], {}, { op: 'dial' }, { op: 'dial', id: -1, port: 80 }, { op: 'dial', id: 1.5, port: 80 }, { op: 'dial', id: '1', port: 80 }, { op: 'dial', id: 1, port: '80' }, { op: 'connect', id: 1, port: 80 }]) {
     t.equal(parseDialRequest(bad), undefined, JSON.stringify(bad) ?? String(bad));
   }
-  // Extra fields are dropped, never honoured: the address is fixed in the helper.
-  t.same(parseDialRequest({ op: 'dial', id: 1, port: 80, host: '10.0.0.1' }), { op: 'dial', id: 1, port: 80 }, 'a host field is dropped');
+  // A host is kept for the helper to check (an IP literal, else refused there); other fields are dropped.
+  t.same(parseDialRequest({ op: 'dial', id: 1, port: 80, host: '10.0.0.1', extra: true }), { op: 'dial', id: 1, port: 80, host: '10.0.0.1' }, 'a host field is kept, others dropped');
+  t.equal(parseDialRequest({ op: 'dial', id: 1, port: 80, host: 7 }), undefined, 'a host that is not a string');
 });
 
 t.test('answers: dialed and failed parse; malformed ones do not', async (t) => {
@@ -30,4 +31,6 @@ t.test('failure reasons keep socat\'s shape, which clients and tests match', asy
   t.equal(connectFailureReason(80, { code: 'EMFILE', message: 'connect EMFILE 127.0.0.1:80' }), 'exit status 1: connect(AF=2 127.0.0.1:80): connect EMFILE 127.0.0.1:80', 'an unlisted code keeps Node\'s message');
   t.equal(connectFailureReason(80, {}), 'exit status 1: connect(AF=2 127.0.0.1:80): connect failed');
   t.equal(timeoutReason(80, 12_000), 'exit status 1: connect(AF=2 127.0.0.1:80): no answer within 12 s');
+  t.equal(connectFailureReason(80, { code: 'EHOSTUNREACH' }, '10.244.1.9'), 'exit status 1: connect(AF=2 10.244.1.9:80): No route to host', 'the address a probe named');
+  t.equal(timeoutReason(80, 12_000, 'fd00::1'), 'exit status 1: connect(AF=10 [fd00::1]:80): no answer within 12 s');
 });
