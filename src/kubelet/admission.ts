@@ -9,11 +9,12 @@ export interface AdmissionRefusal {
 
 /**
  * The kubelet's admission handlers that apply to a Linux Docker node, in its order: the pod's
- * OS (`spec.os.name`, then a `kubernetes.io/os` node selector) must be linux, and its sysctls
- * must be allowed. A refused pod never gets a sandbox; it fails with the handler's reason.
- * (Resource fit and node affinity are the scheduler's and are not re-checked here.)
+ * OS (`spec.os.name`, then a `kubernetes.io/os` node selector) must be linux, its sysctls must be
+ * allowed, and its host ports must be free among the pods admitted before it (`admitted`, the
+ * predicate handler's `NodePorts`). A refused pod never gets a sandbox; it fails with the
+ * handler's reason. (Resource fit and node affinity are the scheduler's and are not re-checked.)
  */
-export function admissionRefusal(pod: Pod): AdmissionRefusal | undefined {
+export function admissionRefusal(pod: Pod, admitted: readonly Pod[] = []): AdmissionRefusal | undefined {
   const os = pod.spec?.os?.name;
   if (os !== undefined && os !== 'linux') return { reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" };
   const selected = pod.spec?.nodeSelector?.['kubernetes.io/os'];
@@ -22,5 +23,39 @@ export function admissionRefusal(pod: Pod): AdmissionRefusal | undefined {
   }
   const sysctl = sysctlRefusal(pod);
   if (sysctl) return { reason: 'SysctlForbidden', message: sysctl };
+  const wanted = hostPortsOf(pod);
+  if (wanted.length && admitted.some((other) => hostPortsOf(other).some((used) => wanted.some((w) => portsConflict(w, used))))) {
+    // pkg/kubelet/lifecycle/predicate.go: reason = PredicateName, message = PredicateFailureError.Error().
+    return { reason: 'NodePorts', message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" };
+  }
   return undefined;
+}
+
+/** One host port a pod holds on the node: address (`0.0.0.0` for all), protocol, port. */
+export interface HostPort {
+  readonly ip: string;
+  readonly protocol: string;
+  readonly port: number;
+}
+
+/**
+ * The host ports of a pod's containers, init containers included, as the scheduler's NodePorts
+ * plugin reads them (pkg/scheduler/framework/plugins/nodeports/node_ports.go `getContainerPorts`;
+ * `HostPortInfo.sanitize`: an empty hostIP is 0.0.0.0, an empty protocol TCP).
+ */
+export function hostPortsOf(pod: Pod): HostPort[] {
+  const out: HostPort[] = [];
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    for (const p of c.ports ?? []) {
+      if (!p.hostPort) continue;
+      out.push({ ip: p.hostIP || '0.0.0.0', protocol: p.protocol || 'TCP', port: p.hostPort });
+    }
+  }
+  return out;
+}
+
+/** `HostPortInfo.CheckConflict`: same protocol and port, and the same address or either one 0.0.0.0. */
+export function portsConflict(a: HostPort, b: HostPort): boolean {
+  if (a.port !== b.port || a.protocol !== b.protocol) return false;
+  return a.ip === b.ip || a.ip === '0.0.0.0' || b.ip === '0.0.0.0';
 }

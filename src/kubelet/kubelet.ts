@@ -85,6 +85,8 @@ export class Kubelet {
   readonly prober: ProberManager;
   /** Pods refused at admission, by UID (see `#refuse`). */
   readonly #refused = new Set<string>();
+  /** Pods admitted (or adopted running), by UID: what a later pod's host ports are checked against. */
+  readonly #admitted = new Set<string>();
   /** Pods failed on the node (their active deadline passed), by UID: the event is recorded once. */
   readonly #failed = new Set<string>();
   /** Pods removed from their source whose containers still run: their last spec, for preStop hooks. */
@@ -199,6 +201,7 @@ export class Kubelet {
       if (!runtimePod) {
         this.#removedSpecs.delete(uid);
         this.#refused.delete(uid);
+        this.#admitted.delete(uid);
         this.#failed.delete(uid);
         this.#firstSeen.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
@@ -210,6 +213,7 @@ export class Kubelet {
 
     if (pod.metadata?.deletionTimestamp) return this.#terminate(pod, runtimePod);
     if (!runtimePod && this.#refuse(pod)) return;
+    this.#admitted.add(uid);
     const deadlineLeft = this.#activeDeadlineLeft(pod);
     if (deadlineLeft === 0) return this.#terminate(pod, runtimePod, deadlineExceeded);
     if (deadlineLeft !== undefined) this.#scheduleAfter(uid, deadlineLeft);
@@ -252,13 +256,28 @@ export class Kubelet {
   #refuse(pod: Pod): boolean {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
-    const refusal = admissionRefusal(pod);
+    const refusal = admissionRefusal(pod, this.#activeAdmitted(uid));
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);
     this.#o.recorder.record(pod, 'Warning', refusal.reason, refusal.message);
     this.#o.statusManager.setPodStatus(pod, { qosClass: getPodQOS(pod), phase: 'Failed', reason: refusal.reason, message: `Pod was rejected: ${refusal.message}` });
     return true;
+  }
+
+  /**
+   * The admitted pods other than `uid` that still hold the node's resources: not in a terminal
+   * phase (a pod still terminating counts, as in the kubelet's `filterOutInactivePods`).
+   */
+  #activeAdmitted(uid: string): Pod[] {
+    const out: Pod[] = [];
+    for (const id of this.#admitted) {
+      if (id === uid) continue;
+      const p = this.#o.podManager.getPodByUID(id);
+      const phase = this.#o.statusManager.getPodStatus(id)?.phase;
+      if (p && phase !== 'Succeeded' && phase !== 'Failed') out.push(p);
+    }
+    return out;
   }
 
   /** Starts that failed recently without leaving a container (e.g. an image pull) wait out a back-off. */
