@@ -25,7 +25,12 @@
 #
 # No image is pulled: the specs' images are built here under the exact names the suite asks for
 # (k8s.io/kubernetes/test/utils/image/manifest.go); an image that cannot be built honestly stays
-# absent and the specs that need it are on the skip list. Everything listens on 127.0.0.1.
+# absent and the specs that need it are on the skip list.
+#
+# `run` runs the whole cluster inside a network namespace of its own with no way out (only `lo`,
+# no route leading anywhere): the control plane on 127.0.0.1, node i on 10.200.0.i (an address on
+# that `lo`), and pods on CNI bridges (Debian's bridge, host-local and portmap plugins; each node's
+# range is the podCIDR the controller-manager allocates), so pod IPs exist only in there.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -125,6 +130,23 @@ build_e2e() {
 
 image_present() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# The Debian packages whose files go into images, fetched before `run` enters its sealed
+# namespace (nothing can be downloaded in there).
+IMAGE_DEBS=(netcat-openbsd nginx nginx-common)
+
+# debian_package PACKAGE: Debian's PACKAGE unpacked (fetched once with `apt-get download` from the
+# machine's own suites, as apt installs do, and kept under the cache); prints the directory holding
+# the .deb and its tree in x/, or fails when the package cannot be had.
+debian_package() {
+  local dir=$CACHE/conformance/debs/$1
+  if [ ! -d "$dir/x" ]; then
+    rm -rf "$dir" && mkdir -p "$dir"
+    (cd "$dir" && apt-get download "$1" >/dev/null 2>&1) || { rm -rf "$dir"; return 1; }
+    dpkg-deb -x "$dir"/*.deb "$dir/x.tmp" && mv "$dir/x.tmp" "$dir/x"
+  fi
+  echo "$dir"
+}
+
 # copy_with_libs BINARY ROOTFS DEST: BINARY at DEST in ROOTFS with the shared libraries it loads.
 copy_with_libs() {
   local bin=$1 r=$2 dest=$3 lib
@@ -223,9 +245,11 @@ EOF
 
   if ! image_present "$AGNHOST_IMAGE"; then
     # test/images/agnhost/Dockerfile: /agnhost (+ agnhost-2), /uploads, porter's localhost.crt/key,
-    # user 1000 in group 50000, on Alpine with bash, nc and friends. Here the base is busybox at
-    # Alpine's paths plus the machine's bash with its libraries; the image's curl, dig, iperf and
-    # coredns are absent (only networking specs, which are skipped, use them).
+    # user 1000 in group 50000, on Alpine with bash, curl, netcat-openbsd and friends. Here the
+    # base is busybox at Alpine's paths plus the machine's bash and curl and Debian's
+    # netcat-openbsd as nc, with their libraries (the node-pod specs run `curl -g -q -s …` and
+    # `echo … | nc -w 1 -u …` in it: test/e2e/framework/network/utils.go); dig, iperf and coredns
+    # are absent.
     local r=$ctx/agnhost src
     src=$(k8s_source)/test/images/agnhost
     busybox_rootfs "$r" full
@@ -234,6 +258,19 @@ EOF
     mkdir -p "$r/uploads"
     cp "$src/porter/localhost.crt" "$src/porter/localhost.key" "$r/"
     copy_with_libs "$(readlink -f "$(command -v bash)")" "$r" /bin/bash
+    copy_with_libs "$(readlink -f "$(command -v curl)")" "$r" /usr/bin/curl
+    local nc
+    if nc=$(debian_package netcat-openbsd); then
+      # busybox's nc is a link to /bin/busybox: removed, never written through.
+      rm -f "$r/usr/bin/nc"
+      copy_with_libs "$nc/x/bin/nc.openbsd" "$r" /usr/bin/nc
+      # Debian's busybox-static runs its own applets before PATH (FEATURE_SH_STANDALONE), so `nc`
+      # in its sh would still be busybox's: sh is the image's bash here (Alpine's busybox sh
+      # follows PATH).
+      ln -sf /bin/bash "$r/bin/sh"
+    else
+      log "WARNING: apt-get download netcat-openbsd failed: agnhost keeps busybox's nc (no UDP)"
+    fi
     cat >"$r/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/sh
 bin:x:1:1:bin:/bin:/sbin/nologin
@@ -331,22 +368,17 @@ EOF
 # build_nginx_image DIR PATH_ENV: Debian's nginx binary and its libraries on busybox at Alpine's
 # paths, configured as the official image (user nginx 101, conf.d/default.conf on port 80).
 build_nginx_image() {
-  local r=$1 path_env=$2 debs deb
-  debs=$(mktemp -d)
-  # `apt-get download` fetches from the machine's own Debian suites, as apt installs do.
-  # Without it the image stays absent (only the one spec that switches to nginx needs it) and
-  # that spec fails, visibly, in a full run; the CI subset does not use it.
-  if ! (cd "$debs" && apt-get download nginx nginx-common >/dev/null 2>&1); then
+  local r=$1 path_env=$2 nginx common
+  # Without the packages the image stays absent (only the one spec that switches to nginx needs
+  # it) and that spec fails, visibly, in a full run; the CI subset does not use it.
+  if ! nginx=$(debian_package nginx) || ! common=$(debian_package nginx-common); then
     log "WARNING: apt-get download nginx nginx-common failed: $NGINX_IMAGE not built"
-    rm -rf "$debs"
     return 0
   fi
-  mkdir -p "$debs/x"
-  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$debs/x"; done
   busybox_rootfs "$r" full
-  copy_with_libs "$debs/x/usr/sbin/nginx" "$r" /usr/sbin/nginx
+  copy_with_libs "$nginx/x/usr/sbin/nginx" "$r" /usr/sbin/nginx
   mkdir -p "$r/etc/nginx/conf.d" "$r/usr/share/nginx/html" "$r/var/cache/nginx" "$r/var/log/nginx" "$r/run"
-  cp "$debs/x/etc/nginx/mime.types" "$r/etc/nginx/"
+  cp "$common/x/etc/nginx/mime.types" "$r/etc/nginx/"
   cat >"$r/etc/nginx/nginx.conf" <<'EOF'
 user  nginx;
 worker_processes  auto;
@@ -385,12 +417,11 @@ EOF
   ln -sf /dev/stderr "$r/var/log/nginx/error.log"
   printf 'root:x:0:0:root:/root:/bin/sh\nnginx:x:101:101:nginx:/var/cache/nginx:/sbin/nologin\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$r/etc/passwd"
   printf 'root:x:0:root\nnginx:x:101:nginx\nnobody:x:65534:\n' >"$r/etc/group"
-  log "building $NGINX_IMAGE from Debian's nginx $(dpkg-deb -f "$debs"/nginx_*.deb Version)"
+  log "building $NGINX_IMAGE from Debian's nginx $(dpkg-deb -f "$nginx"/nginx_*.deb Version)"
   # The official image's STOPSIGNAL SIGQUIT is not a change `docker import` takes: SIGTERM stops
   # nginx too (fast shutdown instead of graceful).
   tar -C "$r" -c . | docker import --change "$path_env" --change 'EXPOSE 80' \
     --change 'CMD ["nginx", "-g", "daemon off;"]' - "$NGINX_IMAGE" >/dev/null
-  rm -rf "$debs"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +442,53 @@ free_ports() {
       s.listen(0, "127.0.0.1", () => { servers.push(s); next(); });
     };
     next();' "$1"
+}
+
+# The sealed namespace's addresses on its `lo` (test/helpers/netns.ts uses the same ones).
+NODE_IPS=(10.200.0.1 10.200.0.2 10.200.0.3)
+
+# run_sealed ARGS…: `run` inside a fresh network namespace with no link or route out (re-run under
+# nsenter --net, which keeps the mount namespace: dockerd needs the machine's cgroup mounts); the
+# namespace is deleted afterwards.
+run_sealed() {
+  if [ -n "${NODELET_CONFORMANCE_NETNS:-}" ]; then run "$@"; return; fi
+  [ "$(id -u)" = 0 ] || die "run needs root: a network namespace, a Docker engine and CNI plugins"
+  [ -x /usr/lib/cni/bridge ] || die "Debian's containernetworking-plugins are needed (/usr/lib/cni)"
+  local ns=nodelet-conf-$$ rc=0 a pkg
+  for pkg in "${IMAGE_DEBS[@]}"; do debian_package "$pkg" >/dev/null || log "WARNING: apt-get download $pkg failed"; done
+  ip netns del "$ns" 2>/dev/null || true
+  ip netns add "$ns"
+  # shellcheck disable=SC2064
+  trap "ip netns del '$ns' 2>/dev/null" EXIT
+  ip -n "$ns" link set lo up
+  for a in "${NODE_IPS[@]}"; do ip -n "$ns" addr add "$a/32" dev lo; done
+  ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
+  modprobe br_netfilter 2>/dev/null || true
+  ip netns exec "$ns" sysctl -q -w net.bridge.bridge-nf-call-iptables=1 2>/dev/null || log "no br_netfilter: traffic between pods of one bridge skips iptables"
+  [ -z "$(ip -n "$ns" -o route show table main)" ] || die "namespace $ns has a route: not sealed"
+  [ "$(ip -n "$ns" -o link | awk -F': ' '{ print $2 }' | tr '\n' ' ')" = "lo " ] || die "namespace $ns has a link besides lo: not sealed"
+  log "inside sealed network namespace $ns"
+  NODELET_CONFORMANCE_NETNS=$ns nsenter --net="/run/netns/$ns" -- "$0" run "$@" || rc=$?
+  return "$rc"
+}
+
+# node_network NAME INDEX DIR: the CNI network of one node in DIR/net.d — its own bridge, host-local
+# leases in DIR/leases, the range from the Node's podCIDR (the `ipRanges` capability), portmap.
+node_network() {
+  local name=$1 i=$2 dir=$3
+  mkdir -p "$dir/net.d"
+  cat >"$dir/net.d/10-$name.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$name",
+  "plugins": [
+    { "type": "bridge", "bridge": "cni$i", "isGateway": true, "hairpinMode": true,
+      "capabilities": { "ipRanges": true },
+      "ipam": { "type": "host-local", "dataDir": "$dir/leases", "routes": [{ "dst": "0.0.0.0/0" }] } },
+    { "type": "portmap", "capabilities": { "portMappings": true } }
+  ]
+}
+EOF
 }
 
 NODELET_PIDS=()
@@ -471,22 +549,28 @@ run() {
   # shellcheck source=/dev/null
   . "$CP_DIR/env"
 
-  local i name kubeconfig port names=()
+  local i name kubeconfig port ip names=()
+  [ "$nodes" -le "${#NODE_IPS[@]}" ] || die "CONFORMANCE_NODES=$nodes: at most ${#NODE_IPS[@]} nodes"
   local ports; read -r -a ports <<<"$(free_ports "$nodes")"
   for ((i = 0; i < nodes; i++)); do
     name=nodelet-$((i + 1))
     names+=("$name")
     kubeconfig=$("$ROOT/scripts/control-plane.sh" node-kubeconfig "$CP_DIR" "$name")
     port=${ports[$i]}
+    ip=${NODE_IPS[$i]}
     mkdir -p "$OUT/root-$name"
-    node "$ROOT/dist/cli.js" --kubeconfig "$kubeconfig" --hostname-override "$name" --node-ip 127.0.0.1 \
-      --port "$port" --client-ca-file "$CA_FILE" --anonymous-auth=false \
+    node_network "$name" "$i" "$OUT/cni-$name"
+    # Served on the node IP, where the apiserver dials its nodes (their InternalIP).
+    node "$ROOT/dist/cli.js" --kubeconfig "$kubeconfig" --hostname-override "$name" --node-ip "$ip" \
+      --address "$ip" --port "$port" --client-ca-file "$CA_FILE" --anonymous-auth=false \
       --authentication-token-webhook --authorization-mode Webhook \
       --root-dir "$OUT/root-$name" --docker-endpoint "$DOCKER_HOST" \
       --pod-infra-container-image registry.k8s.io/pause:3.10 \
+      --network-plugin=cni --cni-bin-dir /usr/lib/cni \
+      --cni-conf-dir "$OUT/cni-$name/net.d" --cni-cache-dir "$OUT/cni-$name/cache" \
       </dev/null >"$OUT/nodelet-$name.log" 2>&1 &
     NODELET_PIDS+=($!)
-    log "nodelet $name on 127.0.0.1:$port (pid $!, log $OUT/nodelet-$name.log)"
+    log "nodelet $name on $ip:$port (pid $!, log $OUT/nodelet-$name.log)"
   done
   for name in "${names[@]}"; do
     kubectl --kubeconfig "$admin" wait --for=create "node/$name" --timeout=60s >/dev/null ||
@@ -525,7 +609,7 @@ usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case ${1:-} in
   build-e2e) [ $# -eq 1 ] || usage; build_e2e ;;
   images) [ $# -eq 1 ] || usage; build_images ;;
-  run) [ $# -le 2 ] || usage; run "${2:-}" ;;
+  run) [ $# -le 2 ] || usage; run_sealed "${2:-}" ;;
   summary) [ $# -eq 2 ] || usage; summary "$2" ;;
   *) usage ;;
 esac

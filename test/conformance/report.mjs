@@ -10,7 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
-const CATEGORIES = ['networking', 'registry', 'image', 'host', 'nodelet-gap'];
+const CATEGORIES = ['registry', 'image', 'host', 'nodelet-gap'];
 
 export function loadSkipList(file) {
   const doc = parse(readFileSync(file, 'utf8'));
