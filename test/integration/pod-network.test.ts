@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +7,7 @@ import t, { type Test } from 'tap';
 import type { Pod } from '../../src/api/types.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { insideTestNetns } from '../helpers/netns.js';
+import { nodeBaseImage } from '../helpers/node-base-image.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 
 // `--network-plugin=cni` end to end: real Debian plugins (bridge, host-local, portmap), the real
@@ -275,4 +277,40 @@ spec:
   const failed = await a.waitFor('the hook to /missing failed on the handler', async () => (await events(a)).find((e) => e.reason === 'FailedPostStartHook' && e.involvedObject?.name === `hooked-${a.nodeName}`), 60_000);
   t.match(failed.message, /^HTTP lifecycle hook \(\/missing\) for Container "main" failed - error: HTTP probe failed with statuscode: 404/, 'the handler pod answered 404');
   t.notOk((await events(a)).some((e) => e.reason === 'FailedPostStartHook' && e.involvedObject?.name === `bound-${a.nodeName}`));
+});
+
+t.test('UDP over the pod network: node → pod and pod on node B → pod on node A', async (t) => {
+  const image = await nodeBaseImage();
+  const netA = nodeNet(t, 7);
+  const netB = nodeNet(t, 8);
+  const a = await start(t, netA, NODE_A);
+  const b = await start(t, netB, NODE_B);
+  const nodePod = (name: string, script: string) => `apiVersion: v1
+kind: Pod
+metadata: { name: ${name} }
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: ${image}
+      imagePullPolicy: Never
+      command: ["node", "-e", ${JSON.stringify(script)}]
+`;
+  // An echo server: each datagram comes back prefixed with the server's pod name.
+  await a.writeManifest('udp.yaml', nodePod('udp', `const s = require('dgram').createSocket('udp4'); s.on('message', (m, r) => s.send(Buffer.concat([Buffer.from('udp: '), m]), r.port, r.address)); s.bind(9000); setInterval(() => {}, 1e9);`));
+  await b.writeManifest('idle.yaml', nodePod('idle', 'setInterval(() => {}, 1e9)'));
+  const server = await runningPod(a, 'udp');
+  const client = await runningPod(b, 'idle');
+  const ip = server.status?.podIP ?? '';
+  t.match(ip, /^10\.244\.7\.\d+$/);
+  const fromNode = await new Promise<string>((resolve, reject) => {
+    const s = createSocket('udp4');
+    const timer = setTimeout(() => (s.close(), reject(new Error('no UDP answer within 5 s'))), 5000);
+    s.on('message', (m) => (clearTimeout(timer), s.close(), resolve(m.toString())));
+    s.send('from the node', 9000, ip);
+  });
+  t.equal(fromNode, 'udp: from the node', 'node → pod IP over UDP');
+  const script = `const s = require('dgram').createSocket('udp4'); const t = setTimeout(() => { console.log('timeout'); process.exit(1); }, 5000); s.on('message', (m) => { console.log(m.toString()); clearTimeout(t); s.close(); }); s.send('from node B', 9000, ${JSON.stringify(ip)});`;
+  const fromPod = await dockerCLI('exec', idOf(client), 'node', '-e', script);
+  t.equal(fromPod, 'udp: from node B\n', 'a pod on node B → the pod on node A over UDP');
 });
