@@ -28,9 +28,12 @@
 # absent and the specs that need it are on the skip list.
 #
 # `run` runs the whole cluster inside a network namespace of its own with no way out (only `lo`,
-# no route leading anywhere): the control plane on 127.0.0.1, node i on 10.200.0.i (an address on
-# that `lo`), and pods on CNI bridges (Debian's bridge, host-local and portmap plugins; each node's
-# range is the podCIDR the controller-manager allocates), so pod IPs exist only in there.
+# no route leading anywhere): the apiserver on 10.200.0.10 and node i on 10.200.0.i (addresses on
+# that `lo`), pods on CNI bridges (Debian's bridge, host-local and portmap plugins; each node's
+# range is the podCIDR the controller-manager allocates), so pod IPs exist only in there, plus
+# kube-proxy (scripts/control-plane.sh start-proxy) and CoreDNS behind kube-dns 10.0.0.10
+# (scripts/cluster-dns.sh), so Services and cluster DNS work for the pods. Everything is built
+# before the namespace is entered: nothing inside it can reach the Go module proxy.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -446,6 +449,8 @@ free_ports() {
 
 # The sealed namespace's addresses on its `lo` (test/helpers/netns.ts uses the same ones).
 NODE_IPS=(10.200.0.1 10.200.0.2 10.200.0.3)
+APISERVER_IP=10.200.0.10
+CLUSTER_DNS_IP=10.0.0.10
 
 # run_sealed ARGS…: `run` inside a fresh network namespace with no link or route out (re-run under
 # nsenter --net, which keeps the mount namespace: dockerd needs the machine's cgroup mounts); the
@@ -456,17 +461,24 @@ run_sealed() {
   [ -x /usr/lib/cni/bridge ] || die "Debian's containernetworking-plugins are needed (/usr/lib/cni)"
   local ns=nodelet-conf-$$ rc=0 a pkg
   for pkg in "${IMAGE_DEBS[@]}"; do debian_package "$pkg" >/dev/null || log "WARNING: apt-get download $pkg failed"; done
+  # Builds fetch Go modules: done here, outside the namespace (cached by version).
+  "$ROOT/scripts/control-plane.sh" build >/dev/null
+  build_e2e >/dev/null
+  "$ROOT/scripts/cluster-dns.sh" build >/dev/null
   ip netns del "$ns" 2>/dev/null || true
   ip netns add "$ns"
   # shellcheck disable=SC2064
   trap "ip netns del '$ns' 2>/dev/null" EXIT
   ip -n "$ns" link set lo up
-  for a in "${NODE_IPS[@]}"; do ip -n "$ns" addr add "$a/32" dev lo; done
+  for a in "${NODE_IPS[@]}" "$APISERVER_IP"; do ip -n "$ns" addr add "$a/32" dev lo; done
   ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
   modprobe br_netfilter 2>/dev/null || true
   ip netns exec "$ns" sysctl -q -w net.bridge.bridge-nf-call-iptables=1 2>/dev/null || log "no br_netfilter: traffic between pods of one bridge skips iptables"
   [ -z "$(ip -n "$ns" -o route show table main)" ] || die "namespace $ns has a route: not sealed"
   [ "$(ip -n "$ns" -o link | awk -F': ' '{ print $2 }' | tr '\n' ' ')" = "lo " ] || die "namespace $ns has a link besides lo: not sealed"
+  # The Service range to `lo`, so processes of the namespace (e2e.test) can dial ClusterIPs: a packet
+  # needs a route before kube-proxy's nat OUTPUT rules rewrite it to a pod IP; unrewritten, it dies on lo.
+  ip -n "$ns" route add 10.0.0.0/24 dev lo src "$APISERVER_IP"
   log "inside sealed network namespace $ns"
   NODELET_CONFORMANCE_NETNS=$ns nsenter --net="/run/netns/$ns" -- "$0" run "$@" || rc=$?
   return "$rc"
@@ -545,7 +557,7 @@ run() {
 
   CP_DIR=$(mktemp -d /tmp/nodelet-conformance-cp.XXXXXX)
   local admin
-  admin=$("$ROOT/scripts/control-plane.sh" start "$CP_DIR")
+  admin=$(NODELET_APISERVER_ADDRESS=$APISERVER_IP "$ROOT/scripts/control-plane.sh" start "$CP_DIR")
   # shellcheck source=/dev/null
   . "$CP_DIR/env"
 
@@ -567,6 +579,7 @@ run() {
       --root-dir "$OUT/root-$name" --docker-endpoint "$DOCKER_HOST" \
       --pod-infra-container-image registry.k8s.io/pause:3.10 \
       --network-plugin=cni --cni-bin-dir /usr/lib/cni \
+      --cluster-dns "$CLUSTER_DNS_IP" --cluster-domain cluster.local \
       --cni-conf-dir "$OUT/cni-$name/net.d" --cni-cache-dir "$OUT/cni-$name/cache" \
       </dev/null >"$OUT/nodelet-$name.log" 2>&1 &
     NODELET_PIDS+=($!)
@@ -578,6 +591,9 @@ run() {
     kubectl --kubeconfig "$admin" wait --for=condition=Ready "node/$name" --timeout=60s >/dev/null ||
       die "node $name did not become Ready; see $OUT/nodelet-$name.log"
   done
+  # One network stack, one kube-proxy; then CoreDNS as a Deployment on the nodes.
+  "$ROOT/scripts/control-plane.sh" start-proxy "$CP_DIR" "${names[0]}"
+  "$ROOT/scripts/cluster-dns.sh" deploy "$admin" "$CLUSTER_DNS_IP"
   log "control plane and ${#names[@]} nodes ready after $((SECONDS - t0)) s; running e2e.test (focus $focus, $procs processes)"
 
   local e2e_rc=0

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)
-# on 127.0.0.1, for nodelet's cluster-mode tests.
+# on 127.0.0.1, for nodelet's cluster-mode tests, and kube-proxy for a test cluster's namespace.
 #
-#   scripts/control-plane.sh build                  build the four binaries from test/control-plane
-#                                                   (cached by version) and print their directory
+#   scripts/control-plane.sh build                  build the binaries (the four and kube-proxy) from
+#                                                   test/control-plane (cached by version) and print
+#                                                   their directory
 #   scripts/control-plane.sh start DIR              make a PKI in DIR, start everything, wait until
 #                                                   pods can be created; prints DIR/admin.kubeconfig
+#   scripts/control-plane.sh start-proxy DIR NODE   start kube-proxy (iptables mode) as NODE's; only
+#                                                   inside a network namespace other than the
+#                                                   machine's, and with the apiserver on an address
+#                                                   pods reach (NODELET_APISERVER_ADDRESS at start)
 #   scripts/control-plane.sh node-kubeconfig DIR N  issue system:node:N (group system:nodes) and
 #                                                   print DIR/node-N.kubeconfig
 #   scripts/control-plane.sh stop-apiserver DIR     stop only kube-apiserver (an outage)
@@ -14,13 +19,18 @@
 #
 # The binaries go to ${NODELET_CACHE:-~/.cache/nodelet}/control-plane/<k8s>-etcd<etcd>/bin. They are
 # built with the machine's `go` from the wrapper module test/control-plane, which pins
-# k8s.io/kubernetes and go.etcd.io/etcd/server/v3. Every process listens on 127.0.0.1 only; each
-# one's pid and log are DIR/<name>.pid and DIR/<name>.log, and DIR/env holds the URLs and paths.
+# k8s.io/kubernetes and go.etcd.io/etcd/server/v3. Every process listens on 127.0.0.1 only (but see
+# NODELET_APISERVER_ADDRESS below); each one's pid and log are DIR/<name>.pid and DIR/<name>.log,
+# and DIR/env holds the URLs and paths.
+#
+# NODELET_APISERVER_ADDRESS=IP at `start` serves and advertises kube-apiserver on IP instead (the
+# test cluster's namespace puts 10.200.0.10 on its `lo`): the `kubernetes` Service then has that
+# endpoint (the default lease reconciler), so pods reach the apiserver through kube-proxy.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODULE=$ROOT/test/control-plane
-COMPONENTS=(kube-apiserver etcd kube-controller-manager kube-scheduler)
+COMPONENTS=(kube-apiserver etcd kube-controller-manager kube-scheduler kube-proxy)
 TIMEOUT=${NODELET_CONTROL_PLANE_TIMEOUT:-60}
 
 log() { echo "control-plane: $*" >&2; }
@@ -194,7 +204,7 @@ component_healthz() { [ "$(curl -sSfk --max-time 5 "https://127.0.0.1:$1/healthz
 apiserver_args() {
   APISERVER_ARGS=(
     --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT"
-    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT"
+    --bind-address="$APISERVER_ADDRESS" --advertise-address="$APISERVER_ADDRESS" --secure-port="$APISERVER_PORT"
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key"
     --client-ca-file="$PKI/ca.crt"
     --service-cluster-ip-range=10.0.0.0/24
@@ -207,10 +217,10 @@ apiserver_args() {
     --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt"
     --kubelet-client-key="$PKI/apiserver-kubelet-client.key"
     --kubelet-preferred-address-types=InternalIP
-    # The "kubernetes" Endpoints may not hold a loopback address: do not keep retrying to write it.
-    --endpoint-reconciler-type=none
     --profiling=false
   )
+  # The "kubernetes" Endpoints may not hold a loopback address: do not keep retrying to write it.
+  [ "$APISERVER_ADDRESS" != 127.0.0.1 ] || APISERVER_ARGS+=(--endpoint-reconciler-type=none)
 }
 
 run_apiserver() {
@@ -237,7 +247,9 @@ start() {
 
   read -r ETCD_CLIENT_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT <<<"$(free_ports 5)"
   [ -n "$SCHEDULER_PORT" ] || die "could not pick free ports"
-  APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
+  APISERVER_ADDRESS=${NODELET_APISERVER_ADDRESS:-127.0.0.1}
+  [[ $APISERVER_ADDRESS =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "NODELET_APISERVER_ADDRESS=$APISERVER_ADDRESS: an IPv4 address is needed"
+  APISERVER_URL=https://$APISERVER_ADDRESS:$APISERVER_PORT
 
   # PKI: one CA signs the serving cert and every client identity.
   ssl req -x509 -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 30 -subj /CN=nodelet-test-ca \
@@ -245,7 +257,7 @@ start() {
     -keyout "$PKI/ca.key" -out "$PKI/ca.crt"
   issue apiserver /CN=kube-apiserver 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
     'extendedKeyUsage=serverAuth' \
-    'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc'
+    "subjectAltName=IP:127.0.0.1,IP:$APISERVER_ADDRESS,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
   client_cert admin '/O=system:masters/CN=nodelet-test-admin'
   client_cert apiserver-kubelet-client '/O=system:masters/CN=kube-apiserver-kubelet-client'
   client_cert kube-controller-manager /CN=system:kube-controller-manager
@@ -264,8 +276,8 @@ start() {
   {
     printf '# Written by scripts/control-plane.sh start; shell-sourceable.\n'
     local v
-    for v in DIR BIN_DIR K8S_VERSION ETCD_VERSION APISERVER_URL APISERVER_PORT ETCD_CLIENT_PORT ETCD_PEER_PORT \
-      KCM_PORT SCHEDULER_PORT ADMIN_TOKEN; do
+    for v in DIR BIN_DIR K8S_VERSION ETCD_VERSION APISERVER_ADDRESS APISERVER_URL APISERVER_PORT ETCD_CLIENT_PORT \
+      ETCD_PEER_PORT KCM_PORT SCHEDULER_PORT ADMIN_TOKEN; do
       printf '%s=%q\n' "$v" "${!v}"
     done
     printf 'ETCD_URL=%q\n' "http://127.0.0.1:$ETCD_CLIENT_PORT"
@@ -373,6 +385,53 @@ stop_components() {
   done
 }
 
+# Whether this process runs in a network namespace other than the machine's (PID 1's).
+in_own_netns() { [ "$(readlink /proc/self/ns/net)" != "$(readlink /proc/1/ns/net)" ]; }
+
+kube_proxy_healthy() { curl -sSf --max-time 5 "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz" >/dev/null; }
+
+# One kube-proxy per network stack: the test cluster's nodes share one namespace, so one kube-proxy
+# (as NODE, whose Node gives it the node IP) programs Services for all of them. iptables mode, the
+# kubelet default (cmd/kube-proxy/app/server.go); its conntrack and OOM settings are left alone
+# (0 = do not touch), since nf_conntrack_max is the machine's and root here lacks CAP_SYS_RESOURCE.
+start_proxy() {
+  load_env "$1"
+  local node=$2
+  in_own_netns || die "kube-proxy rewrites iptables: run it only inside a network namespace of the test's own, never in the machine's"
+  [ "${APISERVER_ADDRESS:-127.0.0.1}" != 127.0.0.1 ] ||
+    die "the apiserver is on 127.0.0.1, which pods cannot reach through a Service: start it with NODELET_APISERVER_ADDRESS"
+  command -v iptables-restore >/dev/null 2>&1 || die "kube-proxy needs iptables-restore (Debian's iptables)"
+  [ -x "$BIN_DIR/kube-proxy" ] || die "no $BIN_DIR/kube-proxy: run \`$0 build\` first"
+  if [ -f "$DIR/kube-proxy.pid" ] && alive kube-proxy; then die "kube-proxy is already running"; fi
+  client_cert kube-proxy /CN=system:kube-proxy
+  kubeconfig "$DIR/kube-proxy.kubeconfig" system:kube-proxy "$PKI/kube-proxy.crt" "$PKI/kube-proxy.key"
+  read -r PROXY_HEALTHZ_PORT PROXY_METRICS_PORT <<<"$(free_ports 2)"
+  cat >"$DIR/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $DIR/kube-proxy.kubeconfig
+hostnameOverride: $node
+mode: iptables
+clusterCIDR: 10.244.0.0/16
+healthzBindAddress: 127.0.0.1:$PROXY_HEALTHZ_PORT
+metricsBindAddress: 127.0.0.1:$PROXY_METRICS_PORT
+oomScoreAdj: 0
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+iptables:
+  minSyncPeriod: 100ms
+EOF
+  printf 'PROXY_HEALTHZ_PORT=%q\n' "$PROXY_HEALTHZ_PORT" >>"$DIR/env"
+  spawn kube-proxy --config="$DIR/kube-proxy.yaml"
+  # /healthz answers 200 once the first full sync has programmed the rules.
+  wait_for kube-proxy "/healthz on :$PROXY_HEALTHZ_PORT" kube_proxy_healthy
+  log "kube-proxy (iptables) running as $node"
+}
+
 stop_apiserver() {
   load_env "$1"
   stop_components kube-apiserver
@@ -390,16 +449,17 @@ stop() {
   DIR=$(cd "$d" && pwd)
   # Delete only a directory this script made.
   [ -f "$DIR/env" ] || [ -d "$DIR/pki" ] || [ -z "$(ls -A "$DIR")" ] || die "$DIR does not look like a control-plane directory; not deleting it"
-  stop_components kube-scheduler kube-controller-manager kube-apiserver etcd
+  stop_components kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd
   rm -rf "$DIR"
 }
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 case ${1:-} in
   build) [ $# -eq 1 ] || usage; build ;;
   start) [ $# -eq 2 ] || usage; start "$2" ;;
   node-kubeconfig) [ $# -eq 3 ] || usage; node_kubeconfig "$2" "$3" ;;
+  start-proxy) [ $# -eq 3 ] || usage; start_proxy "$2" "$3" ;;
   stop-apiserver) [ $# -eq 2 ] || usage; stop_apiserver "$2" ;;
   start-apiserver) [ $# -eq 2 ] || usage; start_apiserver "$2" ;;
   stop) [ $# -eq 2 ] || usage; stop "$2" ;;

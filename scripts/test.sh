@@ -28,6 +28,17 @@ trap cleanup EXIT
 DOCKER_HOST=$(scripts/docker-engine.sh "$start" "$state") || exit 1
 export DOCKER_HOST
 scripts/docker-engine.sh images || exit 1
+# The Go-built fixtures (control plane, kube-proxy, CoreDNS) compile here, before any test enters a
+# network namespace of its own (nothing in one reaches the Go module proxy); cached by version, so
+# this is a no-op after the first run. Runs of unit tests alone skip it.
+paths=0; units=0
+for a in "$@"; do
+  case $a in -*) ;; test/unit*) paths=$((paths + 1)); units=$((units + 1)) ;; *) paths=$((paths + 1)) ;; esac
+done
+if [ "$paths" -eq 0 ] || [ "$units" -lt "$paths" ]; then
+  scripts/control-plane.sh build >/dev/null || exit 1
+  scripts/cluster-dns.sh build >/dev/null || exit 1
+fi
 
 log=$(mktemp)
 # Coverage floors live in .taprc.

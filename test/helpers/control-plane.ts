@@ -41,6 +41,19 @@ export interface ControlPlane {
   stopApiserver(): Promise<void>;
   /** Starts kube-apiserver again with the same flags and port; resolves once /readyz is ok. */
   startApiserver(): Promise<void>;
+  /**
+   * Starts kube-proxy (iptables mode) as node `nodeName` (whose Node must exist); resolves once its
+   * first sync programmed the rules. Only inside the test netns, with `apiserverAddress` set.
+   */
+  startProxy(nodeName: string): Promise<void>;
+}
+
+export interface ControlPlaneOptions {
+  /**
+   * Serve and advertise kube-apiserver on this address instead of 127.0.0.1 (the test netns's
+   * APISERVER_IP): the `kubernetes` Service gets it as endpoint, so pods reach the apiserver.
+   */
+  apiserverAddress?: string;
 }
 
 interface Teardown {
@@ -48,9 +61,9 @@ interface Teardown {
 }
 
 /** Runs the script; rejects with its stderr (which ends with the failing component's log) on failure. */
-function script(args: string[], timeoutMs: number): Promise<string> {
+function script(args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(CONTROL_PLANE_SCRIPT, args, { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+    execFile(CONTROL_PLANE_SCRIPT, args, { timeout: timeoutMs, maxBuffer: 16 << 20, env }, (err, stdout, stderr) => {
       if (err) reject(new Error(`scripts/control-plane.sh ${args.join(' ')} failed (${err.message.split('\n')[0] ?? ''}):\n${stderr}`));
       else resolve(stdout.trim());
     });
@@ -79,7 +92,7 @@ function readEnv(dir: string): Record<EnvKey, string> {
  * `.ci/run` does it before the tests), starts a fresh one in a temp directory, and stops it at
  * teardown. Resolves once the `default` ServiceAccount exists, so pods can be created at once.
  */
-export async function startControlPlane(t: Teardown): Promise<ControlPlane> {
+export async function startControlPlane(t: Teardown, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   await script(['build'], 60 * 60_000);
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-cp-'));
   let stopped = false;
@@ -95,7 +108,8 @@ export async function startControlPlane(t: Teardown): Promise<ControlPlane> {
     process.removeListener('exit', stopSync);
   };
   try {
-    await script(['start', dir], 180_000);
+    const env = opts.apiserverAddress ? { ...process.env, NODELET_APISERVER_ADDRESS: opts.apiserverAddress } : process.env;
+    await script(['start', dir], 180_000, env);
   } catch (err) {
     await stop().catch(() => rm(dir, { recursive: true, force: true }));
     throw err;
@@ -139,6 +153,9 @@ export async function startControlPlane(t: Teardown): Promise<ControlPlane> {
     },
     startApiserver: async () => {
       await script(['start-apiserver', dir], 120_000);
+    },
+    startProxy: async (nodeName) => {
+      await script(['start-proxy', dir, nodeName], 120_000);
     },
   };
 }

@@ -39,6 +39,14 @@ export interface TestNetns {
 
 export const NODE_IPS = ['10.200.0.1', '10.200.0.2', '10.200.0.3'] as const;
 export const APISERVER_IP = '10.200.0.10';
+/**
+ * The test control plane's Service range (scripts/control-plane.sh --service-cluster-ip-range).
+ * It is routed to `lo` inside the namespace so the namespace's own processes can dial ClusterIPs:
+ * a packet needs a route before kube-proxy's nat OUTPUT rules rewrite it to a pod IP (and re-route
+ * it to a CNI bridge); one that no rule rewrites dies on `lo`. Pods need no such route (theirs
+ * is the bridge gateway, where PREROUTING rewrites).
+ */
+export const SERVICE_CIDR = '10.0.0.0/24';
 const ENV = 'NODELET_TEST_NETNS';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ENGINE_SCRIPT = join(ROOT, 'scripts/docker-engine.sh');
@@ -99,6 +107,11 @@ async function reRunInsideNewNetns(): Promise<never> {
       /* no br_netfilter: Services between pods of one bridge cannot work, the rest can */
     }
     assertSealed(name);
+    ip('-n', name, 'route', 'add', SERVICE_CIDR, 'dev', 'lo', 'src', APISERVER_IP);
+    // This parent only relays the child's TAP: the child's own t.setTimeout governs the file, so
+    // the parent's tap (imported with the test file) must not end it at the default timeout.
+    const { default: tap } = await import('tap');
+    tap.setTimeout(0);
     code = await new Promise<number>((resolve) => {
       // nsenter, not `ip netns exec`: that one unshares a mount namespace and remounts /sys,
       // which hides the cgroup mounts dockerd needs ("Devices cgroup isn't mounted").
@@ -117,7 +130,7 @@ async function reRunInsideNewNetns(): Promise<never> {
   process.exit(code);
 }
 
-/** The namespace has no route and no link that leads anywhere: only `lo`, and only local routes. */
+/** The namespace has no route and no link that leads anywhere: only `lo`, and no route yet (the Service range to `lo` is added after this check). */
 function assertSealed(name: string): void {
   const routes = nsExec(name, 'ip', '-o', 'route', 'show', 'table', 'main').trim();
   const links = nsExec(name, 'ip', '-o', 'link').trim().split('\n').map((l) => l.split(':')[1]?.trim());

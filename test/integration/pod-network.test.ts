@@ -179,7 +179,11 @@ t.test('no network config yet: the node is NotReady, pod-network pods wait with 
   const net = nodeNet(t, 4, false);
   const a = await start(t, net, NODE_A);
   const ready = async () => (await a.get<{ status?: { conditions?: { type: string; status: string; message?: string }[] } }>(`/api/v1/nodes/${a.nodeName}`)).body.status?.conditions?.find((c) => c.type === 'Ready');
-  const notReady = await a.waitFor('node NotReady', async () => ((await ready())?.status === 'False' ? ready() : undefined));
+  // Until the first relist the node is NotReady for the runtime ("not listed yet"); then for the network.
+  const notReady = await a.waitFor('node NotReady for its network', async () => {
+    const r = await ready();
+    return r?.status === 'False' && r.message?.startsWith('container runtime network not ready') ? r : undefined;
+  });
   t.match(notReady?.message, /^container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized$/);
   await a.writeManifest('web.yaml', webPod('web'));
   await a.writeManifest('host.yaml', `apiVersion: v1
