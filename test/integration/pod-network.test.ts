@@ -128,6 +128,18 @@ t.test('pod IPs from CNI: status, downward API, /etc/hosts; reachable from the n
   const fromPod = await dockerCLI('exec', idOf(client), 'sh', '-c', `printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${ip} 8080`);
   t.match(fromPod, /^HTTP\/1\.[01] 200 OK\r\n[^]*\r\n\r\nhello from nodelet\n$/, 'a pod on node B → the pod on node A');
 
+  // A second pod asking for the taken hostPort is refused at admission, as the kubelet does
+  // (pkg/kubelet/lifecycle/predicate.go: the scheduler's NodePorts filter), never started.
+  await a.writeManifest('web2.yaml', webPod('web2', 30080));
+  const rejected = await a.waitFor('web2 rejected', async () => {
+    const p = await a.pod('web2');
+    return p?.status?.phase === 'Failed' ? p : undefined;
+  }, 30_000);
+  t.equal(rejected.status?.reason, 'NodePorts', 'the taken hostPort: reason NodePorts');
+  t.equal(rejected.status?.message, "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports");
+  t.same(await sandboxesOf(a, 'web2'), [], 'no sandbox for the rejected pod');
+  await a.removeManifest('web2.yaml');
+
   t.equal(leases(netA).length, 1, 'one lease for the one pod of node A');
   t.equal(cached(netA).length, 1, 'one cached attachment');
   const [sandbox] = await sandboxesOf(a, 'web');
@@ -307,14 +319,19 @@ spec:
   const client = await runningPod(b, 'idle');
   const ip = server.status?.podIP ?? '';
   t.match(ip, /^10\.244\.7\.\d+$/);
+  // The container runs before its server has bound the port: a datagram that early is refused
+  // (ICMP port unreachable), so both senders repeat theirs until the first echo.
   const fromNode = await new Promise<string>((resolve, reject) => {
     const s = createSocket('udp4');
-    const timer = setTimeout(() => (s.close(), reject(new Error('no UDP answer within 5 s'))), 5000);
-    s.on('message', (m) => (clearTimeout(timer), s.close(), resolve(m.toString())));
-    s.send('from the node', 9000, ip);
+    const send = () => s.send('from the node', 9000, ip);
+    const every = setInterval(send, 250);
+    const timer = setTimeout(() => (clearInterval(every), s.close(), reject(new Error('no UDP answer within 20 s'))), 20_000);
+    s.on('message', (m) => (clearInterval(every), clearTimeout(timer), s.close(), resolve(m.toString())));
+    s.on('error', () => undefined);
+    send();
   });
   t.equal(fromNode, 'udp: from the node', 'node → pod IP over UDP');
-  const script = `const s = require('dgram').createSocket('udp4'); const t = setTimeout(() => { console.log('timeout'); process.exit(1); }, 5000); s.on('message', (m) => { console.log(m.toString()); clearTimeout(t); s.close(); }); s.send('from node B', 9000, ${JSON.stringify(ip)});`;
+  const script = `const s = require('dgram').createSocket('udp4'); const send = () => s.send('from node B', 9000, ${JSON.stringify(ip)}); const i = setInterval(send, 250); const t = setTimeout(() => { console.log('timeout'); process.exit(1); }, 20000); s.on('error', () => {}); s.on('message', (m) => { console.log(m.toString()); clearInterval(i); clearTimeout(t); s.close(); }); send();`;
   const fromPod = await dockerCLI('exec', idOf(client), 'node', '-e', script);
   t.equal(fromPod, 'udp: from node B\n', 'a pod on node B → the pod on node A over UDP');
 });
