@@ -101,7 +101,7 @@ const USAGE = `usage: npm run bench -- [options]
   --watchers N        concurrent pod watchers in the watch part (default 1000; 200 with --quick)
   --watch-changes N   status changes per burst in the watch part (default 300)
   --cni-pods N        static pods per batch in the cni part, started with CNI and without (default 50)
-  --cni-rounds N      rounds of the cni part's two batches (default 3; 1 with --quick)
+  --cni-rounds N      rounds of the cni part (default 2; 1 with --quick): per variant, N pods one at a time, then all at once
   --podnet-mib N      MiB per pod-network TCP transfer in the podnet part (default 1024; 256 with --quick);
                       its rounds are --rounds
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
@@ -205,7 +205,7 @@ function parseOptions(argv: string[]): Options {
     watchChanges: int(values['watch-changes'], 300, 'watch-changes'),
     scaleSessions: int(values['scale-sessions'], quick ? 1000 : 10_000, 'scale-sessions'),
     cniPods: int(values['cni-pods'], 50, 'cni-pods'),
-    cniRounds: int(values['cni-rounds'], quick ? 1 : 3, 'cni-rounds'),
+    cniRounds: int(values['cni-rounds'], quick ? 1 : 2, 'cni-rounds'),
     podnetMib: int(values['podnet-mib'], quick ? 256 : 1024, 'podnet-mib'),
     svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
