@@ -9,7 +9,9 @@
  * - nodelet's CPU-seconds per GiB relayed (/proc/PID/stat of the nodelet process);
  * - exec session setup latency (request → first output byte of `echo x`, and → exit status).
  * Prints a table (stdout), or with `--json` one JSON object per metric per line (the table then
- * goes to stderr). Traffic goes only to 127.0.0.1 and the engine's unix socket.
+ * goes to stderr). Traffic goes only to 127.0.0.1 and the engine's unix socket, except for the
+ * pod-network parts (`cni`, `podnet`): they run in a child process inside a sealed network
+ * namespace of their own (bench/lib/pod-network.ts), where the pod IPs and the bridge exist.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
@@ -24,6 +26,7 @@ import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portFo
 import { TARGETS, fmt, markdownSummary, svgChart, table, target, verdict, type Metric, type PartResult } from './lib/report.js';
 import { clusterPart } from './lib/cluster.js';
 import { watchPart } from './lib/watch.js';
+import { NETNS_PARTS, sealedParts, type SealedResult } from './lib/pod-network.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -60,12 +63,17 @@ interface Options {
   watchers: number;
   watchChanges: number;
   scaleSessions: number;
+  cniPods: number;
+  cniRounds: number;
+  podnetMib: number;
   /** Where the chart goes ('' = nowhere). */
   svg: string;
 }
 
 const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
 const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'scale', 'cluster', 'watch'];
+/** Every part; NETNS_PARTS (`cni`, `podnet`) run first, in a sealed network namespace of their own. */
+const ALL_PARTS: readonly string[] = [...EXEC_PARTS, ...EXTRA_PARTS, ...NETNS_PARTS];
 
 const USAGE = `usage: npm run bench -- [options]
   --rounds N          interleaved rounds (default 5; 1 with --quick)
@@ -75,7 +83,8 @@ const USAGE = `usage: npm run bench -- [options]
   --stdout-mib N      stdout transfer size in MiB (default 1024)
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
-  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,scale,cluster,watch
+  --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,scale,cluster,watch,
+                      cni,podnet (these two run in a sealed network namespace of their own, see bench/README.md)
   --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
   --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
   --sessions N        idle exec sessions opened for the RSS figure (default 1000; 100 with --quick)
@@ -91,6 +100,10 @@ const USAGE = `usage: npm run bench -- [options]
   --cluster-rounds N  rounds of the cluster part's two batches (default 2; 1 with --quick)
   --watchers N        concurrent pod watchers in the watch part (default 1000; 200 with --quick)
   --watch-changes N   status changes per burst in the watch part (default 300)
+  --cni-pods N        static pods per batch in the cni part, started with CNI and without (default 50)
+  --cni-rounds N      rounds of the cni part (default 2; 1 with --quick): per variant, N pods one at a time, then all at once
+  --podnet-mib N      MiB per pod-network TCP transfer in the podnet part (default 1024; 256 with --quick);
+                      its rounds are --rounds
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --heap-snapshots DIR  a V8 heap snapshot of nodelet after each forced GC (memory figures), in DIR;
@@ -135,6 +148,9 @@ function parseOptions(argv: string[]): Options {
       watchers: { type: 'string' },
       'watch-changes': { type: 'string' },
       'scale-sessions': { type: 'string' },
+      'cni-pods': { type: 'string' },
+      'cni-rounds': { type: 'string' },
+      'podnet-mib': { type: 'string' },
       svg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -152,8 +168,8 @@ function parseOptions(argv: string[]): Options {
     return n;
   };
   const quick = values.quick ?? false;
-  const only = new Set((values.only ?? [...EXEC_PARTS, ...EXTRA_PARTS].join(',')).split(',').map((s) => s.trim()).filter(Boolean));
-  for (const o of only) if (![...EXEC_PARTS, ...EXTRA_PARTS].includes(o)) throw new Error(`--only: unknown part "${o}"`);
+  const only = new Set((values.only ?? ALL_PARTS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+  for (const o of only) if (!ALL_PARTS.includes(o)) throw new Error(`--only: unknown part "${o}"`);
   const paths = (values.paths ?? ORDER.join(',')).split(',').map((s) => s.trim()).filter(Boolean) as PathName[];
   for (const p of paths) if (!ORDER.includes(p)) throw new Error(`--paths: unknown path "${p}"`);
   const stdinChunk = int(values['stdin-chunk'], 32 * 1024, 'stdin-chunk');
@@ -188,6 +204,9 @@ function parseOptions(argv: string[]): Options {
     watchers: int(values.watchers, quick ? 200 : 1000, 'watchers'),
     watchChanges: int(values['watch-changes'], 300, 'watch-changes'),
     scaleSessions: int(values['scale-sessions'], quick ? 1000 : 10_000, 'scale-sessions'),
+    cniPods: int(values['cni-pods'], 50, 'cni-pods'),
+    cniRounds: int(values['cni-rounds'], quick ? 1 : 2, 'cni-rounds'),
+    podnetMib: int(values['podnet-mib'], quick ? 256 : 1024, 'podnet-mib'),
     svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
 }
@@ -277,161 +296,187 @@ async function main(): Promise<void> {
   if (opts.only.has('scale')) await raiseFdLimit(8 * opts.scaleSessions, log);
 
   try {
-    const engine = await Engine.start(root, log, (dir) =>
-      cleanups.push(async () => {
-        log('stopping the private Docker engine');
-        await Engine.stopDir(root, dir);
-      }),
-    );
-    const dockerVersion = await engine.version();
-
-    // The nodelet child inherits the environment: gc-hook.ts reads this.
-    if (opts.heapSnapshotDir) process.env.NODELET_BENCH_HEAP_SNAPSHOTS = resolve(opts.heapSnapshotDir);
-    const nodeArgs = [
-      ...(opts.traceGc ? ['--trace-gc'] : []),
-      // Memory figures are taken after a forced GC (SIGUSR2, see bench/lib/gc-hook.ts).
-      ...GC_HOOK_ARGS,
-      ...opts.nodeletNodeArgs,
-      ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []),
-    ];
-    const nodelet = await NodeletProcess.start({
-      root,
-      dockerHost: engine.host,
-      nodeArgs,
-      cli: opts.nodeletCli,
-      args: opts.only.has('scale') ? ['--max-streaming-sessions', String(Math.max(opts.scaleSessions, 1000))] : [],
-      extraManifests: extraManifests(opts.only, { freshnessSamples: opts.freshnessSamples, pfBytes: opts.pfMib * MiB }),
-    });
-    cleanups.push(async () => {
-      await nodelet.stop();
-      await nodelet.cleanup(opts.keepLogs);
-      if (opts.keepLogs) log(`nodelet log kept: ${nodelet.logFile}`);
-    });
-    log(`nodelet pid ${nodelet.pid} on ${nodelet.url}; waiting for the bench pod`);
-    const { containerId, pod } = await nodelet.waitForPod();
-    const shimPid = findShimPid(containerId);
-    if (!shimPid) log('containerd-shim of the pod not found: shim CPU is not reported');
-    const meter = new CpuMeter({ nodelet: nodelet.pid, dockerd: engine.pid, shim: shimPid });
-
-    const docker = dockerClient(engine.host);
-    const paths: Record<PathName, ExecPath> = {
-      direct: new DirectPath(docker, containerId),
-      cli: new CliPath(containerId, engine.env()),
-      websocket: new WebSocketPath(nodelet.port, pod, opts.wsZeroMask),
-      spdy: new SpdyPath(nodelet.port, pod),
-    };
-
-    const results: Results = { stdout: emptyByPath(), stdin: emptyByPath(), setup: emptyByPath() };
-    const transfer = async (kind: 'stdout' | 'stdin', p: PathName, bytes: number): Promise<TransferRound> => {
-      const gcBefore = nodelet.markCompacts();
-      const stop = meter.start();
-      const r =
-        kind === 'stdout'
-          ? await paths[p].stdout(stdoutCommand(bytes), bytes)
-          : await paths[p].stdin(STDIN_COMMAND, bytes, opts.stdinChunk);
-      const cpu = stop();
-      const fullGcs = nodelet.markCompacts() - gcBefore;
-      const cpuPerGiB: Record<string, number> = {};
-      for (const [k, v] of Object.entries(cpu)) cpuPerGiB[k] = v / (r.bytes / GiB);
-      return { mbps: r.bytes / MB / (r.ms / 1000), cpuPerGiB, fullGcs };
-    };
-
-    // Warm-up (not recorded): JIT, connection pools, the engine's first execs.
-    log('warm-up');
-    for (const p of opts.paths) {
-      if (opts.only.has('stdout')) await transfer('stdout', p, (opts.quick ? 8 : 64) * MiB);
-      if (opts.only.has('stdin')) await transfer('stdin', p, (opts.quick ? 8 : 32) * MiB);
-      if (opts.only.has('setup')) for (let i = 0; i < 3; i++) await paths[p].latency();
-    }
-
-    for (let r = 0; r < opts.rounds; r++) {
-      const order = rotated(opts.paths, r);
-      if (opts.only.has('stdout')) {
-        for (const p of order) {
-          const t = await transfer('stdout', p, opts.stdoutBytes);
-          results.stdout[p].push(t);
-          log(`round ${r + 1}/${opts.rounds} stdout ${p}: ${t.mbps.toFixed(0)} MB/s, nodelet ${fmt(t.cpuPerGiB.nodelet)} CPU-s/GiB (${t.fullGcs} full GCs), rest of system ${fmt(t.cpuPerGiB.rest)}`);
-        }
-      }
-      if (opts.only.has('stdin')) {
-        for (const p of order) {
-          const t = await transfer('stdin', p, opts.stdinBytes);
-          results.stdin[p].push(t);
-          log(`round ${r + 1}/${opts.rounds} stdin ${p}: ${t.mbps.toFixed(0)} MB/s, nodelet ${fmt(t.cpuPerGiB.nodelet)} CPU-s/GiB (${t.fullGcs} full GCs), rest of system ${fmt(t.cpuPerGiB.rest)}`);
-        }
-      }
-      if (opts.only.has('setup')) {
-        const samples = emptyByPath<LatencySample>();
-        for (let i = 0; i < opts.samples; i++) {
-          for (const p of rotated(opts.paths, r + i)) samples[p].push(await paths[p].latency());
-        }
-        const d = samples.direct;
-        for (const p of opts.paths) {
-          const s = samples[p];
-          results.setup[p].push({
-            firstByteMs: median(s.map((x) => x.firstByteMs)),
-            exitMs: median(s.map((x) => x.exitMs)),
-            overFirstMs: median(s.map((x, i) => x.firstByteMs - (d[i]?.firstByteMs ?? Number.NaN))),
-            overExitMs: median(s.map((x, i) => x.exitMs - (d[i]?.exitMs ?? Number.NaN))),
-          });
-        }
-        log(`round ${r + 1}/${opts.rounds} setup first byte (ms): ` + opts.paths.map((p) => `${p} ${fmt(results.setup[p].at(-1)!.firstByteMs, 1)}`).join(', '));
-      }
-    }
-
-    // The issue #6 / #4 figures beyond the exec relay (each beside its own baseline).
-    const extra: PartResult[] = [];
-    if (opts.only.has('http')) {
-      if (await ensureWrk(log)) {
-        log('HTTP serving: /pods and /podInfo vs a bare Fastify server; /podInfo latency with 10 vs 1000 pods');
-        extra.push(await httpServing(nodelet, nodelet.workDir, { rounds: opts.rounds, seconds: opts.httpSeconds, warmup: !opts.quick, log }));
-      } else {
-        log('wrk is missing and cannot be installed: the HTTP serving part is skipped');
-        extra.push({ metrics: [], lines: ['HTTP serving: SKIPPED (no wrk)', ''] });
-      }
-    }
-    if (opts.only.has('freshness')) {
-      log(`status freshness: ${opts.freshnessSamples} × docker kill`);
-      extra.push(await freshness(nodelet, docker, { samples: opts.freshnessSamples, log }));
-    }
-    if (opts.only.has('portforward')) {
-      log('port-forward throughput (SPDY) vs a direct connection inside the pod netns');
-      extra.push(await portForward(nodelet, docker, { rounds: opts.rounds, bytes: opts.pfMib * MiB, log }));
-    }
-    if (opts.only.has('slowreader')) {
-      log(`slow reader: ${opts.slowMib} MiB at 1 MB/s for ${opts.slowSeconds} s, WebSocket then SPDY`);
-      extra.push(await slowReader(nodelet, { bytes: opts.slowMib * MiB, seconds: opts.slowSeconds, rateBps: 1e6, log }));
-    }
-    if (opts.only.has('sessions')) {
-      log(`idle sessions: opening ${opts.sessions}`);
-      extra.push(await idleSessions(nodelet, { sessions: opts.sessions, log }));
-    }
-    if (opts.only.has('scale')) {
-      log(`scale: opening ${opts.scaleSessions} idle exec sessions (nodelet --max-streaming-sessions ${Math.max(opts.scaleSessions, 1000)})`);
-      extra.push(await scaleSessions(nodelet, { sessions: opts.scaleSessions, dockerdPid: engine.pid, log }));
-    }
-    if (opts.only.has('cluster')) {
-      log(`cluster mode: own control plane + nodelet --kubeconfig; ${opts.clusterPods} pods via the apiserver vs static, ${opts.clusterKills} kills`);
-      extra.push(
-        await clusterPart({
-          root,
-          dockerHost: engine.host,
-          docker,
+    // The pod-network parts first, in a sealed network namespace of their own (bench/lib/pod-network.ts),
+    // before this process's engine starts: the two engines never compete for the CPUs.
+    const netnsParts: string[] = NETNS_PARTS.filter((p) => opts.only.has(p));
+    let sealed: SealedResult | undefined;
+    if (netnsParts.length > 0) {
+      sealed = await sealedParts({
+        root,
+        job: {
+          parts: netnsParts,
+          cniPods: opts.cniPods,
+          cniRounds: opts.cniRounds,
+          podnetBytes: opts.podnetMib * MiB,
+          podnetRounds: opts.rounds,
           cli: opts.nodeletCli,
-          pods: opts.clusterPods,
-          kills: opts.clusterKills,
-          rounds: opts.clusterRounds,
           keepLogs: opts.keepLogs,
-          log,
-          defer: (fn) => void cleanups.push(fn),
+        },
+        log,
+        defer: (fn) => void cleanups.push(fn),
+      });
+    }
+    let dockerVersion = sealed?.docker ?? '';
+    let nodeArgs: string[] = [];
+    const results: Results = { stdout: emptyByPath(), stdin: emptyByPath(), setup: emptyByPath() };
+    const extra: PartResult[] = [];
+    if ([...opts.only].some((p) => !netnsParts.includes(p))) {
+      const engine = await Engine.start(root, log, (dir) =>
+        cleanups.push(async () => {
+          log('stopping the private Docker engine');
+          await Engine.stopDir(root, dir);
         }),
       );
-    }
+      dockerVersion = await engine.version();
 
-    if (opts.only.has('watch')) {
-      log(`watch: ${opts.watchers} pod watchers, bursts of ${opts.watchChanges} status changes`);
-      extra.push(await watchPart({ nodelet, workDir: nodelet.workDir, watchers: opts.watchers, changes: opts.watchChanges, rounds: opts.quick ? 1 : 3, log }));
+      // The nodelet child inherits the environment: gc-hook.ts reads this.
+      if (opts.heapSnapshotDir) process.env.NODELET_BENCH_HEAP_SNAPSHOTS = resolve(opts.heapSnapshotDir);
+      nodeArgs = [
+        ...(opts.traceGc ? ['--trace-gc'] : []),
+        // Memory figures are taken after a forced GC (SIGUSR2, see bench/lib/gc-hook.ts).
+        ...GC_HOOK_ARGS,
+        ...opts.nodeletNodeArgs,
+        ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []),
+      ];
+      const nodelet = await NodeletProcess.start({
+        root,
+        dockerHost: engine.host,
+        nodeArgs,
+        cli: opts.nodeletCli,
+        args: opts.only.has('scale') ? ['--max-streaming-sessions', String(Math.max(opts.scaleSessions, 1000))] : [],
+        extraManifests: extraManifests(opts.only, { freshnessSamples: opts.freshnessSamples, pfBytes: opts.pfMib * MiB }),
+      });
+      cleanups.push(async () => {
+        await nodelet.stop();
+        await nodelet.cleanup(opts.keepLogs);
+        if (opts.keepLogs) log(`nodelet log kept: ${nodelet.logFile}`);
+      });
+      log(`nodelet pid ${nodelet.pid} on ${nodelet.url}; waiting for the bench pod`);
+      const { containerId, pod } = await nodelet.waitForPod();
+      const shimPid = findShimPid(containerId);
+      if (!shimPid) log('containerd-shim of the pod not found: shim CPU is not reported');
+      const meter = new CpuMeter({ nodelet: nodelet.pid, dockerd: engine.pid, shim: shimPid });
+
+      const docker = dockerClient(engine.host);
+      const paths: Record<PathName, ExecPath> = {
+        direct: new DirectPath(docker, containerId),
+        cli: new CliPath(containerId, engine.env()),
+        websocket: new WebSocketPath(nodelet.port, pod, opts.wsZeroMask),
+        spdy: new SpdyPath(nodelet.port, pod),
+      };
+
+      const transfer = async (kind: 'stdout' | 'stdin', p: PathName, bytes: number): Promise<TransferRound> => {
+        const gcBefore = nodelet.markCompacts();
+        const stop = meter.start();
+        const r =
+          kind === 'stdout'
+            ? await paths[p].stdout(stdoutCommand(bytes), bytes)
+            : await paths[p].stdin(STDIN_COMMAND, bytes, opts.stdinChunk);
+        const cpu = stop();
+        const fullGcs = nodelet.markCompacts() - gcBefore;
+        const cpuPerGiB: Record<string, number> = {};
+        for (const [k, v] of Object.entries(cpu)) cpuPerGiB[k] = v / (r.bytes / GiB);
+        return { mbps: r.bytes / MB / (r.ms / 1000), cpuPerGiB, fullGcs };
+      };
+
+      // Warm-up (not recorded): JIT, connection pools, the engine's first execs.
+      log('warm-up');
+      for (const p of opts.paths) {
+        if (opts.only.has('stdout')) await transfer('stdout', p, (opts.quick ? 8 : 64) * MiB);
+        if (opts.only.has('stdin')) await transfer('stdin', p, (opts.quick ? 8 : 32) * MiB);
+        if (opts.only.has('setup')) for (let i = 0; i < 3; i++) await paths[p].latency();
+      }
+
+      for (let r = 0; r < opts.rounds; r++) {
+        const order = rotated(opts.paths, r);
+        if (opts.only.has('stdout')) {
+          for (const p of order) {
+            const t = await transfer('stdout', p, opts.stdoutBytes);
+            results.stdout[p].push(t);
+            log(`round ${r + 1}/${opts.rounds} stdout ${p}: ${t.mbps.toFixed(0)} MB/s, nodelet ${fmt(t.cpuPerGiB.nodelet)} CPU-s/GiB (${t.fullGcs} full GCs), rest of system ${fmt(t.cpuPerGiB.rest)}`);
+          }
+        }
+        if (opts.only.has('stdin')) {
+          for (const p of order) {
+            const t = await transfer('stdin', p, opts.stdinBytes);
+            results.stdin[p].push(t);
+            log(`round ${r + 1}/${opts.rounds} stdin ${p}: ${t.mbps.toFixed(0)} MB/s, nodelet ${fmt(t.cpuPerGiB.nodelet)} CPU-s/GiB (${t.fullGcs} full GCs), rest of system ${fmt(t.cpuPerGiB.rest)}`);
+          }
+        }
+        if (opts.only.has('setup')) {
+          const samples = emptyByPath<LatencySample>();
+          for (let i = 0; i < opts.samples; i++) {
+            for (const p of rotated(opts.paths, r + i)) samples[p].push(await paths[p].latency());
+          }
+          const d = samples.direct;
+          for (const p of opts.paths) {
+            const s = samples[p];
+            results.setup[p].push({
+              firstByteMs: median(s.map((x) => x.firstByteMs)),
+              exitMs: median(s.map((x) => x.exitMs)),
+              overFirstMs: median(s.map((x, i) => x.firstByteMs - (d[i]?.firstByteMs ?? Number.NaN))),
+              overExitMs: median(s.map((x, i) => x.exitMs - (d[i]?.exitMs ?? Number.NaN))),
+            });
+          }
+          log(`round ${r + 1}/${opts.rounds} setup first byte (ms): ` + opts.paths.map((p) => `${p} ${fmt(results.setup[p].at(-1)!.firstByteMs, 1)}`).join(', '));
+        }
+      }
+
+      // The issue #6 / #4 figures beyond the exec relay (each beside its own baseline).
+      if (opts.only.has('http')) {
+        if (await ensureWrk(log)) {
+          log('HTTP serving: /pods and /podInfo vs a bare Fastify server; /podInfo latency with 10 vs 1000 pods');
+          extra.push(await httpServing(nodelet, nodelet.workDir, { rounds: opts.rounds, seconds: opts.httpSeconds, warmup: !opts.quick, log }));
+        } else {
+          log('wrk is missing and cannot be installed: the HTTP serving part is skipped');
+          extra.push({ metrics: [], lines: ['HTTP serving: SKIPPED (no wrk)', ''] });
+        }
+      }
+      if (opts.only.has('freshness')) {
+        log(`status freshness: ${opts.freshnessSamples} × docker kill`);
+        extra.push(await freshness(nodelet, docker, { samples: opts.freshnessSamples, log }));
+      }
+      if (opts.only.has('portforward')) {
+        log('port-forward throughput (SPDY) vs a direct connection inside the pod netns');
+        extra.push(await portForward(nodelet, docker, { rounds: opts.rounds, bytes: opts.pfMib * MiB, log }));
+      }
+      if (opts.only.has('slowreader')) {
+        log(`slow reader: ${opts.slowMib} MiB at 1 MB/s for ${opts.slowSeconds} s, WebSocket then SPDY`);
+        extra.push(await slowReader(nodelet, { bytes: opts.slowMib * MiB, seconds: opts.slowSeconds, rateBps: 1e6, log }));
+      }
+      if (opts.only.has('sessions')) {
+        log(`idle sessions: opening ${opts.sessions}`);
+        extra.push(await idleSessions(nodelet, { sessions: opts.sessions, log }));
+      }
+      if (opts.only.has('scale')) {
+        log(`scale: opening ${opts.scaleSessions} idle exec sessions (nodelet --max-streaming-sessions ${Math.max(opts.scaleSessions, 1000)})`);
+        extra.push(await scaleSessions(nodelet, { sessions: opts.scaleSessions, dockerdPid: engine.pid, log }));
+      }
+      if (opts.only.has('cluster')) {
+        log(`cluster mode: own control plane + nodelet --kubeconfig; ${opts.clusterPods} pods via the apiserver vs static, ${opts.clusterKills} kills`);
+        extra.push(
+          await clusterPart({
+            root,
+            dockerHost: engine.host,
+            docker,
+            cli: opts.nodeletCli,
+            pods: opts.clusterPods,
+            kills: opts.clusterKills,
+            rounds: opts.clusterRounds,
+            keepLogs: opts.keepLogs,
+            log,
+            defer: (fn) => void cleanups.push(fn),
+          }),
+        );
+      }
+
+      if (opts.only.has('watch')) {
+        log(`watch: ${opts.watchers} pod watchers, bursts of ${opts.watchChanges} status changes`);
+        extra.push(await watchPart({ nodelet, workDir: nodelet.workDir, watchers: opts.watchers, changes: opts.watchChanges, rounds: opts.quick ? 1 : 3, log }));
+      }
+
     }
+    if (sealed) extra.push(...sealed.parts);
 
     const meta = {
       date: new Date().toISOString(),
@@ -439,6 +484,7 @@ async function main(): Promise<void> {
       kernel: release(),
       node: process.version,
       docker: dockerVersion,
+      ...(sealed ? { sealed_netns: sealed.netns, sealed_netns_docker: sealed.docker } : {}),
       load_at_start: loadAtStart,
       load_at_end: loadavg().map((x) => x.toFixed(2)).join(' '),
       rounds: opts.rounds,

@@ -135,6 +135,10 @@ stop_private() {
   fi
   if [ -f "$dir/execroot" ]; then
     local er; er=$(cat "$dir/execroot")
+    # dockerd bind-mounts its network namespace at <exec-root>/netns/default; one a killed dockerd
+    # left mounted keeps rm from removing the directory and keeps that namespace alive (with any
+    # CNI bridges in it) after `ip netns del`: detach what is mounted under it, deepest first.
+    grep -o " $er/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
     umount -R "$er" 2>/dev/null || true; rm -rf "$er"
   fi
   umount -R "$dir/root" 2>/dev/null || true

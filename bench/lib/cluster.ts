@@ -25,19 +25,12 @@ import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { BenchControlPlane } from './control-plane.js';
 import { BUSYBOX, freePort } from './env.js';
 import { fmt as f, table, verdict, type Metric as XMetric, type PartResult } from './report.js';
-import { median, round, spread } from './stats.js';
+import { median, percentile, round, spread } from './stats.js';
 import { waitFor } from '../../test/helpers/wait.js';
 
 type Log = (msg: string) => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
-/** Nearest-rank percentile (p in 0..100). */
-export function percentile(xs: readonly number[], p: number): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}
 
 const NODE = 'bench-cluster';
 const NS = 'default';

@@ -90,6 +90,10 @@ export interface NodeletOptions {
   extraManifests?: Record<string, string>;
   /** More nodelet flags (e.g. `--max-streaming-sessions`). */
   args?: string[];
+  /** `--hostname-override` (default `bench`); nodelets sharing one engine need different names. */
+  nodeName?: string;
+  /** Whether the `sleeper` pod is among the static pods (default true; the exec paths need it). */
+  sleeper?: boolean;
 }
 
 /**
@@ -114,6 +118,8 @@ export class NodeletProcess {
     readonly workDir: string,
     readonly logFile: string,
     readonly traceGc: boolean,
+    /** Its `--hostname-override`: static pods are listed as `<name>-<nodeName>`. */
+    readonly nodeName: string,
   ) {}
 
   static readonly nodeName = 'bench';
@@ -123,11 +129,17 @@ export class NodeletProcess {
     return this.child.pid;
   }
 
+  /** Its `--pod-manifest-path`. */
+  get manifestDir(): string {
+    return join(this.workDir, 'manifests');
+  }
+
   static async start(opts: NodeletOptions): Promise<NodeletProcess> {
     const workDir = await mkdtemp(join(tmpdir(), 'nodelet-bench-'));
     const manifests = join(workDir, 'manifests');
     await mkdir(manifests);
-    await writeFile(join(manifests, 'sleeper.yaml'), podManifest());
+    if (opts.sleeper ?? true) await writeFile(join(manifests, 'sleeper.yaml'), podManifest());
+    const nodeName = opts.nodeName ?? NodeletProcess.nodeName;
     for (const [name, text] of Object.entries(opts.extraManifests ?? {})) await writeFile(join(manifests, `${name}.yaml`), text);
     const port = await freePort();
     const logFile = join(workDir, 'nodelet.log');
@@ -146,7 +158,7 @@ export class NodeletProcess {
         '--root-dir', join(workDir, 'root'),
         '--address', '127.0.0.1',
         '--port', String(port),
-        '--hostname-override', NodeletProcess.nodeName,
+        '--hostname-override', nodeName,
         // Plain HTTP, anonymous: the bench's clients carry no credentials.
         '--insecure-dev',
         '--file-check-frequency', '1s',
@@ -158,12 +170,12 @@ export class NodeletProcess {
     );
     closeSync(fd);
     const traceGc = (opts.nodeArgs ?? []).includes('--trace-gc');
-    return new NodeletProcess(child, `http://127.0.0.1:${port}`, port, workDir, logFile, traceGc);
+    return new NodeletProcess(child, `http://127.0.0.1:${port}`, port, workDir, logFile, traceGc, nodeName);
   }
 
   /** Waits until the bench pod's container runs; returns its Docker container id and the pod name. */
   async waitForPod(timeoutMs = 90_000): Promise<{ containerId: string; pod: string }> {
-    const pod = `${NodeletProcess.podName}-${NodeletProcess.nodeName}`;
+    const pod = `${NodeletProcess.podName}-${this.nodeName}`;
     const deadline = Date.now() + timeoutMs;
     let last = 'no answer yet';
     while (Date.now() < deadline) {
@@ -185,7 +197,7 @@ export class NodeletProcess {
 
   /** Waits until every container of static pod `name` (as listed: `<name>-bench`) runs; returns the pod. */
   async waitForPodRunning(name: string, timeoutMs = 120_000): Promise<PodLike> {
-    const pod = `${name}-${NodeletProcess.nodeName}`;
+    const pod = `${name}-${this.nodeName}`;
     const deadline = Date.now() + timeoutMs;
     let last = 'no answer yet';
     while (Date.now() < deadline) {

@@ -1,5 +1,5 @@
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,20 +81,10 @@ function nsExec(name: string, ...args: string[]): string {
 /** Creates the namespace, re-runs this process inside it, deletes it, and exits with the child's code. */
 async function reRunInsideNewNetns(): Promise<never> {
   const name = `nodelet-t${process.pid}`;
-  const cleanup = () => {
-    try {
-      ip('netns', 'del', name);
-    } catch {
-      /* already gone */
-    }
-  };
-  cleanup();
+  deleteNetns(name);
   let code = 1;
   try {
-    ip('netns', 'add', name);
-    ip('-n', name, 'link', 'set', 'lo', 'up');
-    for (const a of [...NODE_IPS, APISERVER_IP]) ip('-n', name, 'addr', 'add', `${a}/32`, 'dev', 'lo');
-    nsExec(name, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1');
+    createSealedNetns(name, { loAddrs: [...NODE_IPS, APISERVER_IP] });
     try {
       execFileSync('modprobe', ['br_netfilter'], { stdio: 'ignore' });
     } catch {
@@ -113,27 +103,73 @@ async function reRunInsideNewNetns(): Promise<never> {
     const { default: tap } = await import('tap');
     tap.setTimeout(0);
     code = await new Promise<number>((resolve) => {
-      // nsenter, not `ip netns exec`: that one unshares a mount namespace and remounts /sys,
-      // which hides the cgroup mounts dockerd needs ("Devices cgroup isn't mounted").
-      const child = spawn('nsenter', [`--net=/run/netns/${name}`, '--', process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
-        stdio: 'inherit',
-        env: { ...process.env, [ENV]: name },
-      });
+      const [cmd, args] = nsenterArgv(name, [process.execPath, ...process.execArgv, ...process.argv.slice(1)]);
+      const child = spawn(cmd, args, { stdio: 'inherit', env: { ...process.env, [ENV]: name } });
       const forward = (signal: NodeJS.Signals) => child.kill(signal);
       process.on('SIGTERM', forward);
       process.on('SIGINT', forward);
       child.on('close', (c, signal) => resolve(c ?? (signal ? 128 : 1)));
     });
   } finally {
-    cleanup();
+    deleteNetns(name);
   }
   process.exit(code);
 }
 
-/** The namespace has no route and no link that leads anywhere: only `lo`, and no route yet (the Service range to `lo` is added after this check). */
-function assertSealed(name: string): void {
+// ---- the sealed namespace itself (shared with the bench: bench/lib/pod-network.ts) ------------
+
+/**
+ * Creates network namespace `name` sealed: `lo` up (with `loAddrs` as /32s on it), no other link,
+ * no route, `net.ipv4.ip_forward=1` (CNI bridges route between pods and the namespace's own
+ * addresses, nothing else). Checks the seal before returning; on any failure the namespace is
+ * deleted again and the error thrown. The caller deletes it (`deleteNetns`) when done.
+ */
+export function createSealedNetns(name: string, o: { loAddrs?: readonly string[] } = {}): void {
+  try {
+    ip('netns', 'add', name);
+    ip('-n', name, 'link', 'set', 'lo', 'up');
+    for (const a of o.loAddrs ?? []) ip('-n', name, 'addr', 'add', `${a}/32`, 'dev', 'lo');
+    nsExec(name, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1');
+    assertSealed(name);
+  } catch (err) {
+    deleteNetns(name);
+    throw err;
+  }
+}
+
+/** Deletes network namespace `name` (`ip netns del`); nothing when it does not exist. */
+export function deleteNetns(name: string): void {
+  try {
+    ip('netns', 'del', name);
+  } catch {
+    /* already gone */
+  }
+}
+
+/**
+ * The command running `argv` inside namespace `name`: `nsenter --net=/run/netns/<name> -- argv`.
+ * nsenter, not `ip netns exec`: that one unshares a mount namespace and remounts /sys, which
+ * hides the cgroup mounts dockerd needs ("Devices cgroup isn't mounted"). Only the network
+ * namespace changes; the machine's mount namespace (where nodelet mounts tmpfs volumes that
+ * dockerd must see) stays.
+ */
+export function nsenterArgv(name: string, argv: readonly string[]): [string, string[]] {
+  return ['nsenter', [`--net=/run/netns/${name}`, '--', ...argv]];
+}
+
+/** Whether this process runs inside network namespace `name` (same namespace inode). */
+export function runsInsideNetns(name: string): boolean {
+  try {
+    return statSync(`/run/netns/${name}`).ino === statSync('/proc/self/ns/net').ino;
+  } catch {
+    return false;
+  }
+}
+
+/** The namespace has no route and no link that leads anywhere: only `lo`, and no route yet (the test netns adds the Service range to `lo` after this check). */
+export function assertSealed(name: string): void {
   const routes = nsExec(name, 'ip', '-o', 'route', 'show', 'table', 'main').trim();
   const links = nsExec(name, 'ip', '-o', 'link').trim().split('\n').map((l) => l.split(':')[1]?.trim());
-  if (routes !== '' || links.some((l) => l !== 'lo')) throw new Error(`test netns ${name} is not sealed: routes ${JSON.stringify(routes)}, links ${links.join(',')}`);
+  if (routes !== '' || links.some((l) => l !== 'lo')) throw new Error(`netns ${name} is not sealed: routes ${JSON.stringify(routes)}, links ${links.join(',')}`);
 }
 

@@ -1,0 +1,78 @@
+/**
+ * The bench's pod-network parts (`cni`, `podnet`), run by `sealedParts` (pod-network.ts) as
+ * `nsenter --net=/run/netns/<name> -- node netns-child.js` with the job in NODELET_BENCH_NETNS_JOB.
+ * It refuses to run anywhere but inside that namespace. There it starts a private engine of its
+ * own (scripts/docker-engine.sh private + images; dockerd inherits the namespace, so its
+ * containers' sandboxes and the CNI plugins nodelet runs live in it), runs the parts, writes
+ * their results to the job's `out` file and stops everything it started, also on failure and on
+ * SIGINT/SIGTERM. The namespace itself is the parent's to delete.
+ */
+import { writeFileSync } from 'node:fs';
+import { dockerClient } from '../../src/runtime/docker/client.js';
+import { runsInsideNetns } from '../../test/helpers/netns.js';
+import { nodeBaseImage } from '../../test/helpers/node-base-image.js';
+import { Engine, repoRoot } from './env.js';
+import { JOB_ENV, NETNS_ENV, runPodNetworkParts, type SealedJob, type SealedResult } from './pod-network.js';
+
+const log = (msg: string): void => void process.stderr.write(`bench: ${msg}\n`);
+
+async function main(): Promise<void> {
+  const name = process.env[NETNS_ENV] ?? '';
+  if (!name || !runsInsideNetns(name)) throw new Error(`not inside the sealed network namespace ${JSON.stringify(name)}: refusing to create pod IPs here`);
+  const job = JSON.parse(process.env[JOB_ENV] ?? '') as SealedJob;
+  const root = repoRoot();
+
+  const cleanups: (() => Promise<void>)[] = [];
+  let cleaning: Promise<void> | undefined;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      for (const fn of cleanups.reverse()) {
+        try {
+          await fn();
+        } catch (err) {
+          log(`cleanup: ${String(err)}`);
+        }
+      }
+    })());
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      log(`${sig}: stopping the sealed netns's nodelets and engine`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    const engine = await Engine.start(root, log, (dir) =>
+      cleanups.push(async () => {
+        log('stopping the sealed netns\'s Docker engine');
+        await Engine.stopDir(root, dir);
+      }),
+    );
+    const docker = await engine.version();
+    const parts = await runPodNetworkParts({
+      root,
+      job,
+      dockerHost: engine.host,
+      docker: dockerClient(engine.host),
+      // test/helpers/docker.ts's CLI wrapper (which nodeBaseImage uses) reads DOCKER_HOST.
+      nodeImage: () => {
+        process.env.DOCKER_HOST = engine.host;
+        return nodeBaseImage();
+      },
+      log,
+      defer: (fn) => void cleanups.push(fn),
+    });
+    const result: SealedResult = { parts, docker, netns: name };
+    writeFileSync(job.out, JSON.stringify(result));
+  } finally {
+    await cleanup();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench: sealed netns parts FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
