@@ -12,8 +12,9 @@ import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 // `--network-plugin=cni` end to end: real Debian plugins (bridge, host-local, portmap), the real
 // engine, nodelet in-process. Pod IPs exist only inside this file's sealed test netns, where every
 // request below goes: to pod IPs and to the node IPs on the namespace's `lo`.
-const ns = await insideTestNetns();
+// Before the re-run into the netns too: the outer process waits for the whole run.
 t.setTimeout(900_000);
+const ns = await insideTestNetns();
 t.comment(`inside test netns ${ns.name}`);
 
 const [NODE_A, NODE_B] = ns.nodeIPs;
@@ -253,11 +254,15 @@ spec:
   const client = await runningPod(b, 'idle');
   const ip = server.status?.podIP ?? '';
   t.match(ip, /^10\.244\.7\.\d+$/);
+  // Running means the container started, not that node has bound the socket yet: a datagram
+  // before that is dropped, so it is sent again every half second until one is answered.
   const fromNode = await new Promise<string>((resolve, reject) => {
     const s = createSocket('udp4');
-    const timer = setTimeout(() => (s.close(), reject(new Error('no UDP answer within 5 s'))), 5000);
-    s.on('message', (m) => (clearTimeout(timer), s.close(), resolve(m.toString())));
-    s.send('from the node', 9000, ip);
+    const send = () => s.send('from the node', 9000, ip);
+    const resend = setInterval(send, 500);
+    const timer = setTimeout(() => (clearInterval(resend), s.close(), reject(new Error('no UDP answer within 10 s'))), 10_000);
+    s.on('message', (m) => (clearTimeout(timer), clearInterval(resend), s.close(), resolve(m.toString())));
+    send();
   });
   t.equal(fromNode, 'udp: from the node', 'node → pod IP over UDP');
   const script = `const s = require('dgram').createSocket('udp4'); const t = setTimeout(() => { console.log('timeout'); process.exit(1); }, 5000); s.on('message', (m) => { console.log(m.toString()); clearTimeout(t); s.close(); }); s.send('from node B', 9000, ${JSON.stringify(ip)});`;
