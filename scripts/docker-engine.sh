@@ -7,12 +7,20 @@
 #                                          its DOCKER_HOST (tests use this: never the host's engine)
 #   scripts/docker-engine.sh podman DIR    start a private Podman API service (Docker-compatible)
 #                                          with its state in DIR and print its DOCKER_HOST
+#   scripts/docker-engine.sh restart DIR [--live-restore]
+#                                          restart the private dockerd of DIR as `systemctl restart
+#                                          docker` does, with the same flags, socket, data root and
+#                                          exec root; --live-restore: its containers keep running
+#                                          through it, else they stop with it (dockerd's default)
 #   scripts/docker-engine.sh stop DIR      stop the private engine (dockerd or Podman) in DIR and
 #                                          delete DIR
 #   scripts/docker-engine.sh images        build the local images (busybox, pause) when missing
 #
 # A private engine runs as `dockerd --iptables=false --bridge=none` with its own socket, data root
-# and exec root, so it never touches the host's networking or another engine's containers.
+# and exec root, so it never touches the host's networking or another engine's containers. Its
+# daemon config is DIR/daemon.json (the host's /etc/docker/daemon.json never applies): `restart`
+# writes `live-restore` there and reloads it (SIGHUP; dockerd re-reads live-restore on reload,
+# moby daemon/reload.go), so the running engine's shutdown follows it, then starts it again.
 # A private Podman service is `podman system service --time=0` with its own socket, storage
 # (graphroot, runroot), tmp dir, file locks and event log under DIR, chosen by a containers.conf
 # and a storage.conf there (CONTAINERS_CONF, CONTAINERS_STORAGE_CONF): it never sees the host's
@@ -61,24 +69,61 @@ need_podman() {
 
 answers() { DOCKER_HOST="$1" timeout 5 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
-start_private() {
-  local dir=$1
-  need_packages
-  mkdir -p "$dir"
+# Starts dockerd for DIR with EXECROOT and waits until it answers; prints its DOCKER_HOST.
+launch_dockerd() {
+  local dir=$1 execroot=$2
   local sock="unix://$dir/docker.sock"
-  # A short exec-root path: containerd's socket paths must stay under 108 bytes.
-  local execroot
-  execroot=$(mktemp -d /tmp/nodelet-exec.XXXXXX)
-  echo "$execroot" > "$dir/execroot"
-  dockerd --host "$sock" --data-root "$dir/root" --exec-root "$execroot" \
+  dockerd --config-file "$dir/daemon.json" --host "$sock" --data-root "$dir/root" --exec-root "$execroot" \
     --pidfile "$dir/docker.pid" --iptables=false --ip6tables=false --bridge=none \
-    >"$dir/dockerd.log" 2>&1 &
+    >>"$dir/dockerd.log" 2>&1 &
   for _ in $(seq 1 150); do
     if answers "$sock"; then echo "$sock"; return 0; fi
     sleep 0.2
   done
   log "private dockerd did not answer; its log:"; tail -20 "$dir/dockerd.log" >&2
   exit 1
+}
+
+start_private() {
+  local dir=$1
+  need_packages
+  mkdir -p "$dir"
+  # A short exec-root path: containerd's socket paths must stay under 108 bytes.
+  local execroot
+  execroot=$(mktemp -d /tmp/nodelet-exec.XXXXXX)
+  echo "$execroot" > "$dir/execroot"
+  # Kept when DIR already has one (an engine started again on its state).
+  [ -f "$dir/daemon.json" ] || echo '{}' > "$dir/daemon.json"
+  launch_dockerd "$dir" "$execroot"
+}
+
+# Whether process PID has exited (gone, or a zombie its new parent has not reaped yet).
+exited() {
+  local st
+  st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 0
+  [ -z "$st" ] || [ "$st" = Z ]
+}
+
+restart_private() {
+  local dir=$1 live=$2
+  [ -f "$dir/docker.pid" ] && [ -f "$dir/execroot" ] || { log "no private dockerd in $dir"; exit 1; }
+  local pid sock="unix://$dir/docker.sock"
+  pid=$(cat "$dir/docker.pid")
+  printf '{"live-restore": %s}\n' "$live" > "$dir/daemon.json"
+  kill -HUP "$pid"
+  local applied=
+  for _ in $(seq 1 100); do
+    if [ "$(DOCKER_HOST=$sock timeout 5 docker info --format '{{.LiveRestoreEnabled}}' 2>/dev/null)" = "$live" ]; then applied=1; break; fi
+    sleep 0.1
+  done
+  [ -n "$applied" ] || { log "dockerd $pid did not reload live-restore=$live; its log:"; tail -20 "$dir/dockerd.log" >&2; exit 1; }
+  # SIGTERM, as `systemctl stop docker`: without live-restore dockerd stops every container first
+  # (each within its stop timeout, 10 s), with it it leaves them to their shims.
+  kill -TERM "$pid"
+  for _ in $(seq 1 900); do exited "$pid" && break; sleep 0.1; done
+  exited "$pid" || { log "dockerd $pid did not exit within 90 s of SIGTERM"; exit 1; }
+  # The same exec root: containerd's state and the shims' sockets of running containers are there.
+  launch_dockerd "$dir" "$(cat "$dir/execroot")"
 }
 
 start_podman() {
@@ -191,7 +236,13 @@ case "${1:-}" in
     start_private "$dir" ;;
   private) start_private "${2:?state directory}" ;;
   podman) start_podman "${2:?state directory}" ;;
+  restart)
+    case "${3:-}" in
+      --live-restore) restart_private "${2:?state directory}" true ;;
+      '') restart_private "${2:?state directory}" false ;;
+      *) echo "usage: $0 restart DIR [--live-restore]" >&2; exit 2 ;;
+    esac ;;
   stop) stop_private "${2:?state directory}" ;;
   images) build_images ;;
-  *) echo "usage: $0 ensure | private DIR | podman DIR | stop DIR | images" >&2; exit 2 ;;
+  *) echo "usage: $0 ensure | private DIR | podman DIR | restart DIR [--live-restore] | stop DIR | images" >&2; exit 2 ;;
 esac

@@ -35,6 +35,13 @@ export interface TestNetns {
   readonly apiserverIP: string;
   /** The private engine's DOCKER_HOST (also exported in process.env). */
   readonly dockerHost: string;
+  /**
+   * Restarts the private engine as `systemctl restart docker` does (scripts/docker-engine.sh
+   * `restart`): same socket, data and exec roots, still in this namespace; resolves once it
+   * answers again. `liveRestore`: its containers keep running through the restart; else dockerd
+   * stops them before it exits, as it does by default.
+   */
+  restartEngine(opts: { liveRestore: boolean }): Promise<void>;
 }
 
 export const NODE_IPS = ['10.200.0.1', '10.200.0.2', '10.200.0.3'] as const;
@@ -67,7 +74,10 @@ export async function insideTestNetns(): Promise<TestNetns> {
   const dockerHost = stdout.trim();
   process.env.DOCKER_HOST = dockerHost;
   await run(ENGINE_SCRIPT, ['images'], { env: { ...process.env, DOCKER_HOST: dockerHost }, timeout: 300_000 });
-  return { name, nodeIPs: NODE_IPS, apiserverIP: APISERVER_IP, dockerHost };
+  const restartEngine = async ({ liveRestore }: { liveRestore: boolean }) => {
+    await run(ENGINE_SCRIPT, ['restart', state, ...(liveRestore ? ['--live-restore'] : [])], { timeout: 180_000 });
+  };
+  return { name, nodeIPs: NODE_IPS, apiserverIP: APISERVER_IP, dockerHost, restartEngine };
 }
 
 function ip(...args: string[]): void {

@@ -1,72 +1,23 @@
-import { execFileSync } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { Pod } from '../../src/api/types.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { insideTestNetns } from '../helpers/netns.js';
 import { nodeBaseImage } from '../helpers/node-base-image.js';
+import { cached, leases, type Net, nodeNet, veths } from '../helpers/pod-net.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 
 // `--network-plugin=cni` end to end: real Debian plugins (bridge, host-local, portmap), the real
 // engine, nodelet in-process. Pod IPs exist only inside this file's sealed test netns, where every
 // request below goes: to pod IPs and to the node IPs on the namespace's `lo`.
-const ns = await insideTestNetns();
+// Before the re-run into the netns too: the outer process waits for the whole run.
 t.setTimeout(900_000);
+const ns = await insideTestNetns();
 t.comment(`inside test netns ${ns.name}`);
 
 const [NODE_A, NODE_B] = ns.nodeIPs;
-
-interface Net {
-  readonly confDir: string;
-  readonly cacheDir: string;
-  /** host-local's dataDir: one file per leased IP below `<dataDir>/<network>`. */
-  readonly dataDir: string;
-  readonly binDir: string;
-  readonly subnet: string;
-}
-
-/** A conf dir, cache dir and lease dir of one node; `write` puts the bridge network in place. */
-function nodeNet(t: Test, n: number, write = true): Net & { write(extraPlugin?: string): void } {
-  const root = mkdtempSync(join(tmpdir(), `nodelet-pod-net-${n}-`));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const net = { confDir: join(root, 'net.d'), cacheDir: join(root, 'cache'), dataDir: join(root, 'leases'), binDir: join(root, 'bin'), subnet: `10.244.${n}.0/24` };
-  mkdirSync(net.confDir);
-  mkdirSync(net.binDir);
-  const writeConf = (extraPlugin?: string) =>
-    writeFileSync(
-      join(net.confDir, '10-test.conflist'),
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'testnet',
-        plugins: [
-          {
-            type: 'bridge',
-            bridge: `cni${n}`,
-            isGateway: true,
-            hairpinMode: true,
-            ipam: { type: 'host-local', dataDir: net.dataDir, ranges: [[{ subnet: net.subnet }]], routes: [{ dst: '0.0.0.0/0' }] },
-          },
-          { type: 'portmap', capabilities: { portMappings: true } },
-          ...(extraPlugin ? [{ type: extraPlugin }] : []),
-        ],
-      }),
-    );
-  if (write) writeConf();
-  return { ...net, write: writeConf };
-}
-
-const leases = (net: Net): string[] => {
-  const dir = join(net.dataDir, 'testnet');
-  return existsSync(dir) ? readdirSync(dir).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)) : [];
-};
-const cached = (net: Net): string[] => {
-  const dir = join(net.cacheDir, 'results');
-  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('testnet-')) : [];
-};
-const veths = (): number => execFileSync('ip', ['-o', 'link', 'show', 'type', 'veth'], { encoding: 'utf8' }).split('\n').filter(Boolean).length;
 
 const start = (t: Test, net: Net, nodeIP: string, extraBin?: string) =>
   startTestNode(t, { networkPlugin: 'cni', cniConfDir: net.confDir, cniCacheDir: net.cacheDir, cniBinDirs: [...(extraBin ? [extraBin] : []), '/usr/lib/cni'], nodeIP }, { networkGCPeriodMs: 500 });

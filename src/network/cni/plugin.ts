@@ -269,9 +269,11 @@ export class CNINetworkPlugin implements NetworkPlugin {
         this.#log.warn({ sandbox: id, err }, 'CNI: garbage collection DEL failed; kept for the next round');
       }
     }
-    for (const id of this.#index.keys()) cachedIds.add(id);
-    // A sandbox being set up now may hold a lease before its attachment is cached.
-    const keep = (cid: string) => liveSandboxIds.has(cid) || cachedIds.has(cid) || this.#busy.has(cid);
+    // Asked at each lease, not from a snapshot: a sandbox created after the listing (so not in
+    // `liveSandboxIds`) holds its lease from the start of its ADD while busy, then while indexed.
+    // A snapshot of the index taken before its ADD ended, checked after it ended, would release
+    // the lease of a running pod, and host-local would hand its IP to the next one.
+    const keep = (cid: string) => liveSandboxIds.has(cid) || cachedIds.has(cid) || this.#index.has(cid) || this.#busy.has(cid);
     for (const dir of this.#leaseDirs(entries.map((e) => e.entry))) {
       for (const id of await releaseLeases(dir, keep, this.#log)) released.add(id);
     }

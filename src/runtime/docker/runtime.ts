@@ -159,8 +159,12 @@ export class DockerRuntime implements Runtime {
         }
         const sandbox = entry.Labels[Label.dockerType] === DockerType.sandbox;
         if (info === SLOW) {
-          // Busy in Docker: report what the list and the last inspection say; re-inspected next time.
-          const cached = this.#inspectCache.get(entry.Id)?.info;
+          // Busy in Docker: report what the list and the last inspection say; re-inspected next
+          // time. The inspection only while the list still shows the state it saw: a container
+          // the list shows exited since (it died, or the engine stopped it as it restarted) is
+          // reported from its list entry, never as still running from an older inspection.
+          const last = this.#inspectCache.get(entry.Id);
+          const cached = last?.state === entry.State ? last.info : undefined;
           if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed), entry.HostConfig?.NetworkMode === 'host'));
           else pod.containers.push(cached ? containerFromInspect(cached, parsed) : containerFromListEntry(entry, parsed));
         } else if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(sandboxFromInspect(info, parsed), usesHostNetwork(info)));
