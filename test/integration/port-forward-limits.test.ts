@@ -181,9 +181,10 @@ t.test('the caps: extra connections are refused with a reason before nodelet run
   t.equal(held.length, 40);
   // Taken up is not yet connected: the helper's connects finish a moment later.
   await waitFor('40 connections in the pod', () => (c.held() === 40 ? true : undefined));
-  // At least 30 more, not 40: keep-alive sockets to Docker opened by the start-up's parallel calls
-  // idle out (5 s) meanwhile, so the baseline can be up to ~10 high; 0 would mean nodelet holds none.
-  t.ok(c.fds() - baseline >= 30, `40 held connections hold their descriptors (${c.fds() - baseline} more than at rest)`);
+  // At least 20 more, not 40: keep-alive sockets to Docker opened by the start-up's parallel calls
+  // idle out (5 s) meanwhile, so the baseline can be high by as many as start-up opened (19 seen
+  // in a CI run under load); 0 would mean nodelet holds none.
+  t.ok(c.fds() - baseline >= 20, `40 held connections hold their descriptors (${c.fds() - baseline} more than at rest)`);
   const settled = (client: TestClient, pairs: { error: number }[]) => pairs.filter((p) => client.received.some(finOf(p.error)));
   t.same([...settled(a.client, heldA), ...settled(b.client, heldB)], [], 'every held connection is still open');
   t.equal(c.children().length, 1, 'one helper process for all of them');
