@@ -2,6 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import type { Pod } from '../../src/api/types.js';
+import { BUSYBOX, dockerCLI } from './docker.js';
+import type { TestNode } from './nodelet.js';
 
 /**
  * One node's CNI set-up for the tests that give pods IPs (each inside its sealed test netns,
@@ -138,3 +141,33 @@ if (cmd === 'ADD') process.stdout.write(JSON.stringify(JSON.parse(input).prevRes
         .map((l) => l.split(' ')[0] ?? ''),
   };
 }
+
+/**
+ * A static pod serving busybox httpd on 8080 (optionally on `hostPort` too) that first writes
+ * `status.podIP` and `status.podIPs`, as the downward API gave them, to /www/env.
+ */
+export const webPod = (name: string, hostPort?: number) => `apiVersion: v1
+kind: Pod
+metadata: { name: ${name} }
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sh", "-c", "echo \\"$POD_IP $POD_IPS\\" > /www/env; exec httpd -f -p 8080 -h /www"]
+      ports: [{ containerPort: 8080${hostPort ? `, hostPort: ${hostPort}` : ''} }]
+      env:
+        - { name: POD_IP, valueFrom: { fieldRef: { fieldPath: status.podIP } } }
+        - { name: POD_IPS, valueFrom: { fieldRef: { fieldPath: status.podIPs } } }
+`;
+
+/** The pod when it is Running with every container running, else undefined (for waitFor). */
+export const running = (pod: Pod | undefined) => (pod?.status?.phase === 'Running' && pod.status.containerStatuses?.every((c) => c.state?.running) ? pod : undefined);
+
+/** The Docker ID of the pod's first container ('' before it has one). */
+export const idOf = (pod: Pod | undefined) => pod?.status?.containerStatuses?.[0]?.containerID?.replace('docker://', '') ?? '';
+
+/** Full IDs of the static pod `name`'s sandboxes on `node` (stopped ones too unless `all` is false). */
+export const sandboxesOf = async (node: TestNode, name: string, all = true) =>
+  (await dockerCLI('ps', ...(all ? ['-a'] : []), '-q', '--no-trunc', '--filter', `label=io.kubernetes.pod.name=${name}-${node.nodeName}`, '--filter', 'label=io.kubernetes.docker.type=podsandbox')).split('\n').filter(Boolean);

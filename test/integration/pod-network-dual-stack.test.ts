@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { Pod } from '../../src/api/types.js';
-import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
+import { dockerCLI } from '../helpers/docker.js';
 import { insideTestNetns } from '../helpers/netns.js';
 import { startTestNode } from '../helpers/nodelet.js';
+import { idOf, webPod } from '../helpers/pod-net.js';
 
 // Dual stack: a bridge network whose host-local IPAM has an IPv4 and an IPv6 range gives each
 // pod one address of each; nodelet reports both (`status.podIPs`, IPv4 first as the kubelet
@@ -57,20 +58,7 @@ function get(host: string, port: number): Promise<string> {
 
 t.test('one IPv4 and one IPv6 address per pod: status.podIPs, the downward API, and the pod answers on both', async (t) => {
   const node = await startTestNode(t, { networkPlugin: 'cni', cniConfDir: confDir, cniCacheDir: join(root, 'cache'), cniBinDirs: ['/usr/lib/cni'], nodeIP: ns.nodeIPs[0] });
-  await node.writeManifest('web.yaml', `apiVersion: v1
-kind: Pod
-metadata: { name: web }
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: ${BUSYBOX}
-      imagePullPolicy: Never
-      command: ["sh", "-c", "echo \\"$POD_IP $POD_IPS\\" > /www/env; exec httpd -f -p 8080 -h /www"]
-      env:
-        - { name: POD_IP, valueFrom: { fieldRef: { fieldPath: status.podIP } } }
-        - { name: POD_IPS, valueFrom: { fieldRef: { fieldPath: status.podIPs } } }
-`);
+  await node.writeManifest('web.yaml', webPod('web'));
   const pod = await node.waitFor('web running with two IPs', async () => {
     const p: Pod | undefined = await node.pod('web');
     return p?.status?.phase === 'Running' && (p.status.podIPs?.length ?? 0) === 2 ? p : undefined;
@@ -79,7 +67,7 @@ spec:
   t.match(v4, /^10\.244\.50\.\d+$/, 'first the IPv4 address');
   t.match(v6, /^fd00:10:244:50::[0-9a-f]+$/, 'then the IPv6 address');
   t.equal(pod.status?.podIP, v4, 'podIP is the IPv4 one');
-  const id = pod.status?.containerStatuses?.[0]?.containerID?.replace('docker://', '') ?? '';
+  const id = idOf(pod);
   t.equal(await dockerCLI('exec', id, 'cat', '/www/env'), `${v4} ${v4},${v6}\n`, 'status.podIP and status.podIPs (comma-joined) through the downward API');
   const hosts = await dockerCLI('exec', id, 'cat', '/etc/hosts');
   t.ok(hosts.endsWith(`${v4}\tweb-${node.nodeName}\n${v6}\tweb-${node.nodeName}\n`), 'one /etc/hosts line per pod IP, as managedHostsFileContent', { hosts });

@@ -6,7 +6,7 @@ import { DockerRuntime } from '../../src/runtime/docker/runtime.js';
 import { BUSYBOX, dockerCLI, removeNodeContainers, testDocker } from '../helpers/docker.js';
 import { insideTestNetns } from '../helpers/netns.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
-import { cached, leaseHolder, leases, type Net, nodeNet, recordingPlugin } from '../helpers/pod-net.js';
+import { cached, idOf, leaseHolder, leases, type Net, nodeNet, recordingPlugin, running, sandboxesOf } from '../helpers/pod-net.js';
 import { waitFor } from '../helpers/wait.js';
 
 // Issue 23: "the pod IP is the same after nodelet is killed and restarted and after Docker
@@ -34,11 +34,7 @@ spec:
       command: ["httpd", "-f", "-p", "8080", "-h", "/www"]
 `;
 
-const running = (pod: Pod | undefined) => (pod?.status?.phase === 'Running' && pod.status.containerStatuses?.every((c) => c.state?.running) ? pod : undefined);
-const idOf = (pod: Pod | undefined) => pod?.status?.containerStatuses?.[0]?.containerID?.replace('docker://', '') ?? '';
 const restartsOf = (pod: Pod | undefined) => pod?.status?.containerStatuses?.[0]?.restartCount;
-const sandboxesOf = async (node: TestNode, name: string, all = true) =>
-  (await dockerCLI('ps', ...(all ? ['-a'] : []), '-q', '--no-trunc', '--filter', `label=io.kubernetes.pod.name=${name}-${node.nodeName}`, '--filter', 'label=io.kubernetes.docker.type=podsandbox')).split('\n').filter(Boolean);
 const inspect = async (id: string) => JSON.parse(await dockerCLI('inspect', '--format', '{{json .State}}', id)) as { Running: boolean; Pid: number };
 const get = async (url: string) => (await fetch(url, { signal: AbortSignal.timeout(10_000) })).text();
 

@@ -6,7 +6,7 @@ import type { Pod } from '../../src/api/types.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { insideTestNetns } from '../helpers/netns.js';
 import { nodeBaseImage } from '../helpers/node-base-image.js';
-import { cached, leases, type Net, nodeNet, veths } from '../helpers/pod-net.js';
+import { cached, idOf, leases, type Net, nodeNet, running, sandboxesOf, veths, webPod } from '../helpers/pod-net.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 
 // `--network-plugin=cni` end to end: real Debian plugins (bridge, host-local, portmap), the real
@@ -22,27 +22,8 @@ const [NODE_A, NODE_B] = ns.nodeIPs;
 const start = (t: Test, net: Net, nodeIP: string, extraBin?: string) =>
   startTestNode(t, { networkPlugin: 'cni', cniConfDir: net.confDir, cniCacheDir: net.cacheDir, cniBinDirs: [...(extraBin ? [extraBin] : []), '/usr/lib/cni'], nodeIP }, { networkGCPeriodMs: 500 });
 
-const webPod = (name: string, hostPort?: number) => `apiVersion: v1
-kind: Pod
-metadata: { name: ${name} }
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: main
-      image: ${BUSYBOX}
-      imagePullPolicy: Never
-      command: ["sh", "-c", "echo \\"$POD_IP $POD_IPS\\" > /www/env; exec httpd -f -p 8080 -h /www"]
-      ports: [{ containerPort: 8080${hostPort ? `, hostPort: ${hostPort}` : ''} }]
-      env:
-        - { name: POD_IP, valueFrom: { fieldRef: { fieldPath: status.podIP } } }
-        - { name: POD_IPS, valueFrom: { fieldRef: { fieldPath: status.podIPs } } }
-`;
 
-const running = (pod: Pod | undefined) => (pod?.status?.phase === 'Running' && pod.status.containerStatuses?.every((c) => c.state?.running) ? pod : undefined);
 const runningPod = (node: TestNode, name: string) => node.waitFor(`pod ${name} running`, async () => running(await node.pod(name)), 60_000);
-const idOf = (pod: Pod) => pod.status?.containerStatuses?.[0]?.containerID?.replace('docker://', '') ?? '';
-const sandboxesOf = async (node: TestNode, name: string) =>
-  (await dockerCLI('ps', '-aq', '--filter', `label=io.kubernetes.pod.name=${name}-${node.nodeName}`, '--filter', 'label=io.kubernetes.docker.type=podsandbox')).split('\n').filter(Boolean);
 const get = async (url: string) => {
   const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
   return { status: res.status, body: await res.text() };
