@@ -18,6 +18,7 @@ import { cpus, loadavg, release } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dockerClient } from '../src/runtime/docker/client.js';
+import { cleanupsOnExit } from './lib/cleanups.js';
 import { Engine, GC_HOOK_ARGS, NodeletProcess, repoRoot } from './lib/env.js';
 import { CliPath, DirectPath, SpdyPath, WebSocketPath, type ExecPath, type LatencySample } from './lib/paths.js';
 import { CpuMeter, findShimPid } from './lib/proc.js';
@@ -272,24 +273,7 @@ async function main(): Promise<void> {
   }
 
   // Cleanup runs once: on success, on failure, and on SIGINT/SIGTERM.
-  const cleanups: (() => Promise<void>)[] = [];
-  let cleaning: Promise<void> | undefined;
-  const cleanup = (): Promise<void> =>
-    (cleaning ??= (async () => {
-      for (const fn of cleanups.reverse()) {
-        try {
-          await fn();
-        } catch (err) {
-          log(`cleanup: ${String(err)}`);
-        }
-      }
-    })());
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(sig, () => {
-      log(`${sig}: stopping nodelet and the private engine`);
-      void cleanup().finally(() => process.exit(130));
-    });
-  }
+  const cleanups = cleanupsOnExit(log, 'stopping nodelet and the private engine');
 
   // The scale part holds every session's sockets in this process, nodelet and dockerd: raise the
   // descriptor limit before they start (children inherit it).
@@ -497,11 +481,11 @@ async function main(): Promise<void> {
       nodelet_node_args: nodeArgs.join(' '),
       duration_s: 0,
     };
-    await cleanup();
+    await cleanups.run();
     meta.duration_s = Math.round((Date.now() - started) / 1000);
     report(results, meta, opts, extra);
   } catch (err) {
-    await cleanup();
+    await cleanups.run();
     throw err;
   }
 }

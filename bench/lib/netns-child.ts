@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { dockerClient } from '../../src/runtime/docker/client.js';
 import { runsInsideNetns } from '../../test/helpers/netns.js';
 import { nodeBaseImage } from '../../test/helpers/node-base-image.js';
+import { cleanupsOnExit } from './cleanups.js';
 import { Engine, repoRoot } from './env.js';
 import { JOB_ENV, NETNS_ENV, runPodNetworkParts, type SealedJob, type SealedResult } from './pod-network.js';
 
@@ -22,24 +23,7 @@ async function main(): Promise<void> {
   const job = JSON.parse(process.env[JOB_ENV] ?? '') as SealedJob;
   const root = repoRoot();
 
-  const cleanups: (() => Promise<void>)[] = [];
-  let cleaning: Promise<void> | undefined;
-  const cleanup = (): Promise<void> =>
-    (cleaning ??= (async () => {
-      for (const fn of cleanups.reverse()) {
-        try {
-          await fn();
-        } catch (err) {
-          log(`cleanup: ${String(err)}`);
-        }
-      }
-    })());
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(sig, () => {
-      log(`${sig}: stopping the sealed netns's nodelets and engine`);
-      void cleanup().finally(() => process.exit(130));
-    });
-  }
+  const cleanups = cleanupsOnExit(log, "stopping the sealed netns's nodelets and engine");
 
   try {
     const engine = await Engine.start(root, log, (dir) =>
@@ -65,7 +49,7 @@ async function main(): Promise<void> {
     const result: SealedResult = { parts, docker, netns: name };
     writeFileSync(job.out, JSON.stringify(result));
   } finally {
-    await cleanup();
+    await cleanups.run();
   }
 }
 
