@@ -123,13 +123,7 @@ export function acceptUpgrade<T extends UpgradeTarget>(
   const slot = streaming.sessions.reserve();
   if (!slot) throw new StatusError('TooManyRequests', 'too many streaming sessions in flight; retry later', { retryAfterSeconds: 60 });
   socket.once('close', slot.release);
-  reply.hijack();
-  // From here the session owns the socket: nothing of the HTTP exchange may stay reachable from
-  // it for the session's lifetime (the ServerResponse, and through its listeners Fastify's
-  // request, reply and logger: ~4 KiB per idle session), and the server's 4 h socket timer stops
-  // (refreshed on every read and write; the session has its own idle timeout).
-  if (reply.raw.socket === socket) reply.raw.detachSocket(socket as Socket);
-  (socket as Partial<Socket>).setTimeout?.(0);
+  takeOver(reply, socket);
   const start = (ws: WebSocket | undefined, rest: Buffer): void => {
     slot.track(socket);
     streaming.upgraded({ path, transport: ws ? 'websocket' : 'spdy', protocol: 'spdy' in target ? target.spdy : target.websocket });
@@ -139,11 +133,44 @@ export function acceptUpgrade<T extends UpgradeTarget>(
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n${STREAM_PROTOCOL_HEADER}: ${target.spdy}\r\n\r\n`);
     return start(undefined, head);
   }
+  handshake(request, socket, head, target.websocket, (ws) => start(ws, Buffer.alloc(0)));
+}
+
+/**
+ * Completes the WebSocket handshake of a watch (`?watch=true` asked for as a WebSocket, the
+ * apiserver's `HandleWS`) and calls `open` with the WebSocket. A watch is not a streaming session:
+ * it is capped by the watch limits its route already applied, so no session slot is taken. If the
+ * handshake is refused (a bad key or version: `ws` answers 400 itself), `open` is never called and
+ * the socket closes; callers release what they hold on the socket's `close`.
+ */
+export function acceptWatchWebSocket(request: FastifyRequest, reply: FastifyReply, subprotocol: string, open: (ws: WebSocket, socket: Duplex) => void): Duplex {
+  const { socket, head, protocol } = upgradeRequest(request);
+  if (protocol !== 'websocket') throw badRequest(`unsupported upgrade protocol "${protocol}" for a watch: use websocket`);
+  takeOver(reply, socket);
+  handshake(request, socket, head, subprotocol, (ws) => open(ws, socket));
+  return socket;
+}
+
+/**
+ * Takes an upgrade's connection from Fastify. From here the session owns the socket: nothing of
+ * the HTTP exchange may stay reachable from it for the session's lifetime (the ServerResponse,
+ * and through its listeners Fastify's request, reply and logger: ~4 KiB per idle session), and
+ * the server's 4 h socket timer stops (refreshed on every read and write; sessions and watches
+ * have their own timeouts).
+ */
+function takeOver(reply: FastifyReply, socket: Duplex): void {
+  reply.hijack();
+  if (reply.raw.socket === socket) reply.raw.detachSocket(socket as Socket);
+  (socket as Partial<Socket>).setTimeout?.(0);
+}
+
+/** The WebSocket handshake answering with `subprotocol` (`''`: none). */
+function handshake(request: FastifyRequest, socket: Duplex, head: Buffer, subprotocol: string, done: (ws: WebSocket) => void): void {
   const raw = request.raw as UpgradeRequest;
   // An offer header that names nothing is left to `ws`, which refuses it (400), as before.
-  if (target.websocket !== '') delete raw.headers['sec-websocket-protocol'];
-  raw[kEcho] = target.websocket;
-  wss.handleUpgrade(raw, socket, head, (ws) => start(ws, Buffer.alloc(0)));
+  if (subprotocol !== '') delete raw.headers['sec-websocket-protocol'];
+  raw[kEcho] = subprotocol;
+  wss.handleUpgrade(raw, socket, head, done);
 }
 
 /**

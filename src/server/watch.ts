@@ -1,4 +1,6 @@
 import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { WebSocket } from 'ws';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StatusError, badRequest } from '../api/errors.js';
 import { CountingSlots } from '../streaming/slots.js';
@@ -7,6 +9,9 @@ import type { CloseReason, WatchEvent, WatchHub } from '../watch/hub.js';
 import type { KubeObject } from '../watch/store.js';
 import { preferredTableVersion, type TableVersion } from './negotiate.js';
 import { queryValue } from './params.js';
+import { validateListOptions } from './list-options.js';
+import { acceptWatchWebSocket, isUpgradeRequest } from './upgrade.js';
+import { offeredProtocols } from '../streaming/portforward/channels.js';
 import type { Table } from './table.js';
 
 /**
@@ -44,6 +49,7 @@ export function isWatchRequest(request: FastifyRequest): boolean {
 }
 
 export function watchParams(request: FastifyRequest): WatchParams {
+  validateListOptions(request, true);
   const q = request.query as Record<string, unknown> | undefined;
   const rv = q && Object.hasOwn(q, 'resourceVersion') ? queryValue(request, 'resourceVersion') : undefined;
   const rawTimeout = queryValue(request, 'timeoutSeconds');
@@ -179,16 +185,95 @@ function cachedEncoding<T>(format: string, encode: (ev: WatchEvent<T>) => unknow
 }
 
 /**
- * Writes a watcher's queue to its connection as HTTP/1.1 chunks, zero-copy: the event Buffers are
- * the shared, cached encodings, handed to the socket as they are (one corked `writev` per batch),
- * and events are taken from the queue only while the socket keeps up (`drain`), so what a slow
- * client has not read stays bounded by the hub's per-watcher queue.
+ * Where a watch's events go: the bytes of a batch of events, handed to the connection without a
+ * copy (false: the connection's buffer is full, wait for `drain`), the clean end of the stream,
+ * and `settled`, which resolves when the answer is complete or the connection is gone (calling
+ * `gone` first when the client left before the end).
+ */
+interface WatchSink {
+  readonly destroyed: boolean;
+  write(batch: readonly Buffer[], bytes: number): boolean;
+  onDrain(listener: () => void): void;
+  end(): void;
+  destroy(): void;
+  settled(gone: () => void): Promise<void>;
+}
+
+/** The HTTP watch: one chunk per batch on the response's socket, the last chunk at the end. */
+function chunkedSink(res: ServerResponse): WatchSink {
+  return {
+    get destroyed() {
+      return !res.socket || res.socket.destroyed;
+    },
+    write(batch, bytes) {
+      const socket = res.socket;
+      if (!socket) return true;
+      socket.cork();
+      socket.write(`${bytes.toString(16)}\r\n`, 'latin1');
+      for (const b of batch) socket.write(b);
+      const ok = socket.write('\r\n', 'latin1');
+      socket.uncork();
+      return ok;
+    },
+    onDrain: (listener) => res.socket?.once('drain', listener),
+    // The last chunk (`0\r\n\r\n`): a clean end of the stream.
+    end: () => res.end(),
+    destroy: () => res.socket?.destroy(),
+    settled: (gone) =>
+      new Promise<void>((resolve) => {
+        res.once('finish', resolve);
+        res.once('close', () => {
+          gone();
+          resolve();
+        });
+      }),
+  };
+}
+
+/**
+ * The WebSocket watch (`k8s.io/apiserver` `pkg/endpoints/handlers/watch.go`, `HandleWS`): one
+ * text message per event — the same bytes as the HTTP line, newline included, as the apiserver's
+ * `websocketFramer` sends them for JSON — and a close frame with 1000 (normal) at the end. What the
+ * client sends is read and dropped (`IgnoreReceives`); the client closing ends the watch.
+ */
+function webSocketSink(ws: WebSocket, socket: Duplex): WatchSink {
+  // A protocol error from the client (a bad frame): `ws` closes the connection itself; the watch
+  // ends on the `close` that follows. Without a listener the error would be thrown.
+  ws.on('error', () => ws.terminate());
+  return {
+    get destroyed() {
+      return ws.readyState !== ws.OPEN;
+    },
+    write(batch) {
+      socket.cork();
+      for (const b of batch) ws.send(b, { binary: false });
+      socket.uncork();
+      return !socket.writableNeedDrain;
+    },
+    onDrain: (listener) => socket.once('drain', listener),
+    end: () => ws.close(1000),
+    destroy: () => ws.terminate(),
+    settled: (gone) =>
+      new Promise<void>((resolve) => {
+        ws.once('close', () => {
+          gone();
+          resolve();
+        });
+      }),
+  };
+}
+
+/**
+ * Writes a watcher's queue to its connection (HTTP/1.1 chunks or WebSocket messages), zero-copy:
+ * the event Buffers are the shared, cached encodings, handed to the socket as they are (one corked
+ * `writev` per batch), and events are taken from the queue only while the socket keeps up
+ * (`drain`), so what a slow client has not read stays bounded by the hub's per-watcher queue.
  */
 class WatchWriter<T> {
   readonly watcher: ReturnType<WatchHub<T>['watch']>;
-  /** The answer is complete (its last chunk handed to the socket) or the connection is gone. */
+  /** The answer is complete (its end handed to the socket) or the connection is gone. */
   readonly finished: Promise<void>;
-  readonly #res: ServerResponse;
+  readonly #sink: WatchSink;
   readonly #encode: Encode<T>;
   #blocked = false;
   #scheduled = false;
@@ -196,18 +281,14 @@ class WatchWriter<T> {
   #first = true;
   #ended = false;
 
-  constructor(watcher: ReturnType<WatchHub<T>['watch']>, encode: Encode<T>, res: ServerResponse) {
+  constructor(watcher: ReturnType<WatchHub<T>['watch']>, encode: Encode<T>, sink: WatchSink) {
     this.watcher = watcher;
     this.#encode = encode;
-    this.#res = res;
-    this.finished = new Promise<void>((resolve) => {
-      res.once('finish', resolve);
-      res.once('close', () => {
-        this.#ended = true;
-        if (this.#cutoff) clearTimeout(this.#cutoff);
-        watcher.close('stopped');
-        resolve();
-      });
+    this.#sink = sink;
+    this.finished = sink.settled(() => {
+      this.#ended = true;
+      if (this.#cutoff) clearTimeout(this.#cutoff);
+      watcher.close('stopped');
     });
     watcher.onChange(() => this.#schedule());
   }
@@ -227,7 +308,7 @@ class WatchWriter<T> {
       this.#pump();
       // A client that stopped reading cannot be sent the end of the stream: cut it off.
       if (this.#blocked && !this.#cutoff) {
-        this.#cutoff = setTimeout(() => this.#res.socket?.destroy(), UNREAD_GRACE_MS);
+        this.#cutoff = setTimeout(() => this.#sink.destroy(), UNREAD_GRACE_MS);
         this.#cutoff.unref();
       }
       return;
@@ -245,9 +326,8 @@ class WatchWriter<T> {
   }
 
   #pump(): void {
-    const socket = this.#res.socket;
     while (!this.#ended && !this.#blocked) {
-      if (!socket || socket.destroyed) return;
+      if (this.#sink.destroyed) return;
       const batch: Buffer[] = [];
       let bytes = 0;
       for (let ev = this.watcher.shift(); ev; ev = bytes < BATCH_BYTES ? this.watcher.shift() : undefined) {
@@ -258,20 +338,14 @@ class WatchWriter<T> {
       }
       if (batch.length === 0) {
         if (this.watcher.closed !== undefined) {
-          // The last chunk (`0\r\n\r\n`): a clean end of the stream.
           this.#ended = true;
-          this.#res.end();
+          this.#sink.end();
         }
         return;
       }
-      socket.cork();
-      socket.write(`${bytes.toString(16)}\r\n`, 'latin1');
-      for (const b of batch) socket.write(b);
-      const ok = socket.write('\r\n', 'latin1');
-      socket.uncork();
-      if (!ok) {
+      if (!this.#sink.write(batch, bytes)) {
         this.#blocked = true;
-        socket.once('drain', () => {
+        this.#sink.onDrain(() => {
           this.#blocked = false;
           this.#pump();
         });
@@ -324,24 +398,41 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
     throw err;
   }
   const encode = tableVersion ? tableEncoder(opts.table, tableVersion) : jsonEncoder<T>();
+  // The apiserver's `ListResource`: unset or 0 is a random 30–60 min (`minRequestTimeout` × [1, 2)).
+  const seconds = params.timeoutSeconds ? Math.min(params.timeoutSeconds, MAX_WATCH_TIMEOUT_SECONDS) : 1800 * (1 + Math.random());
+  let following = false;
+  const follow = (sink: WatchSink): void => {
+    following = true;
+    const writer = new WatchWriter<T>(watcher, encode, sink);
+    const entry = writer as unknown as WatchWriter<KubeObject>;
+    streams.add(entry);
+    const timer = setTimeout(() => watcher.close('timeout'), seconds * 1000);
+    timer.unref();
+    void writer.finished.then(() => {
+      release();
+      clearTimeout(timer);
+      streams.delete(entry);
+      opts.onEnd?.(watcher.closed);
+    });
+    writer.start();
+  };
+  if (isWebSocketRequest(request)) {
+    // `IsWebSocketRequest` → `HandleWS`: the same watch, one WebSocket message per event.
+    const offered = offeredProtocols(request.headers['sec-websocket-protocol']);
+    const socket = acceptWatchWebSocket(request, reply, offered[0] ?? '', (ws, upgraded) => follow(webSocketSink(ws, upgraded)));
+    // A handshake `ws` refused (bad key or version, answered 400 by `ws`) never opens: let go.
+    socket.once('close', () => {
+      if (!following) {
+        watcher.close('stopped');
+        release();
+      }
+    });
+    return reply;
+  }
   // The stream is written straight to the socket (see WatchWriter), so Fastify's reply is
   // hijacked: the headers the root hooks would add are set here.
   void reply.hijack();
   const res = reply.raw;
-  const writer = new WatchWriter<T>(watcher, encode, res);
-  const entry = writer as unknown as WatchWriter<KubeObject>;
-  streams.add(entry);
-  // The apiserver's `ListResource`: unset or 0 is a random 30–60 min (`minRequestTimeout` × [1, 2)).
-  const seconds = params.timeoutSeconds ? Math.min(params.timeoutSeconds, MAX_WATCH_TIMEOUT_SECONDS) : 1800 * (1 + Math.random());
-  const timeoutMs = seconds * 1000;
-  const timer = setTimeout(() => watcher.close('timeout'), timeoutMs);
-  timer.unref();
-  void writer.finished.then(() => {
-    release();
-    clearTimeout(timer);
-    streams.delete(entry);
-    opts.onEnd?.(watcher.closed);
-  });
   res.writeHead(200, {
     'content-type': 'application/json',
     'transfer-encoding': 'chunked',
@@ -350,8 +441,16 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
   });
   // Headers go out at once: clients (client-go, client-node) wait for them before reading events.
   res.flushHeaders();
-  writer.start();
+  follow(chunkedSink(res));
   return reply;
+}
+
+/**
+ * Whether a watch was asked for as a WebSocket (`k8s.io/apimachinery` `wsstream.IsWebSocketRequest`:
+ * `Connection: Upgrade` and `Upgrade: websocket`); Node hands such requests over as upgrades.
+ */
+function isWebSocketRequest(request: FastifyRequest): boolean {
+  return isUpgradeRequest(request.raw) && String(request.headers.upgrade ?? '').toLowerCase() === 'websocket';
 }
 
 function jsonEncoder<T>(): Encode<T> {

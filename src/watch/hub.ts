@@ -1,4 +1,5 @@
-import { StatusError, badRequest } from '../api/errors.js';
+import { StatusError } from '../api/errors.js';
+import { parseResourceVersion, tooLargeResourceVersion } from './resource-version.js';
 
 /**
  * The watch hub: the apiserver's watch semantics over objects nodelet holds in memory. Pure — no
@@ -203,15 +204,6 @@ export interface WatchOptions<T> {
 /** The annotation on the bookmark that ends a streaming list's initial events. */
 export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
-/** Parses a resourceVersion query value the way the apiserver's versioner does (an unsigned integer). */
-export function parseResourceVersion(rv: string): number {
-  if (!/^\d{1,20}$/.test(rv)) {
-    throw badRequest(`resourceVersion: Invalid value: ${JSON.stringify(rv)}: must be an unsigned integer`);
-  }
-  // Beyond 2^53 no version was ever issued: it compares as "too large", as it should.
-  return Math.min(Number(rv), Number.MAX_SAFE_INTEGER);
-}
-
 export class WatchHub<T> {
   readonly #o: Required<Omit<HubOptions<T>, 'historySize' | 'maxQueue'>> & { historySize: number; maxQueue: number };
   /** Ring of the newest changes: `#history[(#start + i) % size]` for i < `#count`. */
@@ -273,13 +265,10 @@ export class WatchHub<T> {
     const fromState = rvParam === '' || rvParam === '0' || opts.sendInitialEvents === true;
     let from = current;
     if (rvParam !== '' && rvParam !== '0') {
-      from = parseResourceVersion(rvParam);
-      if (from > current) {
-        throw new StatusError('Timeout', `Too large resource version: ${from}, current: ${current}`, {
-          causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-          retryAfterSeconds: 1,
-        });
-      }
+      const requested = parseResourceVersion(rvParam);
+      if (requested > BigInt(current)) throw tooLargeResourceVersion(requested, current);
+      // At most `current`, so exact as a number.
+      from = Number(requested);
       if (!fromState && from < this.#horizon) {
         throw new StatusError('Expired', `too old resource version: ${from} (${this.#horizon})`);
       }

@@ -9,6 +9,7 @@ import { queryValue } from '../params.js';
 import { parseFieldSelector } from '../selectors.js';
 import { eventsToTable } from '../table.js';
 import { isWatchRequest, serveWatch, type WatchStreams } from '../watch.js';
+import { checkListRequest } from '../list-options.js';
 
 /**
  * `GET /api/v1/events` and `/api/v1/namespaces/{ns}/events`: the recorder's events as an
@@ -61,6 +62,7 @@ export async function apiEventsPlugin(app: FastifyInstance, opts: { host: Host; 
       return serveWatch(request, reply, { hub: host.watch.events.hub, filter, table: eventsToTable, streams });
     }
     const { items, resourceVersion } = fields ? host.watch.events.list(ns, fields) : { items: [], resourceVersion: host.watch.events.hub.resourceVersion };
+    checkListRequest(request, resourceVersion);
     const table = preferredTableVersion(request.headers.accept);
     return table ? eventsToTable(items, new Date(), table, resourceVersion) : { kind: 'EventList', apiVersion: 'v1', metadata: { resourceVersion }, items };
   };

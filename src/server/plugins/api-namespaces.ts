@@ -7,6 +7,7 @@ import { preferredTableVersion } from '../negotiate.js';
 import { queryValue, refuseWatch } from '../params.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from '../selectors.js';
 import { namespacesToTable } from '../table.js';
+import { checkListRequest } from '../list-options.js';
 
 /**
  * Namespaces. nodelet keeps no namespace store: like a kubelet running static pods, any namespace
@@ -47,6 +48,7 @@ export async function apiNamespacesPlugin(app: FastifyInstance, opts: { host: Ho
     const labels = parseLabelSelector(queryValue(request, 'labelSelector'));
     const fields = parseFieldSelector(queryValue(request, 'fieldSelector'), namespaceSelectableFields);
     const { items: pods, resourceVersion } = host.watch.pods.list();
+    checkListRequest(request, resourceVersion);
     const names = new Set(systemNamespaces);
     for (const p of pods) names.add(p.metadata?.namespace ?? 'default');
     const items = [...names]

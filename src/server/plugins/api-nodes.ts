@@ -8,6 +8,7 @@ import { queryValue } from '../params.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from '../selectors.js';
 import { nodesToTable } from '../table.js';
 import { isWatchRequest, serveWatch, type WatchStreams } from '../watch.js';
+import { checkListRequest } from '../list-options.js';
 
 /**
  * `/api/v1/nodes`, `/api/v1/nodes/{name}` and `…/status`: this node — the object cluster mode
@@ -35,6 +36,7 @@ export async function apiNodesPlugin(app: FastifyInstance, opts: { host: Host; s
     const node = await host.getNode();
     if (watch) return serveWatch(request, reply, { hub: host.watch.nodes.hub, filter, table: nodesToTable, streams });
     const resourceVersion = host.watch.nodes.hub.resourceVersion;
+    checkListRequest(request, resourceVersion);
     const items = [node].filter(filter);
     const table = preferredTableVersion(request.headers.accept);
     return table ? nodesToTable(items, new Date(), table, resourceVersion) : { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion }, items };

@@ -9,6 +9,7 @@ import { queryValue } from '../params.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from '../selectors.js';
 import { podsToTable } from '../table.js';
 import { isWatchRequest, serveWatch, type WatchStreams } from '../watch.js';
+import { checkListRequest } from '../list-options.js';
 
 /**
  * The apiserver's pod API over the node's own pods, so kubectl can point straight at nodelet:
@@ -62,6 +63,7 @@ export async function apiPodsPlugin(app: FastifyInstance, opts: { host: Host; st
       return serveWatch(request, reply, { hub: host.watch.pods.hub, filter, table: podsToTable, streams });
     }
     const { items, resourceVersion } = host.watch.pods.list();
+    checkListRequest(request, resourceVersion);
     const pods = items.filter(filter);
     const table = preferredTableVersion(request.headers.accept);
     return table ? podsToTable(pods, new Date(), table, resourceVersion) : { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion }, items: pods };

@@ -117,10 +117,11 @@ t.test('410 Expired once the version left the history; 504 for one never issued;
   t.match(statusOf(() => hub.watch({ resourceVersion: '1006' })), {
     code: 504,
     reason: 'Timeout',
-    message: 'Too large resource version: 1006, current: 1005',
+    message: 'Timeout: Too large resource version: 1006, current: 1005',
     causes: [{ reason: 'ResourceVersionTooLarge' }],
   });
-  t.match(statusOf(() => hub.watch({ resourceVersion: '99999999999999999999' })), { code: 504 }, 'beyond 2^53 is too large, not a crash');
+  t.match(statusOf(() => hub.watch({ resourceVersion: '99999999999999999' })), { code: 504, message: 'Timeout: Too large resource version: 99999999999999999, current: 1005' }, 'beyond 2^53: too large, echoed exactly');
+  t.match(statusOf(() => hub.watch({ resourceVersion: '99999999999999999999' })), { code: 400, reason: 'BadRequest' }, 'beyond 2^64: malformed, not a crash');
   for (const bad of ['abc', '-1', '1.5', ' 1']) t.match(statusOf(() => hub.watch({ resourceVersion: bad })), { code: 400, reason: 'BadRequest' }, bad);
   const stateWatch = hub.watch({ resourceVersion: '0' });
   t.same(summary(drain(stateWatch)), ['ADDED a@1005=5'], 'a relist-style watch works whatever the history');
