@@ -11,6 +11,8 @@ import { containerNameRequired } from './errors.js';
  *   name, pod, podID            → DNS-1123 subdomain (pod names)
  *   container, containerName    → DNS-1123 label
  *   uid, podUID                 → pod UID
+ *   check                       → nothing: only a key into the fixed map of health checks, so
+ *                                 any unknown value, `a/b` included, is the kubelet mux's 404
  * Any other parameter only has to be free of traversal and separator bytes. Fastify hands the
  * parameters over percent-decoded, so `%2F`, `%2e%2e` and `%00` are caught here too.
  */
@@ -21,7 +23,7 @@ const label: Check = isDNS1123Label;
 const subdomain: Check = isDNS1123Subdomain;
 const uid: Check = (v) => (isValidUID(v) ? [] : ['must be a UID (1-64 characters of [0-9a-zA-Z-])']);
 
-const checks: Record<string, { what: string; check: Check }> = {
+const checks: Record<string, { what: string; check: Check; lookupKey?: true }> = {
   ns: { what: 'namespace', check: label },
   namespace: { what: 'namespace', check: label },
   podNamespace: { what: 'namespace', check: label },
@@ -32,6 +34,7 @@ const checks: Record<string, { what: string; check: Check }> = {
   containerName: { what: 'container name', check: label },
   uid: { what: 'uid', check: uid },
   podUID: { what: 'uid', check: uid },
+  check: { what: 'health check', check: () => [], lookupKey: true },
 };
 
 /** Bytes no path segment may carry, whatever the parameter. */
@@ -48,6 +51,7 @@ function unsafeSegment(value: string): string | undefined {
 /** Throws a 400 BadRequest Status naming the parameter; returns when `value` is acceptable. */
 export function checkParam(param: string, value: string): void {
   const rule = checks[param];
+  if (rule?.lookupKey) return;
   const what = rule?.what ?? param;
   const unsafe = unsafeSegment(value);
   const errs = unsafe ? [unsafe] : (rule?.check(value) ?? []);

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { StatusError, badRequest } from '../api/errors.js';
 import type { StreamingUpgradeLabels } from '../metrics/registry.js';
+import { offeredProtocols } from '../streaming/portforward/channels.js';
 import { ACCEPTED_PROTOCOLS_HEADER, STREAM_PROTOCOL_HEADER, type HandshakeResult } from '../streaming/remotecommand/negotiate.js';
 import { trackAnswers, whenAnswered } from './connections.js';
 import { statusFor } from './errors.js';
@@ -41,7 +42,29 @@ export function upgradeRequest(request: FastifyRequest): PendingUpgrade & { read
   const protocol = String(request.headers.upgrade ?? '').toLowerCase();
   if (!upgrade || !protocol) throw badRequest('Upgrade request required');
   if (protocol !== 'websocket' && protocol !== 'spdy/3.1') throw badRequest(`unsupported upgrade protocol "${protocol}": use websocket or SPDY/3.1`);
+  if (protocol === 'websocket') checkWebSocketHandshake(request);
   return { ...upgrade, protocol };
+}
+
+/** `ws`'s test of a handshake key: 16 bytes in base64 (RFC 6455 §4.1). */
+const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
+
+/**
+ * Refuses, as a Kubernetes Status and before anything is reserved, each handshake `ws` would
+ * otherwise refuse with its own `text/html` answer (`websocket-server.js` `handleUpgrade`): a
+ * method other than GET (405, as golang.org/x/net/websocket's `ReadHandshake` answers the
+ * kubelet's clients), a version other than 13 or 8, a malformed key (400).
+ */
+function checkWebSocketHandshake(request: FastifyRequest): void {
+  if (request.method !== 'GET') {
+    throw new StatusError('MethodNotAllowed', `a WebSocket handshake must be a GET request, not ${request.method}`);
+  }
+  const version = request.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8') throw badRequest(`unsupported Sec-WebSocket-Version ${JSON.stringify(version ?? '')}: use 13`);
+  const key = request.headers['sec-websocket-key'];
+  if (typeof key !== 'string' || !WEBSOCKET_KEY.test(key)) throw badRequest('missing or invalid Sec-WebSocket-Key');
+  const offer = request.headers['sec-websocket-protocol'];
+  if (offer !== undefined && offeredProtocols(offer).length === 0) throw badRequest('invalid Sec-WebSocket-Protocol header: it names no subprotocol');
 }
 
 /** The SPDY handshake's protocol, or the refusal (400, or 403 listing ours) thrown as a Status. */
@@ -140,8 +163,8 @@ export function acceptUpgrade<T extends UpgradeTarget>(
  * Completes the WebSocket handshake of a watch (`?watch=true` asked for as a WebSocket, the
  * apiserver's `HandleWS`) and calls `open` with the WebSocket. A watch is not a streaming session:
  * it is capped by the watch limits its route already applied, so no session slot is taken. If the
- * handshake is refused (a bad key or version: `ws` answers 400 itself), `open` is never called and
- * the socket closes; callers release what they hold on the socket's `close`.
+ * handshake fails after all (upgradeRequest refused every handshake `ws` would, so only a socket
+ * that dies first), `open` is never called; callers release what they hold on the socket's `close`.
  */
 export function acceptWatchWebSocket(request: FastifyRequest, reply: FastifyReply, subprotocol: string, open: (ws: WebSocket, socket: Duplex) => void): Duplex {
   const { socket, head, protocol } = upgradeRequest(request);
@@ -167,8 +190,9 @@ function takeOver(reply: FastifyReply, socket: Duplex): void {
 /** The WebSocket handshake answering with `subprotocol` (`''`: none). */
 function handshake(request: FastifyRequest, socket: Duplex, head: Buffer, subprotocol: string, done: (ws: WebSocket) => void): void {
   const raw = request.raw as UpgradeRequest;
-  // An offer header that names nothing is left to `ws`, which refuses it (400), as before.
-  if (subprotocol !== '') delete raw.headers['sec-websocket-protocol'];
+  // The subprotocol was chosen already (checkWebSocketHandshake refused an offer naming none):
+  // `ws` only echoes it, and never parses the offer with rules of its own.
+  delete raw.headers['sec-websocket-protocol'];
   raw[kEcho] = subprotocol;
   wss.handleUpgrade(raw, socket, head, done);
 }

@@ -397,6 +397,13 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
     release();
     throw err;
   }
+  if (request.method === 'HEAD') {
+    // A HEAD watch is answered as Go's server answers it: the watch's status and headers, no
+    // body (net/http drops what a HEAD handler writes), and nothing is held afterwards.
+    watcher.close('stopped');
+    release();
+    return reply.code(200).header('content-type', 'application/json').header('cache-control', 'no-cache, private').send();
+  }
   const encode = tableVersion ? tableEncoder(opts.table, tableVersion) : jsonEncoder<T>();
   // The apiserver's `ListResource`: unset or 0 is a random 30–60 min (`minRequestTimeout` × [1, 2)).
   const seconds = params.timeoutSeconds ? Math.min(params.timeoutSeconds, MAX_WATCH_TIMEOUT_SECONDS) : 1800 * (1 + Math.random());
@@ -419,8 +426,16 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
   if (isWebSocketRequest(request)) {
     // `IsWebSocketRequest` → `HandleWS`: the same watch, one WebSocket message per event.
     const offered = offeredProtocols(request.headers['sec-websocket-protocol']);
-    const socket = acceptWatchWebSocket(request, reply, offered[0] ?? '', (ws, upgraded) => follow(webSocketSink(ws, upgraded)));
-    // A handshake `ws` refused (bad key or version, answered 400 by `ws`) never opens: let go.
+    let socket: ReturnType<typeof acceptWatchWebSocket>;
+    try {
+      socket = acceptWatchWebSocket(request, reply, offered[0] ?? '', (ws, upgraded) => follow(webSocketSink(ws, upgraded)));
+    } catch (err) {
+      // A handshake refused before the 101 (a POST, a bad key or version): nothing is held.
+      watcher.close('stopped');
+      release();
+      throw err;
+    }
+    // A socket that dies before the handshake completes never opens: let go.
     socket.once('close', () => {
       if (!following) {
         watcher.close('stopped');

@@ -194,7 +194,7 @@ t.test('refusals come before the 101, as Status answers: too old, too new, malfo
   http.close();
 });
 
-t.test('a handshake ws refuses (a malformed key) holds no watch place', async (t) => {
+t.test('a refused handshake (a malformed key) is a Status and holds no watch place', async (t) => {
   const host = fixture();
   const { port } = await serve(t, host, { maxWatches: 1, maxWatchesPerUser: 1 });
   for (let i = 0; i < 3; i++) {
@@ -207,12 +207,28 @@ t.test('a handshake ws refuses (a malformed key) holds no watch place', async (t
       socket.write('GET /api/v1/pods?watch=true HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: not-a-key\r\nSec-WebSocket-Version: 13\r\n\r\n');
     });
     t.match(answer, /^HTTP\/1\.1 400 /, `attempt ${i + 1}: refused by the handshake`);
+    t.match(answer, /"reason":"BadRequest"/, `attempt ${i + 1}: a Status body`);
+    t.match(answer, /missing or invalid Sec-WebSocket-Key/, `attempt ${i + 1}: says why`);
     await waitUntil(() => host.watch.pods.hub.watcherCount === 0);
   }
   const { url } = { url: `http://127.0.0.1:${port}` };
   const w = await openWsWatch(`${url}/api/v1/pods?watch=true`);
   t.equal(w.status, 101, 'the one place is free');
   w.socket.close();
+});
+
+t.test('a HEAD watch answers its status and headers with no body and holds nothing', async (t) => {
+  const host = fixture();
+  const { app } = await serve(t, host, { maxWatches: 1, maxWatchesPerUser: 1 });
+  for (let i = 0; i < 3; i++) {
+    const head = await app.inject({ method: 'HEAD', url: '/api/v1/pods?watch=true' });
+    t.equal(head.statusCode, 200, `attempt ${i + 1}`);
+    t.equal(head.body, '', 'no body');
+    t.match(head.headers['content-type'], /application\/json/);
+    t.equal(host.watch.pods.hub.watcherCount, 0, 'no watcher left behind');
+  }
+  // Refusals still come first: a resourceVersion beyond uint64 is a 400.
+  t.equal((await app.inject({ method: 'HEAD', url: '/api/v1/pods?watch=true&resourceVersion=99999999999999999999' })).statusCode, 400);
 });
 
 t.test('closing the server closes WebSocket watches normally', async (t) => {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
 import { parse } from 'yaml';
 import { build } from './fixtures/fake-host.js';
@@ -54,6 +55,17 @@ function specOperations(): Set<string> {
 
 t.test('spec is OpenAPI 3.0', async (t) => {
   t.match(spec.openapi, /^3\.0\.\d+$/);
+});
+
+t.test('the document validates against the OpenAPI 3.0 schema', async (t) => {
+  const result = await new Validator().validate(spec as unknown as Record<string, unknown>);
+  t.same(result.errors ?? [], [], 'no schema violations');
+  t.equal(result.valid, true);
+  // The validator must be able to fail: the mistake this test was written for (a schema given
+  // as a string) is refused.
+  const broken = structuredClone(spec) as unknown as Record<string, unknown> & { components: { schemas: Record<string, unknown> } };
+  broken.components.schemas.Broken = { type: 'object', properties: { description: '{ type: string }' } };
+  t.equal((await new Validator().validate(broken)).valid, false, 'a string where a schema belongs is refused');
 });
 
 t.test('every registered route is in openapi.yaml and vice versa', async (t) => {

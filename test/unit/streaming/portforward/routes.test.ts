@@ -43,6 +43,24 @@ t.test('a handshake `ws` refuses after the slot was reserved still frees it', as
   t.pass();
 });
 
+t.test('handshakes `ws` would refuse are Statuses, before any slot: POST 405, bad version or empty offer 400', async (t) => {
+  const { url, sessions } = await serve(t);
+  const cases: Array<[string[], number, RegExp]> = [
+    [['POST /portForward/default/web?port=80 HTTP/1.1', 'Host: x', ...ws(['Sec-WebSocket-Protocol: portforward.k8s.io'])], 405, /a WebSocket handshake must be a GET request, not POST/],
+    [['GET /portForward/default/web?port=80 HTTP/1.1', 'Host: x', 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 7', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='], 400, /unsupported Sec-WebSocket-Version \\"7\\"/],
+    [['GET /portForward/default/web?port=80 HTTP/1.1', 'Host: x', ...ws(['Sec-WebSocket-Protocol: , ,'])], 400, /names no subprotocol/],
+  ];
+  for (const [lines, status, message] of cases) {
+    const what = lines[0] ?? '';
+    const r = await rawRequest(url, lines);
+    t.equal(r.status, status, what);
+    t.match(r.headers['content-type'], [/application\/json/], `${what}: JSON`);
+    t.match(r.body, message, `${what}: says why`);
+    t.match(r.body, /"kind":"Status"/, `${what}: a Status`);
+    t.equal(sessions.size, 0, `${what}: no slot held`);
+  }
+});
+
 t.test('no running sandbox is a 400 before the upgrade; the forward is never called', async (t) => {
   const { url, host } = await serve(t);
   host.resolveSandbox = () => {
