@@ -16,6 +16,9 @@ missing=()
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+# fabric8's Java client (test/e2e/fabric8-watch.test.ts) is resolved with Maven and run on a JDK.
+command -v java >/dev/null 2>&1 || missing+=(default-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "test: missing ${missing[*]} and not root: install them first" >&2; exit 1; }
   echo "test: installing ${missing[*]} from Debian" >&2
@@ -38,6 +41,7 @@ done
 if [ "$paths" -eq 0 ] || [ "$units" -lt "$paths" ]; then
   scripts/control-plane.sh build >/dev/null || exit 1
   scripts/cluster-dns.sh build >/dev/null || exit 1
+  scripts/jvm-client.sh build >/dev/null || exit 1
 fi
 
 log=$(mktemp)

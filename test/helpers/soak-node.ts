@@ -8,8 +8,9 @@ import type Docker from 'dockerode';
 import type { Pod, PodList } from '../../src/api/types.js';
 import { freePort } from '../../bench/lib/env.js';
 import { Label, DockerType } from '../../src/runtime/docker/labels.js';
-import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from './docker.js';
+import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
 import { unmountUnder } from './nodelet.js';
+export { podManifest } from './pod-manifest.js';
 import { childrenOf, fdsOf, isPortForwardHelper, poll, rssOf } from './soak.js';
 
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
@@ -286,25 +287,6 @@ export async function converge(node: ChildNode, names: readonly string[], timeou
     return undefined;
   }, timeoutMs, 250);
   return (Date.now() - t0) / 1000;
-}
-
-/**
- * A static pod manifest of busybox containers, each running `command` (an argv), with no grace
- * period: `containers` maps container names to commands.
- */
-export function podManifest(name: string, containers: Record<string, readonly string[]>, opts: { restartPolicy?: 'Always' | 'Never' | 'OnFailure' } = {}): string {
-  const lines = Object.entries(containers).map(([c, command]) => `    - { name: ${c}, image: ${BUSYBOX}, imagePullPolicy: Never, command: ${JSON.stringify(command)} }`);
-  return [
-    'apiVersion: v1',
-    'kind: Pod',
-    `metadata: { name: ${name} }`,
-    'spec:',
-    '  terminationGracePeriodSeconds: 0',
-    `  restartPolicy: ${opts.restartPolicy ?? 'Always'}`,
-    '  containers:',
-    ...lines,
-    '',
-  ].join('\n');
 }
 
 /** What `web` of the session pod serves: /big, 64 MiB of zeros. */

@@ -1,8 +1,8 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 import fc from 'fast-check';
 import t from 'tap';
-import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
+import { podManifest } from '../helpers/pod-manifest.js';
 import { loadSpec, operations, ResponseValidator, type Operation, type Parameter } from '../helpers/openapi.js';
 import { fuzzSeed } from '../helpers/prng.js';
 
@@ -368,17 +368,8 @@ function parseJSON(text: string): unknown {
   }
 }
 
-const manifest = `apiVersion: v1
-kind: Pod
-metadata: { name: fuzz }
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-    - name: app
-      image: ${BUSYBOX}
-      imagePullPolicy: Never
-      command: ["sh", "-c", "while true; do echo tick; sleep 1; done"]
-`;
+/** A container that logs a line a second, so a followed log always has something to send. */
+const manifest = podManifest('fuzz', { app: ['sh', '-c', 'while true; do echo tick; sleep 1; done'] });
 
 async function knownNames(node: TestNode): Promise<Known> {
   const p = await node.waitFor('fuzz pod running', async () => {
