@@ -8,17 +8,23 @@
 #   scripts/conformance.sh images        build the e2e test images this machine can build honestly
 #                                        into $DOCKER_HOST's engine (agnhost, busybox, pause,
 #                                        nonewprivs)
-#   scripts/conformance.sh run [OUT]     private Docker engine + images, control plane, nodelet nodes
+#   scripts/conformance.sh run [--suite node|full] [OUT]
+#                                        private Docker engine + images, control plane, nodelet nodes
 #                                        in cluster mode, then the e2e suite; writes OUT/junit_01.xml,
 #                                        OUT/summary.md (also printed) and every component's log to
 #                                        OUT (default /tmp/nodelet-conformance/<date>); exits non-zero
-#                                        when a spec outside the skip list fails
-#   scripts/conformance.sh summary OUT   write OUT/summary.md again from OUT/junit_01.xml
+#                                        when a spec outside the skip list fails. --suite node (the
+#                                        default): the [NodeConformance] specs on 2 nodes; full:
+#                                        every [Conformance] spec, on 3 nodes
+#   scripts/conformance.sh summary [--suite node|full] OUT
+#                                        write OUT/summary.md again from OUT/junit_01.xml
 #
-# Settings for `run` (environment):
-#   CONFORMANCE_FOCUS      ginkgo focus regex (default '\[NodeConformance\]')
+# Settings for `run` (environment; each overrides what --suite chose):
+#   CONFORMANCE_SUITE      node or full, as --suite (default node)
+#   CONFORMANCE_FOCUS      ginkgo focus regex (default '\[NodeConformance\]', full: '\[Conformance\]')
 #   CONFORMANCE_SKIP_FILE  the documented skip list (default test/conformance/skip.yaml)
-#   CONFORMANCE_NODES      how many nodelet nodes, one process each, one Docker engine (default 2)
+#   CONFORMANCE_NODES      how many nodelet nodes, one process each, one Docker engine (default 2,
+#                          full: 3)
 #   CONFORMANCE_PROCS      parallel ginkgo processes (default 4: specs mostly wait on pods)
 #   CONFORMANCE_TIMEOUT    ginkgo's suite timeout (default 3h)
 #   NODELET_CACHE          cache root (default ~/.cache/nodelet), shared with control-plane.sh
@@ -531,9 +537,9 @@ run() {
   OUT=${1:-/tmp/nodelet-conformance/$(date -u +%Y%m%dT%H%M%SZ)}
   mkdir -p "$OUT"
   OUT=$(cd "$OUT" && pwd)
-  local focus=${CONFORMANCE_FOCUS:-'\[NodeConformance\]'}
-  local skip_file=${CONFORMANCE_SKIP_FILE:-$ROOT/test/conformance/skip.yaml}
-  local nodes=${CONFORMANCE_NODES:-2} procs=${CONFORMANCE_PROCS:-4} timeout=${CONFORMANCE_TIMEOUT:-3h}
+  local focus skip_file=${CONFORMANCE_SKIP_FILE:-$ROOT/test/conformance/skip.yaml}
+  focus=$(suite_focus)
+  local nodes=${CONFORMANCE_NODES:-$(suite_nodes)} procs=${CONFORMANCE_PROCS:-4} timeout=${CONFORMANCE_TIMEOUT:-3h}
   [ -f "$ROOT/dist/cli.js" ] || die "dist/cli.js missing: run \`npm run build\` first"
   command -v kubectl >/dev/null 2>&1 || die "kubectl is needed (to wait for the nodes)"
 
@@ -613,19 +619,39 @@ run() {
   [ "$e2e_rc" -eq 0 ] || return "$e2e_rc"
 }
 
+# The suite CONFORMANCE_SUITE names (set by --suite): its focus and its number of nodes.
+suite_focus() {
+  case ${CONFORMANCE_SUITE:-node} in
+    node) echo "${CONFORMANCE_FOCUS:-\[NodeConformance\]}" ;;
+    full) echo "${CONFORMANCE_FOCUS:-\[Conformance\]}" ;;
+    *) die "CONFORMANCE_SUITE (--suite) must be node or full, not ${CONFORMANCE_SUITE}" ;;
+  esac
+}
+suite_nodes() { case ${CONFORMANCE_SUITE:-node} in full) echo 3 ;; *) echo 2 ;; esac; }
+
 summary() {
-  local out=$1 skip_file=${2:-${CONFORMANCE_SKIP_FILE:-$ROOT/test/conformance/skip.yaml}}
+  local out=$1 skip_file=${2:-${CONFORMANCE_SKIP_FILE:-$ROOT/test/conformance/skip.yaml}} focus
+  focus=$(suite_focus)
   [ -f "$out/junit_01.xml" ] || die "$out/junit_01.xml missing: the suite did not finish"
   node "$ROOT/test/conformance/report.mjs" summary "$out/junit_01.xml" "$skip_file" \
-    --focus "${CONFORMANCE_FOCUS:-\\[NodeConformance\\]}" --out "$out/summary.md"
+    --focus "$focus" --out "$out/summary.md"
 }
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-case ${1:-} in
-  build-e2e) [ $# -eq 1 ] || usage; build_e2e ;;
-  images) [ $# -eq 1 ] || usage; build_images ;;
-  run) [ $# -le 2 ] || usage; run_sealed "${2:-}" ;;
-  summary) [ $# -eq 2 ] || usage; summary "$2" ;;
+cmd=${1:-}
+[ $# -eq 0 ] || shift
+# --suite node|full (after run or summary) is CONFORMANCE_SUITE, which the sealed re-run inherits.
+if [ "${1:-}" = --suite ]; then
+  [ $# -ge 2 ] || usage
+  export CONFORMANCE_SUITE=$2
+  shift 2
+  suite_focus >/dev/null
+fi
+case $cmd in
+  build-e2e) [ $# -eq 0 ] || usage; build_e2e ;;
+  images) [ $# -eq 0 ] || usage; build_images ;;
+  run) [ $# -le 1 ] || usage; run_sealed "${1:-}" ;;
+  summary) [ $# -eq 1 ] || usage; summary "$1" ;;
   *) usage ;;
 esac

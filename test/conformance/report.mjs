@@ -5,8 +5,9 @@
 //       prints the ginkgo --skip regex: every entry's `spec` regex as (?:…), joined with |
 //   node test/conformance/report.mjs summary JUNIT.xml SKIP.yaml [--focus RE] [--out FILE]
 //       a Markdown summary of the specs matching the focus (default \[NodeConformance\]): totals,
-//       then one row per spec (passed / failed / skipped, and why), to FILE and stdout; exits 1
-//       when a spec failed or the suite's own setup failed.
+//       the same per SIG (the spec's leading `[sig-…]`), then one row per spec (passed / failed /
+//       skipped, and why), to FILE and stdout; exits 1 when a spec failed or the suite's own setup
+//       failed.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
@@ -66,6 +67,10 @@ export function parseJUnit(xml) {
 }
 
 const specName = (name) => name.replace(/^\[It\]\s*/, '');
+/** The SIG a spec belongs to: its leading `[sig-…]` label (`other` without one). */
+export const sigOf = (name) => /^\[(sig-[\w-]+)\]/.exec(name)?.[1] ?? 'other';
+/** `\[Conformance\]` → `[Conformance]`: the focus as a title. */
+const suiteTitle = (focus) => focus.replace(/\\/g, '');
 const cell = (s) => s.replace(/\|/g, '\\|').replace(/\s+/g, ' ').trim();
 
 /** The start of a failure's own text (ginkgo puts markers and the location around it). */
@@ -117,6 +122,19 @@ export function summarize(cases, skips, focus) {
   return { rows, setupFailed };
 }
 
+/** Passed / failed / skipped / total per SIG, SIGs sorted by name. */
+export function perSig(rows) {
+  const sigs = new Map();
+  for (const r of rows) {
+    const sig = sigOf(r.name);
+    const n = sigs.get(sig) ?? { sig, passed: 0, failed: 0, skipped: 0, total: 0 };
+    n[r.status]++;
+    n.total++;
+    sigs.set(sig, n);
+  }
+  return [...sigs.values()].sort((a, b) => a.sig.localeCompare(b.sig));
+}
+
 export function render({ rows, setupFailed }, meta) {
   const count = (pred) => rows.filter(pred).length;
   const passed = count((r) => r.status === 'passed');
@@ -125,7 +143,7 @@ export function render({ rows, setupFailed }, meta) {
   const skippedSuite = count((r) => r.status === 'skipped' && !r.category);
   const ran = passed + failed;
   const out = [];
-  out.push(`# [NodeConformance] against nodelet`, '');
+  out.push(`# ${suiteTitle(meta.focus ?? '\\[NodeConformance\\]')} against nodelet`, '');
   out.push(`${meta.date}; ${meta.junit}`, '');
   out.push('| result | specs |', '| --- | ---: |');
   out.push(`| passed | ${passed} |`);
@@ -137,7 +155,11 @@ export function render({ rows, setupFailed }, meta) {
   }
   out.push(`| skipped by the suite itself | ${skippedSuite} |`);
   out.push(`| total | ${rows.length} |`);
-  out.push(`| pass rate of the specs that ran | ${ran ? ((100 * passed) / ran).toFixed(1) : '0.0'} % |`, '');
+  out.push(`| pass rate of the specs that ran | ${ran ? ((100 * passed) / ran).toFixed(1) : '0.0'} % |`);
+  out.push(`| passed of all | ${rows.length ? ((100 * passed) / rows.length).toFixed(1) : '0.0'} % |`, '');
+  out.push('| SIG | passed | failed | skipped | total |', '| --- | ---: | ---: | ---: | ---: |');
+  for (const n of perSig(rows)) out.push(`| ${n.sig} | ${n.passed} | ${n.failed} | ${n.skipped} | ${n.total} |`);
+  out.push('');
   if (setupFailed.length) {
     out.push('## Suite setup failed', '');
     for (const c of setupFailed) out.push(`- ${cell(c.name)}: ${cell(failureLine(c.failure))}`);
@@ -172,7 +194,7 @@ function main(argv) {
     const [junit, skipFile] = rest;
     const skips = loadSkipList(skipFile);
     const result = summarize(parseJUnit(readFileSync(junit, 'utf8')), skips, focus);
-    const { text, failed } = render(result, { date: new Date().toISOString().slice(0, 10), junit });
+    const { text, failed } = render(result, { date: new Date().toISOString().slice(0, 10), junit, focus });
     if (outFile) writeFileSync(outFile, text);
     process.stdout.write(text);
     return failed ? 1 : 0;
