@@ -7,7 +7,7 @@
 #                                        their directory
 #   scripts/conformance.sh images        build the e2e test images this machine can build honestly
 #                                        into $DOCKER_HOST's engine (agnhost, busybox, pause,
-#                                        nonewprivs)
+#                                        nonewprivs, nginx, httpd, jessie-dnsutils, kitten, nautilus)
 #   scripts/conformance.sh run [--suite node|full] [OUT]
 #                                        private Docker engine + images, control plane, nodelet nodes
 #                                        in cluster mode, then the e2e suite; writes OUT/junit_01.xml,
@@ -78,6 +78,19 @@ NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.3
 # configured as the official image: nginx -g 'daemon off;', port 80, /usr/share/nginx/html, the
 # logs on stdout/stderr.
 NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.14-4
+# The suite's httpd images mirror the official httpd:2.4.38-alpine and httpd:2.4.39-alpine
+# (test/images/httpd, test/images/httpd-new). Here both are Debian's apache2 (one version, from the
+# machine's own suites) on busybox at Alpine's paths, laid out and configured as the official
+# image: ServerRoot /usr/local/apache2, httpd-foreground, port 80, logs on stdout/stderr.
+HTTPD_IMAGE=registry.k8s.io/e2e-test-images/httpd:2.4.38-4
+HTTPD_NEW_IMAGE=registry.k8s.io/e2e-test-images/httpd:2.4.39-4
+# test/images/jessie-dnsutils: Debian jessie with dnsutils (dig, nslookup, host) and getent; here
+# Debian's bind9-dnsutils, bind9-host and the machine's glibc getent on busybox.
+JESSIE_DNSUTILS_IMAGE=registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7
+# test/images/kitten and test/images/nautilus: agnhost plus a picture and data.json, served by
+# agnhost's test-webserver (the update-demo specs).
+KITTEN_IMAGE=registry.k8s.io/e2e-test-images/kitten:1.7
+NAUTILUS_IMAGE=registry.k8s.io/e2e-test-images/nautilus:1.7
 
 # ---------------------------------------------------------------------------------------------
 # build-e2e
@@ -140,8 +153,19 @@ build_e2e() {
 image_present() { docker image inspect "$1" >/dev/null 2>&1; }
 
 # The Debian packages whose files go into images, fetched before `run` enters its sealed
-# namespace (nothing can be downloaded in there).
-IMAGE_DEBS=(netcat-openbsd nginx nginx-common)
+# namespace (nothing can be downloaded in there): netcat-openbsd (agnhost), nginx, apache2-bin
+# (httpd) with the APR libraries it loads and media-types (mime.types), bind9-dnsutils and
+# bind9-host (dig, nslookup, host: agnhost and jessie-dnsutils) with bind9-libs and the less
+# common libraries bind9-libs loads. Their other libraries (libc, OpenSSL, libxml2, Kerberos, …)
+# are the machine's own: copy_deb_binary takes each library from these packages first, then from
+# the machine, and fails (the image stays absent, with a WARNING) on one found in neither.
+IMAGE_DEBS=(netcat-openbsd nginx nginx-common
+  apache2-bin libapr1 libaprutil1 media-types
+  bind9-dnsutils bind9-host bind9-libs libjemalloc2 libfstrm0 liblmdb0 libmaxminddb0 libuv1
+  libjson-c5 libprotobuf-c1)
+# The packages of bind9-dnsutils' dig and nslookup and bind9-host's host, and their libraries'.
+DNSUTILS_DEBS=(bind9-dnsutils bind9-host bind9-libs libjemalloc2 libfstrm0 liblmdb0 libmaxminddb0
+  libuv1 libjson-c5 libprotobuf-c1)
 
 # debian_package PACKAGE: Debian's PACKAGE unpacked (fetched once with `apt-get download` from the
 # machine's own suites, as apt installs do, and kept under the cache); prints the directory holding
@@ -193,7 +217,8 @@ check_image_names() {
   local listed
   listed=$("$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images failed"
   local img
-  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE"; do
+  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE" \
+    "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE"; do
     grep -qxF "$img" <<<"$listed" || die "$img is not an image of e2e.test $K8S_VERSION: update scripts/conformance.sh from test/utils/image/manifest.go"
   done
 }
@@ -254,10 +279,15 @@ EOF
 
   if ! image_present "$AGNHOST_IMAGE"; then
     # test/images/agnhost/Dockerfile: /agnhost (+ agnhost-2), /uploads, porter's localhost.crt/key,
-    # user 1000 in group 50000, on Alpine with bash, curl, netcat-openbsd and friends. Here the
-    # base is busybox at Alpine's paths plus the machine's bash and curl and Debian's
+    # user 1000 in group 50000, on Alpine with bash, curl, netcat-openbsd, bind-tools and friends.
+    # Here the base is busybox at Alpine's paths plus the machine's bash and curl and Debian's
     # netcat-openbsd as nc, with their libraries (the node-pod specs run `curl -g -q -s …` and
-    # `echo … | nc -w 1 -u …` in it: test/e2e/framework/network/utils.go); dig, iperf and coredns
+    # `echo … | nc -w 1 -u …` in it: test/e2e/framework/network/utils.go), plus dig, nslookup and
+    # host (Debian's bind9-dnsutils and bind9-host, as Alpine's bind-tools) and glibc's getent:
+    # the DNS specs' agnhost querier runs `dig +notcp|+tcp +noall +answer +search …` and
+    # `getent hosts …` (test/e2e/network/dns_common.go createProbeCommand; dns.go runs it in
+    # imageutils.Agnhost next to the jessie-dnsutils querier) and the ExternalName checks run
+    # `nslookup` in an agnhost exec pod (test/e2e/framework/service/jig.go). iperf and coredns
     # are absent.
     local r=$ctx/agnhost src
     src=$(k8s_source)/test/images/agnhost
@@ -280,6 +310,15 @@ EOF
     else
       log "WARNING: apt-get download netcat-openbsd failed: agnhost keeps busybox's nc (no UDP)"
     fi
+    local t
+    for t in /usr/bin/dig /usr/bin/nslookup /usr/bin/host; do
+      copy_deb_binary "$t" "$r" "$t" "${DNSUTILS_DEBS[@]}" ||
+        log "WARNING: $t not in $AGNHOST_IMAGE (the DNS specs' agnhost querier runs dig and getent, the ExternalName checks nslookup)"
+    done
+    copy_with_libs "$(command -v getent)" "$r" /usr/bin/getent
+    # glibc without an nsswitch.conf asks DNS first and stops at its answer: /etc/hosts first, as
+    # musl (Alpine's getent) does.
+    printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$r/etc/nsswitch.conf"
     cat >"$r/etc/passwd" <<'EOF'
 root:x:0:0:root:/root:/bin/sh
 bin:x:1:1:bin:/bin:/sbin/nologin
@@ -371,6 +410,14 @@ EOF
   if ! image_present "$NGINX_IMAGE"; then
     build_nginx_image "$ctx/nginx" "$path_env"
   fi
+  if ! image_present "$HTTPD_IMAGE" || ! image_present "$HTTPD_NEW_IMAGE"; then
+    build_httpd_images "$ctx/httpd" "$path_env"
+  fi
+  if ! image_present "$JESSIE_DNSUTILS_IMAGE"; then
+    build_jessie_dnsutils_image "$ctx/jessie-dnsutils" "$path_env"
+  fi
+  image_present "$KITTEN_IMAGE" || build_update_demo_image kitten "$KITTEN_IMAGE"
+  image_present "$NAUTILUS_IMAGE" || build_update_demo_image nautilus "$NAUTILUS_IMAGE"
   rm -rf "$ctx"
 }
 
@@ -431,6 +478,280 @@ EOF
   # nginx too (fast shutdown instead of graceful).
   tar -C "$r" -c . | docker import --change "$path_env" --change 'EXPOSE 80' \
     --change 'CMD ["nginx", "-g", "daemon off;"]' - "$NGINX_IMAGE" >/dev/null
+}
+
+# copy_deb_binary FILE ROOTFS DEST PACKAGE…: FILE of the PACKAGEs (a path in their trees, e.g.
+# /usr/bin/dig, from the first that ships it) at DEST in ROOTFS with the shared libraries it
+# loads, each from the PACKAGEs' trees when one ships it (ldd with their library directories on
+# LD_LIBRARY_PATH), else the machine's own, at the same path in ROOTFS; fails, naming it, when a
+# package cannot be had or a library is found in neither.
+copy_deb_binary() {
+  local file=$1 r=$2 dest=$3 pkg dir bin="" libpath="" d out lib to
+  shift 3
+  for pkg in "$@"; do
+    dir=$(debian_package "$pkg") || { log "apt-get download $pkg failed"; return 1; }
+    [ -n "$bin" ] || [ ! -f "$dir/x$file" ] || bin=$dir/x$file
+    for d in "$dir"/x/lib/*-linux-gnu "$dir"/x/usr/lib/*-linux-gnu; do
+      [ -d "$d" ] && libpath+=${libpath:+:}$d
+    done
+  done
+  [ -n "$bin" ] || { log "no $file in $*"; return 1; }
+  out=$(LD_LIBRARY_PATH=$libpath ldd "$bin") || { log "ldd $bin failed"; return 1; }
+  if grep -q 'not found' <<<"$out"; then
+    log "$file needs $(awk '/not found/ { print $1 }' <<<"$out" | xargs), in neither $* nor this machine"
+    return 1
+  fi
+  mkdir -p "$r$(dirname "$dest")"
+  # A busybox applet's link at DEST is replaced, never written through.
+  rm -f "$r$dest"
+  cp "$bin" "$r$dest"
+  for lib in $(awk '/=>/ { print $3 } /^\t\// { print $1 }' <<<"$out"); do
+    to=${lib#"$CACHE/conformance/debs/"*/x}
+    mkdir -p "$r$(dirname "$to")"
+    cp -L "$lib" "$r$to"
+  done
+}
+
+# build_httpd_images DIR PATH_ENV: test/images/httpd/Dockerfile and test/images/httpd-new/Dockerfile
+# only mirror the official httpd:2.4.38-alpine and httpd:2.4.39-alpine. Here both tags are one
+# build of Debian's apache2 (apache2-bin: /usr/sbin/apache2 as bin/httpd and the modules the
+# official httpd.conf loads) on busybox at Alpine's paths, laid out as the official image:
+# ServerRoot /usr/local/apache2 (bin, conf, htdocs with "It works!", logs, modules), WORKDIR there,
+# httpd-foreground as CMD (httpd -DFOREGROUND: root parent, workers as daemon), port 80, the error
+# log on stderr and the access log on stdout. The StatefulSet specs move htdocs/index.html to /tmp
+# and back to fail and restore the /index.html readiness probe (test/e2e/apps/statefulset.go).
+build_httpd_images() {
+  local r=$1 path_env=$2 m
+  local mods=(mpm_event authn_file authn_core authz_host authz_groupfile authz_user authz_core
+    access_compat auth_basic reqtimeout filter mime env headers setenvif status autoindex dir alias)
+  local apache=(apache2-bin libapr1 libaprutil1) types
+  local h=/usr/local/apache2
+  busybox_rootfs "$r" full
+  if ! copy_deb_binary /usr/sbin/apache2 "$r" "$h/bin/httpd" "${apache[@]}" ||
+    ! types=$(debian_package media-types); then
+    log "WARNING: Debian's apache2-bin (or media-types) cannot be had: $HTTPD_IMAGE and $HTTPD_NEW_IMAGE not built"
+    return 0
+  fi
+  for m in "${mods[@]}"; do
+    copy_deb_binary "/usr/lib/apache2/modules/mod_$m.so" "$r" "$h/modules/mod_$m.so" "${apache[@]}" || {
+      log "WARNING: mod_$m of apache2-bin cannot be copied: $HTTPD_IMAGE and $HTTPD_NEW_IMAGE not built"
+      return 0
+    }
+  done
+  # Debian's busybox-static runs its own applets before PATH (FEATURE_SH_STANDALONE), so
+  # httpd-foreground's `exec httpd` under its sh would start busybox's httpd: sh is the machine's
+  # dash here (Alpine's busybox sh follows PATH), and busybox's httpd link is gone.
+  copy_with_libs "$(readlink -f "$(command -v dash)")" "$r" /bin/dash
+  ln -sf dash "$r/bin/sh"
+  rm -f "$r/usr/sbin/httpd"
+  # glibc loads libgcc_s.so.1 when a thread exits (pthread_exit: mpm_event's worker threads), which
+  # ldd does not list: without it every child aborts.
+  local libdir; libdir=$(dirname "$(cd "$r" && find . -name libc.so.6 | head -n 1)"); libdir=${libdir#.}
+  cp -L "$libdir/libgcc_s.so.1" "$r$libdir/"
+  mkdir -p "$r$h"/{conf,htdocs,logs,cgi-bin} "$r/usr/local/bin" "$r/etc/apache2"
+  cp "$types/x/etc/mime.types" "$r$h/conf/mime.types"
+  # Debian's apache2 is compiled with HTTPD_ROOT /etc/apache2 and apache2.conf as its default
+  # config (apache2 -V): that name leads to the official image's conf/httpd.conf, so a plain
+  # `httpd` (httpd-foreground, `httpd -t`, `httpd -k graceful`) reads it.
+  ln -s "$h/conf/httpd.conf" "$r/etc/apache2/apache2.conf"
+  {
+    echo "# The official image's conf/httpd.conf (httpd 2.4's default) without its comments and"
+    echo "# the sections of modules it does not load. log_config, version and unixd are compiled"
+    echo "# into Debian's apache2 (apache2 -l); its compiled-in pid file is /run/apache2.pid:"
+    echo "# upstream's logs/httpd.pid (which httpd-foreground removes) is set here."
+    echo "ServerRoot \"$h\""
+    echo 'PidFile "logs/httpd.pid"'
+    echo 'DefaultRuntimeDir "logs"'
+    echo 'Listen 80'
+    for m in "${mods[@]}"; do echo "LoadModule ${m}_module modules/mod_$m.so"; done
+    cat <<EOF
+<IfModule unixd_module>
+User daemon
+Group daemon
+</IfModule>
+ServerAdmin you@example.com
+<Directory />
+    AllowOverride none
+    Require all denied
+</Directory>
+DocumentRoot "$h/htdocs"
+<Directory "$h/htdocs">
+    Options Indexes FollowSymLinks
+    AllowOverride None
+    Require all granted
+</Directory>
+<IfModule dir_module>
+    DirectoryIndex index.html
+</IfModule>
+<Files ".ht*">
+    Require all denied
+</Files>
+ErrorLog /proc/self/fd/2
+LogLevel warn
+<IfModule log_config_module>
+    LogFormat "%h %l %u %t \\"%r\\" %>s %b \\"%{Referer}i\\" \\"%{User-Agent}i\\"" combined
+    LogFormat "%h %l %u %t \\"%r\\" %>s %b" common
+    <IfModule logio_module>
+      LogFormat "%h %l %u %t \\"%r\\" %>s %b \\"%{Referer}i\\" \\"%{User-Agent}i\\" %I %O" combinedio
+    </IfModule>
+    CustomLog /proc/self/fd/1 common
+</IfModule>
+<IfModule alias_module>
+    ScriptAlias /cgi-bin/ "$h/cgi-bin/"
+</IfModule>
+<Directory "$h/cgi-bin">
+    AllowOverride None
+    Options None
+    Require all granted
+</Directory>
+<IfModule headers_module>
+    RequestHeader unset Proxy early
+</IfModule>
+<IfModule mime_module>
+    TypesConfig conf/mime.types
+    AddType application/x-compress .Z
+    AddType application/x-gzip .gz .tgz
+</IfModule>
+EOF
+  } >"$r$h/conf/httpd.conf"
+  echo '<html><body><h1>It works!</h1></body></html>' >"$r$h/htdocs/index.html"
+  # The official image's /usr/local/bin/httpd-foreground.
+  printf '#!/bin/sh\nset -e\n\n# Apache gets grumpy about PID files pre-existing\nrm -f %s/logs/httpd.pid\n\nexec httpd -DFOREGROUND "$@"\n' "$h" >"$r/usr/local/bin/httpd-foreground"
+  chmod 755 "$r/usr/local/bin/httpd-foreground"
+  # Alpine's users and groups; the official image adds www-data (82) and gives it ServerRoot.
+  cat >"$r/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+bin:x:1:1:bin:/bin:/sbin/nologin
+daemon:x:2:2:daemon:/sbin:/sbin/nologin
+adm:x:3:4:adm:/var/adm:/sbin/nologin
+lp:x:4:7:lp:/var/spool/lpd:/sbin/nologin
+sync:x:5:0:sync:/sbin:/bin/sync
+shutdown:x:6:0:shutdown:/sbin:/sbin/shutdown
+halt:x:7:0:halt:/sbin:/sbin/halt
+mail:x:8:12:mail:/var/spool/mail:/sbin/nologin
+news:x:9:13:news:/usr/lib/news:/sbin/nologin
+uucp:x:10:14:uucp:/var/spool/uucppublic:/sbin/nologin
+operator:x:11:0:operator:/root:/sbin/nologin
+man:x:13:15:man:/usr/man:/sbin/nologin
+cron:x:16:16:cron:/var/spool/cron:/sbin/nologin
+ftp:x:21:21::/var/lib/ftp:/sbin/nologin
+sshd:x:22:22:sshd:/dev/null:/sbin/nologin
+games:x:35:35:games:/usr/games:/sbin/nologin
+ntp:x:123:123:NTP:/var/empty:/sbin/nologin
+guest:x:405:100:guest:/dev/null:/sbin/nologin
+nobody:x:65534:65534:nobody:/:/sbin/nologin
+www-data:x:82:82:Linux User,,,:/home/www-data:/sbin/nologin
+EOF
+  cat >"$r/etc/group" <<'EOF'
+root:x:0:root
+bin:x:1:root,bin,daemon
+daemon:x:2:root,bin,daemon
+sys:x:3:root,bin,adm
+adm:x:4:root,adm,daemon
+tty:x:5:
+disk:x:6:root,adm
+lp:x:7:lp
+kmem:x:9:
+wheel:x:10:root
+floppy:x:11:root
+mail:x:12:mail
+news:x:13:news
+uucp:x:14:uucp
+man:x:15:man
+cron:x:16:cron
+audio:x:18:
+cdrom:x:19:
+dialout:x:20:root
+ftp:x:21:
+sshd:x:22:
+tape:x:26:root
+video:x:27:root
+netdev:x:28:
+games:x:35:
+www-data:x:82:www-data
+users:x:100:games
+ntp:x:123:
+nogroup:x:65533:
+nobody:x:65534:
+EOF
+  chown 82:82 "$r$h"
+  local version; version=$(dpkg-deb -f "$(debian_package apache2-bin)"/apache2-bin_*.deb Version)
+  # Newer official httpd images set STOPSIGNAL SIGWINCH (graceful stop), which is not a change
+  # `docker import` takes: SIGTERM stops httpd too (at once). Each tag is imported on its own with a label naming
+  # the image it stands for, so the two are distinct images (different IDs) as upstream's are; no
+  # spec compares their IDs (the rollout specs compare the pod templates' image names).
+  local image tag
+  for image in "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE"; do
+    image_present "$image" && continue
+    tag=${image##*:}
+    log "building $image from Debian's apache2 $version"
+    tar -C "$r" -c . | docker import --change "ENV HTTPD_PREFIX=$h" \
+      --change "ENV PATH=$h/bin:${path_env#ENV PATH=}" --change "WORKDIR $h" --change 'EXPOSE 80' \
+      --change "LABEL nodelet.mirrors=httpd:${tag%-*}-alpine" --change 'CMD ["httpd-foreground"]' - "$image" >/dev/null
+  done
+}
+
+# build_jessie_dnsutils_image DIR PATH_ENV: test/images/jessie-dnsutils/Dockerfile is Debian
+# jessie with dnsutils (dig, nslookup; host comes with it) and coredns 1.5.0 at /coredns. Here:
+# Debian's bind9-dnsutils and bind9-host (bookworm's dnsutils) and the machine's glibc getent
+# (libc-bin) with Debian's nsswitch.conf (hosts: files dns), bash and dash as /bin/sh, on busybox
+# for the rest (seq, test, awk, hostname, sleep, cat, …), Debian's base-passwd users, CMD bash as
+# debian:jessie. The DNS specs' jessie querier runs `dig +notcp|+tcp +noall +answer +search …`,
+# `dig +short …` and `getent hosts …` under sh (test/e2e/network/dns_common.go). coredns is absent:
+# no spec runs /coredns from this image (the CoreDNS server pod of dns_common.go runs agnhost's,
+# for the configurable-resolv.conf spec, not [Conformance]).
+build_jessie_dnsutils_image() {
+  local r=$1 path_env=$2 t
+  busybox_rootfs "$r" full
+  for t in /usr/bin/dig /usr/bin/nslookup /usr/bin/host; do
+    copy_deb_binary "$t" "$r" "$t" "${DNSUTILS_DEBS[@]}" || {
+      log "WARNING: Debian's bind9-dnsutils cannot be had: $JESSIE_DNSUTILS_IMAGE not built"
+      return 0
+    }
+  done
+  copy_with_libs "$(command -v getent)" "$r" /usr/bin/getent
+  copy_with_libs "$(readlink -f "$(command -v bash)")" "$r" /bin/bash
+  # Debian's /bin/sh; busybox's sh would run its own nslookup before PATH's.
+  copy_with_libs "$(readlink -f "$(command -v dash)")" "$r" /bin/dash
+  ln -sf dash "$r/bin/sh"
+  cat >"$r/etc/nsswitch.conf" <<'EOF'
+passwd:         files
+group:          files
+shadow:         files
+hosts:          files dns
+networks:       files
+protocols:      files
+services:       files
+ethers:         files
+rpc:            files
+EOF
+  if [ -f /usr/share/base-passwd/passwd.master ]; then
+    cp /usr/share/base-passwd/passwd.master "$r/etc/passwd"
+    cp /usr/share/base-passwd/group.master "$r/etc/group"
+  else
+    printf 'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$r/etc/passwd"
+    printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
+  fi
+  log "building $JESSIE_DNSUTILS_IMAGE from Debian's bind9-dnsutils $(dpkg-deb -f "$(debian_package bind9-dnsutils)"/bind9-dnsutils_*.deb Version)"
+  tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["bash"]' - "$JESSIE_DNSUTILS_IMAGE" >/dev/null
+}
+
+# build_update_demo_image NAME IMAGE: test/images/NAME/Dockerfile (kitten, nautilus): FROM
+# agnhost, COPY html/NAME.jpg and html/data.json to / (agnhost has no WORKDIR), CMD
+# ["test-webserver"], which serves / on port 80 (test/images/agnhost/test-webserver). The same
+# layer on the local agnhost image, by docker create, cp and commit (no builder needed: this
+# docker CLI has no buildx and the engine's legacy builder is deprecated).
+build_update_demo_image() {
+  local name=$1 image=$2 html cid rc=0
+  html=$(k8s_source)/test/images/$name/html
+  image_present "$AGNHOST_IMAGE" || { log "WARNING: no $AGNHOST_IMAGE: $image not built"; return 0; }
+  log "building $image from test/images/$name ($K8S_VERSION) on $AGNHOST_IMAGE"
+  cid=$(docker create "$AGNHOST_IMAGE" test-webserver)
+  docker cp "$html/$name.jpg" "$cid:/$name.jpg" && docker cp "$html/data.json" "$cid:/data.json" &&
+    docker commit --message "test/images/$name: COPY html/$name.jpg html/data.json" \
+      --change 'CMD ["test-webserver"]' "$cid" "$image" >/dev/null || rc=$?
+  docker rm "$cid" >/dev/null
+  [ "$rc" = 0 ] || die "building $image failed"
 }
 
 # ---------------------------------------------------------------------------------------------
