@@ -757,23 +757,6 @@ build_update_demo_image() {
 # ---------------------------------------------------------------------------------------------
 # run
 
-free_ports() {
-  node -e '
-    const net = require("net");
-    const n = Number(process.argv[1]);
-    const servers = [];
-    const next = () => {
-      if (servers.length === n) {
-        console.log(servers.map((s) => s.address().port).join(" "));
-        for (const s of servers) s.close();
-        return;
-      }
-      const s = net.createServer();
-      s.listen(0, "127.0.0.1", () => { servers.push(s); next(); });
-    };
-    next();' "$1"
-}
-
 # The sealed namespace's addresses on its `lo` (test/helpers/netns.ts uses the same ones).
 NODE_IPS=(10.200.0.1 10.200.0.2 10.200.0.3)
 APISERVER_IP=10.200.0.10
@@ -890,12 +873,14 @@ run() {
 
   local i name kubeconfig port ip names=()
   [ "$nodes" -le "${#NODE_IPS[@]}" ] || die "CONFORMANCE_NODES=$nodes: at most ${#NODE_IPS[@]} nodes"
-  local ports; read -r -a ports <<<"$(free_ports "$nodes")"
   for ((i = 0; i < nodes; i++)); do
     name=nodelet-$((i + 1))
     names+=("$name")
     kubeconfig=$("$ROOT/scripts/control-plane.sh" node-kubeconfig "$CP_DIR" "$name")
-    port=${ports[$i]}
+    # Each node has an address of its own, so every one serves on the kubelet's port: the e2e
+    # framework reaches nodes through `nodes/<name>:10250/proxy` (ports.KubeletPort), whatever
+    # the Node's daemonEndpoints say.
+    port=10250
     ip=${NODE_IPS[$i]}
     mkdir -p "$OUT/root-$name"
     node_network "$name" "$i" "$OUT/cni-$name"

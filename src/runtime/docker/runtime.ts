@@ -22,6 +22,7 @@ import { readTerminationMessage } from './termination-message.js';
 import { forwardPort } from './portforward.js';
 import { NetnsDialers } from './netns-dialer.js';
 import { dockerSecurity } from './security.js';
+import { PrivilegedMode } from './privileged.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
@@ -85,11 +86,14 @@ export class DockerRuntime implements Runtime {
   readonly #settingUp = new Set<string>();
   #lastNetworkGC = 0;
   #networkGC: Promise<void> | undefined;
+  /** `Privileged` as this host can grant it (privileged.ts). */
+  readonly #privileged: PrivilegedMode;
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
     this.#opts = opts;
     this.#probe = new EngineProbe(opts.docker);
+    this.#privileged = new PrivilegedMode(opts.log);
     this.#dialers = new NetnsDialers({ log: opts.log });
   }
 
@@ -436,7 +440,8 @@ export class DockerRuntime implements Runtime {
     const limits = container.resources?.limits ?? {};
     const security = dockerSecurity(config.security);
     const ulimits = await this.#ulimitsConfig();
-    const created = await this.#docker.createContainer(createContainerOptions(makeContainerName(container.name, parts, attempt), {
+    const engine = (await this.#detect()).engine.name;
+    const create = async () => this.#docker.createContainer(createContainerOptions(makeContainerName(container.name, parts, attempt), {
       Image: container.image,
       // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
       // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
@@ -457,7 +462,7 @@ export class DockerRuntime implements Runtime {
         logPath: containerLogPath(pod, container.name, attempt),
       }),
       HostConfig: {
-        ...security.HostConfig,
+        ...(await this.#privileged.hostConfig(security.HostConfig, engine)),
         NetworkMode: sandboxMode,
         IpcMode: sandboxMode,
         ...(config.pidNamespaceOf ? { PidMode: `container:${config.pidNamespaceOf}` } : pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
@@ -469,6 +474,16 @@ export class DockerRuntime implements Runtime {
         ...ulimits,
       },
     }));
+    let created: Docker.Container;
+    for (;;) {
+      try {
+        created = await create();
+        break;
+      } catch (err) {
+        // A capability the engine does not know (privileged.ts): asked again without it.
+        if (!this.#privileged.refused(err)) throw err;
+      }
+    }
     await this.#start(created);
     return created.id;
   }
