@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Kubernetes' own [NodeConformance] e2e specs (k8s.io/kubernetes/test/e2e, the control plane's
-# pinned version) against nodelet in cluster mode.
+# Kubernetes' own [NodeConformance] e2e specs (with --suite full: every [Conformance] spec) of
+# k8s.io/kubernetes/test/e2e, the control plane's pinned version, against nodelet in cluster mode.
 #
-#   scripts/conformance.sh build-e2e     build e2e.test, the ginkgo runner, agnhost and pause from the
-#                                        wrapper module test/control-plane (cached by version); print
-#                                        their directory
+#   scripts/conformance.sh build-e2e     build e2e.test, the ginkgo runner, agnhost, nnp,
+#                                        sample-apiserver and pause from the wrapper module
+#                                        test/control-plane (cached by version); print their directory
 #   scripts/conformance.sh images        build the e2e test images this machine can build honestly
 #                                        into $DOCKER_HOST's engine (agnhost, busybox, pause,
-#                                        nonewprivs, nginx, httpd, jessie-dnsutils, kitten, nautilus)
+#                                        nonewprivs, nginx, httpd, jessie-dnsutils, kitten, nautilus,
+#                                        sample-apiserver, etcd)
 #   scripts/conformance.sh run [--suite node|full] [OUT]
 #                                        private Docker engine + images, control plane, nodelet nodes
 #                                        in cluster mode, then the e2e suite; writes OUT/junit_01.xml,
@@ -63,7 +64,8 @@ GINKGO=$BIN_DIR/ginkgo
 AGNHOST=$BIN_DIR/agnhost
 PAUSE=$BIN_DIR/pause
 NNP=$BIN_DIR/nnp
-BINARIES=(e2e.test ginkgo agnhost pause nnp)
+SAMPLE_APISERVER=$BIN_DIR/sample-apiserver
+BINARIES=(e2e.test ginkgo agnhost pause nnp sample-apiserver)
 
 # The images the suite names (manifest.go of $K8S_VERSION) that are built here. `images` checks
 # them against `e2e.test --list-images`, so a version bump that renames one fails loudly.
@@ -91,6 +93,16 @@ JESSIE_DNSUTILS_IMAGE=registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7
 # agnhost's test-webserver (the update-demo specs).
 KITTEN_IMAGE=registry.k8s.io/e2e-test-images/kitten:1.7
 NAUTILUS_IMAGE=registry.k8s.io/e2e-test-images/nautilus:1.7
+# The two containers of the aggregator spec's sample-apiserver pod (test/e2e/apimachinery/
+# aggregator.go). The suite still names sample-apiserver 1.29.2; this tag's
+# test/images/sample-apiserver builds 1.33.2 (`go install .` of k8s.io/sample-apiserver v0.33.2, at
+# /sample-apiserver as ENTRYPOINT, on Alpine); here it is the staging module of this same tag
+# (v0.34.4), built from this module.
+SAMPLE_APISERVER_IMAGE=registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2
+# cluster/images/etcd: etcd (with etcdctl, etcdutl, migrate) in /usr/local/bin on distroless with
+# bash-static as /bin/sh, WORKDIR /; the spec runs /usr/local/bin/etcd. Here it is the control
+# plane's own etcd (scripts/control-plane.sh build, the pinned go.etcd.io/etcd/server/v3).
+ETCD_IMAGE=registry.k8s.io/etcd:3.6.4-0
 
 # ---------------------------------------------------------------------------------------------
 # build-e2e
@@ -119,7 +131,7 @@ build_e2e() {
   ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
   ld+=" -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
-  log "building e2e.test, ginkgo, agnhost, nnp ($K8S_VERSION) and pause with $(go version | awk '{print $3}') into $BIN_DIR"
+  log "building e2e.test, ginkgo, agnhost, nnp, sample-apiserver ($K8S_VERSION) and pause with $(go version | awk '{print $3}') into $BIN_DIR"
   local b tmp start
   for b in "${BINARIES[@]}"; do
     [ -x "$BIN_DIR/$b" ] && continue
@@ -135,6 +147,9 @@ build_e2e() {
         (cd "$MODULE" && go build -trimpath -ldflags "$ld" -o "$tmp" k8s.io/kubernetes/test/images/agnhost) ;;
       nnp)
         (cd "$MODULE" && go build -trimpath -ldflags "-s -w" -o "$tmp" k8s.io/kubernetes/test/images/nonewprivs) ;;
+      sample-apiserver)
+        # The module's root is its main package (test/images/sample-apiserver/Makefile: `go install .`).
+        (cd "$MODULE" && go build -trimpath -ldflags "$ld" -o "$tmp" k8s.io/sample-apiserver) ;;
       pause)
         # The pause image's own program (build/pause/linux/pause.c of the same tag), static.
         command -v gcc >/dev/null 2>&1 || die "gcc (and libc6-dev) are needed to build the pause image"
@@ -218,7 +233,8 @@ check_image_names() {
   listed=$("$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images failed"
   local img
   for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE" \
-    "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE"; do
+    "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE" \
+    "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE"; do
     grep -qxF "$img" <<<"$listed" || die "$img is not an image of e2e.test $K8S_VERSION: update scripts/conformance.sh from test/utils/image/manifest.go"
   done
 }
@@ -418,7 +434,52 @@ EOF
   fi
   image_present "$KITTEN_IMAGE" || build_update_demo_image kitten "$KITTEN_IMAGE"
   image_present "$NAUTILUS_IMAGE" || build_update_demo_image nautilus "$NAUTILUS_IMAGE"
+  if ! image_present "$SAMPLE_APISERVER_IMAGE" || ! image_present "$ETCD_IMAGE"; then
+    build_aggregator_images "$ctx/aggregator" "$path_env"
+  fi
   rm -rf "$ctx"
+}
+
+# build_aggregator_images DIR PATH_ENV: the aggregator spec's sample-apiserver and etcd images
+# (whichever is absent). sample-apiserver: test/images/sample-apiserver/Dockerfile, the program at
+# /sample-apiserver as ENTRYPOINT (the spec passes only args: --etcd-servers, --tls-cert-file, …),
+# user root, on busybox at Alpine's paths. etcd: cluster/images/etcd/Dockerfile as far as the spec
+# uses it, the control plane's etcd at /usr/local/bin/etcd (etcdctl and etcdutl beside it when
+# that bin directory has them; scripts/control-plane.sh builds neither, nor migrate), WORKDIR / (the
+# spec gives no --data-dir: etcd writes /default.etcd), user root, ports 2379 2380 4001 7001, on
+# busybox (upstream: bash-static as /bin/sh on distroless/static, with its passwd and group).
+build_aggregator_images() {
+  local r=$1 path_env=$2
+  if ! image_present "$SAMPLE_APISERVER_IMAGE"; then
+    busybox_rootfs "$r/sample-apiserver" full
+    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$r/sample-apiserver/etc/passwd"
+    printf 'root:x:0:root\nnobody:x:65534:\n' >"$r/sample-apiserver/etc/group"
+    cp "$SAMPLE_APISERVER" "$r/sample-apiserver/sample-apiserver"
+    log "building $SAMPLE_APISERVER_IMAGE from k8s.io/sample-apiserver $(module_version k8s.io/sample-apiserver)"
+    tar -C "$r/sample-apiserver" -c . | docker import --change "$path_env" \
+      --change 'ENTRYPOINT ["/sample-apiserver"]' - "$SAMPLE_APISERVER_IMAGE" >/dev/null
+  fi
+  if ! image_present "$ETCD_IMAGE"; then
+    local cp_bin b
+    # Cached by scripts/control-plane.sh (`run` has built it already; `images` alone may build it).
+    if ! cp_bin=$("$ROOT/scripts/control-plane.sh" build) || [ ! -x "$cp_bin/etcd" ]; then
+      log "WARNING: scripts/control-plane.sh build gave no etcd: $ETCD_IMAGE not built"
+      return 0
+    fi
+    local e=$r/etcd
+    busybox_rootfs "$e" full
+    # distroless/static's users and groups.
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$e/etc/passwd"
+    printf 'root:x:0:\nnobody:x:65534:\ntty:x:5:\nstaff:x:50:\nnonroot:x:65532:\n' >"$e/etc/group"
+    mkdir -p "$e/usr/local/bin" "$e/home/nonroot"
+    chown 65532:65532 "$e/home/nonroot"
+    for b in etcd etcdctl etcdutl; do
+      if [ -x "$cp_bin/$b" ]; then cp "$cp_bin/$b" "$e/usr/local/bin/$b"; fi
+    done
+    log "building $ETCD_IMAGE from the control plane's etcd $("$cp_bin/etcd" --version | awk '/^etcd Version/ { print $3 }')"
+    tar -C "$e" -c . | docker import --change "$path_env" --change 'WORKDIR /' \
+      --change 'EXPOSE 2379 2380 4001 7001' - "$ETCD_IMAGE" >/dev/null
+  fi
 }
 
 # build_nginx_image DIR PATH_ENV: Debian's nginx binary and its libraries on busybox at Alpine's

@@ -117,13 +117,14 @@ ssl() {
   err=$(openssl "$@" 2>&1 >/dev/null) || die "openssl $1 failed: $err"
 }
 
-# issue NAME SUBJECT EXT...: an EC key and a certificate signed by the CA in $PKI.
+# issue NAME SUBJECT EXT...: an EC key and a certificate signed by the CA in $PKI (ca, or the
+# one $ISSUER names).
 issue() {
-  local name=$1 subj=$2; shift 2
+  local name=$1 subj=$2 ca=${ISSUER:-ca}; shift 2
   ssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -subj "$subj" \
     -keyout "$PKI/$name.key" -out "$PKI/$name.csr"
   printf '%s\n' "$@" >"$PKI/$name.ext"
-  ssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+  ssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial \
     -days 30 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt"
   rm -f "$PKI/$name.csr" "$PKI/$name.ext"
 }
@@ -217,6 +218,14 @@ apiserver_args() {
     --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt"
     --kubelet-client-key="$PKI/apiserver-kubelet-client.key"
     --kubelet-preferred-address-types=InternalIP
+    # The aggregation layer's front proxy (the identity it forwards to extension apiservers such as
+    # e2e's sample-apiserver, which trust it through extension-apiserver-authentication).
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt"
+    --requestheader-allowed-names=front-proxy-client
+    --requestheader-username-headers=X-Remote-User
+    --requestheader-group-headers=X-Remote-Group
+    --requestheader-extra-headers-prefix=X-Remote-Extra-
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key"
     --profiling=false
   )
   # The "kubernetes" Endpoints may not hold a loopback address: do not keep retrying to write it.
@@ -262,6 +271,12 @@ start() {
   client_cert apiserver-kubelet-client '/O=system:masters/CN=kube-apiserver-kubelet-client'
   client_cert kube-controller-manager /CN=system:kube-controller-manager
   client_cert kube-scheduler /CN=system:kube-scheduler
+  # A CA of its own for the front proxy, as kubeadm makes: a client cert of the main CA cannot
+  # pass for the aggregator.
+  ssl req -x509 -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 30 -subj /CN=nodelet-test-front-proxy-ca \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign,digitalSignature \
+    -keyout "$PKI/front-proxy-ca.key" -out "$PKI/front-proxy-ca.crt"
+  ISSUER=front-proxy-ca client_cert front-proxy-client /CN=front-proxy-client
   ssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key"
   ssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
   ADMIN_TOKEN=$(openssl rand -hex 16)
