@@ -73,7 +73,7 @@ t.test('emptyDir (disk and Memory) shared by two containers, downwardAPI volume 
     - name: made
       hostPath: { path: ${hostDir}/made/here, type: DirectoryOrCreate }
   containers:
-${container('writer', 'echo disk > /shared/msg; echo ram > /ram/msg; echo $(GREETING) > /shared/greeting; sleep 3600', `      resources: { limits: { memory: 64Mi } }
+${container('writer', '[ -f /shared/msg ] || echo disk > /shared/msg; [ -f /ram/msg ] || echo ram > /ram/msg; echo $(GREETING) > /shared/greeting; sleep 3600', `      resources: { limits: { memory: 64Mi } }
       env:
         - { name: POD_NAME, valueFrom: { fieldRef: { fieldPath: metadata.name } } }
         - { name: GREETING, value: "hello $(POD_NAME)" }
@@ -144,7 +144,8 @@ ${container('writer', 'echo disk > /shared/msg; echo ram > /ram/msg; echo $(GREE
   t.match(ramLine, /^tmpfs \S+ tmpfs \S*size=16384k/, 'tmpfs on the host under kubernetes.io~empty-dir');
   t.ok(await lstat(join(base, 'kubernetes.io~downward-api', 'podinfo', '..data')));
 
-  // A restarted container finds the emptyDir as it was.
+  // A restarted container finds the emptyDir as it was: its command writes the two files only
+  // where they are missing, so they are the first run's (and an exec never races a rewrite).
   await dockerCLI('kill', writer);
   const restarted = await node.waitFor('writer restarted', async () => {
     const p = running(await node.pod('vols'));
