@@ -23,7 +23,7 @@ const label: Check = isDNS1123Label;
 const subdomain: Check = isDNS1123Subdomain;
 const uid: Check = (v) => (isValidUID(v) ? [] : ['must be a UID (1-64 characters of [0-9a-zA-Z-])']);
 
-const checks: Record<string, { what: string; check: Check; lookupKey?: true }> = {
+const checks: Record<string, { what: string; check: Check }> = {
   ns: { what: 'namespace', check: label },
   namespace: { what: 'namespace', check: label },
   podNamespace: { what: 'namespace', check: label },
@@ -34,8 +34,10 @@ const checks: Record<string, { what: string; check: Check; lookupKey?: true }> =
   containerName: { what: 'container name', check: label },
   uid: { what: 'uid', check: uid },
   podUID: { what: 'uid', check: uid },
-  check: { what: 'health check', check: () => [], lookupKey: true },
 };
+
+/** Parameters that are only keys into a fixed map (see above): never checked. */
+const lookupKeys = new Set(['check']);
 
 /** Bytes no path segment may carry, whatever the parameter. */
 function unsafeSegment(value: string): string | undefined {
@@ -50,8 +52,8 @@ function unsafeSegment(value: string): string | undefined {
 
 /** Throws a 400 BadRequest Status naming the parameter; returns when `value` is acceptable. */
 export function checkParam(param: string, value: string): void {
+  if (lookupKeys.has(param)) return;
   const rule = checks[param];
-  if (rule?.lookupKey) return;
   const what = rule?.what ?? param;
   const unsafe = unsafeSegment(value);
   const errs = unsafe ? [unsafe] : (rule?.check(value) ?? []);

@@ -397,11 +397,15 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
     release();
     throw err;
   }
+  /** A watch that never streams lets go of its watcher and its place. */
+  const letGo = (): void => {
+    watcher.close('stopped');
+    release();
+  };
   if (request.method === 'HEAD') {
     // A HEAD watch is answered as Go's server answers it: the watch's status and headers, no
     // body (net/http drops what a HEAD handler writes), and nothing is held afterwards.
-    watcher.close('stopped');
-    release();
+    letGo();
     return reply.code(200).header('content-type', 'application/json').header('cache-control', 'no-cache, private').send();
   }
   const encode = tableVersion ? tableEncoder(opts.table, tableVersion) : jsonEncoder<T>();
@@ -431,16 +435,12 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
       socket = acceptWatchWebSocket(request, reply, offered[0] ?? '', (ws, upgraded) => follow(webSocketSink(ws, upgraded)));
     } catch (err) {
       // A handshake refused before the 101 (a POST, a bad key or version): nothing is held.
-      watcher.close('stopped');
-      release();
+      letGo();
       throw err;
     }
     // A socket that dies before the handshake completes never opens: let go.
     socket.once('close', () => {
-      if (!following) {
-        watcher.close('stopped');
-        release();
-      }
+      if (!following) letGo();
     });
     return reply;
   }

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
-import { parse } from 'yaml';
+import { loadSpec, operations } from '../../helpers/openapi.js';
 import { build } from './fixtures/fake-host.js';
 
 /**
@@ -10,24 +9,13 @@ import { build } from './fixtures/fake-host.js';
  * every operation in the spec is registered.
  */
 
-const httpMethods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-
-interface Operation {
-  parameters?: Array<{ $ref?: string; name?: string; in?: string }>;
-}
-interface Spec {
-  openapi: string;
-  paths: Record<string, Record<string, Operation>>;
-  components: { parameters: Record<string, { name: string; in: string }> };
-}
-
 /** `:ns` → `{ns}`, and no trailing slash (the server ignores it). */
 function normalize(url: string): string {
   const p = url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
   return p.length > 1 ? p.replace(/\/+$/, '') : p;
 }
 
-const spec = parse(readFileSync(new URL('../../../openapi.yaml', import.meta.url), 'utf8')) as Spec;
+const spec = loadSpec();
 
 async function registeredRoutes(): Promise<Set<string>> {
   const app = build();
@@ -44,13 +32,7 @@ async function registeredRoutes(): Promise<Set<string>> {
 }
 
 function specOperations(): Set<string> {
-  const ops = new Set<string>();
-  for (const [path, item] of Object.entries(spec.paths)) {
-    for (const m of Object.keys(item)) {
-      if (httpMethods.includes(m)) ops.add(`${m.toUpperCase()} ${normalize(path)}`);
-    }
-  }
-  return ops;
+  return new Set(operations(spec).map((op) => `${op.method} ${normalize(op.path)}`));
 }
 
 t.test('spec is OpenAPI 3.0', async (t) => {
@@ -80,15 +62,9 @@ t.test('every registered route is in openapi.yaml and vice versa', async (t) => 
 });
 
 t.test('every {param} in a spec path is declared as a path parameter', async (t) => {
-  for (const [path, item] of Object.entries(spec.paths)) {
-    const wanted = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-    for (const [method, op] of Object.entries(item)) {
-      if (!httpMethods.includes(method)) continue;
-      const declared = (op.parameters ?? [])
-        .map((p) => (p.$ref ? spec.components.parameters[p.$ref.split('/').pop() ?? ''] : p))
-        .filter((p) => p?.in === 'path')
-        .map((p) => p?.name);
-      t.same(declared.sort(), [...wanted].sort(), `${method.toUpperCase()} ${path}`);
-    }
+  for (const op of operations(spec)) {
+    const wanted = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+    const declared = op.parameters.filter((p) => p.in === 'path').map((p) => p.name);
+    t.same(declared.sort(), [...wanted].sort(), `${op.method} ${op.path}`);
   }
 });
