@@ -30,9 +30,13 @@
 #   CONFORMANCE_TIMEOUT    ginkgo's suite timeout (default 3h)
 #   NODELET_CACHE          cache root (default ~/.cache/nodelet), shared with control-plane.sh
 #
-# No image is pulled: the specs' images are built here under the exact names the suite asks for
-# (k8s.io/kubernetes/test/utils/image/manifest.go); an image that cannot be built honestly stays
-# absent and the specs that need it are on the skip list.
+# No image comes from outside: the specs' images are built here under the exact names the suite
+# asks for (k8s.io/kubernetes/test/utils/image/manifest.go); an image that cannot be built honestly
+# stays absent and the specs that need it are on the skip list. `run` pushes them to a registry of
+# its own (scripts/image-registry.sh, on 127.0.0.1:5000 in the namespace) and points the suite at it
+# with KUBE_TEST_REPO_LIST (OUT/repo-list.yaml), so the nodes pull every image they run, with the
+# pull policy each spec sets; a second registry on 127.0.0.1:5001 demands credentials no spec has,
+# for the suite's authenticated registries.
 #
 # `run` runs the whole cluster inside a network namespace of its own with no way out (only `lo`,
 # no route leading anywhere): the apiserver on 10.200.0.10 and node i on 10.200.0.i (addresses on
@@ -103,6 +107,9 @@ SAMPLE_APISERVER_IMAGE=registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2
 # bash-static as /bin/sh, WORKDIR /; the spec runs /usr/local/bin/etcd. Here it is the control
 # plane's own etcd (scripts/control-plane.sh build, the pinned go.etcd.io/etcd/server/v3).
 ETCD_IMAGE=registry.k8s.io/etcd:3.6.4-0
+SUITE_IMAGES=("$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE"
+  "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE"
+  "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE")
 
 # ---------------------------------------------------------------------------------------------
 # build-e2e
@@ -232,9 +239,7 @@ check_image_names() {
   local listed
   listed=$("$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images failed"
   local img
-  for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE" \
-    "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE" \
-    "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE"; do
+  for img in "${SUITE_IMAGES[@]}"; do
     grep -qxF "$img" <<<"$listed" || die "$img is not an image of e2e.test $K8S_VERSION: update scripts/conformance.sh from test/utils/image/manifest.go"
   done
 }
@@ -836,6 +841,7 @@ run_sealed() {
   "$ROOT/scripts/control-plane.sh" build >/dev/null
   build_e2e >/dev/null
   "$ROOT/scripts/cluster-dns.sh" build >/dev/null
+  "$ROOT/scripts/image-registry.sh" build >/dev/null
   ip netns del "$ns" 2>/dev/null || true
   ip netns add "$ns"
   # shellcheck disable=SC2064
@@ -874,8 +880,62 @@ node_network() {
 EOF
 }
 
+# ---------------------------------------------------------------------------------------------
+# The run's image registries
+
+# Two distribution registries on the namespace's loopback (scripts/image-registry.sh), where the
+# nodes' engine pulls over plain HTTP: an open one for every image the suite names, and one that
+# demands credentials, standing for the suite's authenticated registries (the spec that pulls from
+# a private registry without a secret must be refused for that reason, not for a missing host).
+REGISTRY=127.0.0.1:5000
+AUTH_REGISTRY=127.0.0.1:5001
+
+# repo_list FILE: the suite's KUBE_TEST_REPO_LIST (test/utils/image/manifest.go, RegistryList):
+# every registry it pulls from mapped into the run's, with its path kept, so registry.k8s.io/X
+# becomes $REGISTRY/X. invalidRegistry stays a name nothing resolves.
+repo_list() {
+  cat >"$1" <<EOF
+gcAuthenticatedRegistry: $AUTH_REGISTRY/authenticated-image-pulling
+privateRegistry: $AUTH_REGISTRY/k8s-authenticated-test
+promoterE2eRegistry: $REGISTRY/e2e-test-images
+buildImageRegistry: $REGISTRY/build-image
+gcEtcdRegistry: $REGISTRY
+gcRegistry: $REGISTRY
+sigStorageRegistry: $REGISTRY/sig-storage
+dockerLibraryRegistry: $REGISTRY/library
+cloudProviderGcpRegistry: $REGISTRY/cloud-provider-gcp
+EOF
+}
+
+# registry_name IMAGE: the name the suite uses for IMAGE under repo_list.
+registry_name() {
+  case $1 in
+    registry.k8s.io/*) echo "$REGISTRY/${1#registry.k8s.io/}" ;;
+    *) die "$1: only registry.k8s.io images are built here" ;;
+  esac
+}
+
+# publish_images LIST: every image built here pushed to $REGISTRY under the name the suite asks
+# for with LIST, and that tag then removed from the engine, so each first use is a real pull (the
+# layers stay: the original tags keep them, so a pull moves manifests and configs only).
+publish_images() {
+  local list=$1 listed img name n=0
+  listed=$(KUBE_TEST_REPO_LIST=$list "$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images with $list failed"
+  for img in "${SUITE_IMAGES[@]}"; do
+    image_present "$img" || { log "WARNING: $img was not built: not in the registry"; continue; }
+    name=$(registry_name "$img")
+    grep -qxF "$name" <<<"$listed" || die "$name (for $img) is not an image of e2e.test with $list: update repo_list"
+    docker tag "$img" "$name"
+    docker push -q "$name" >/dev/null || die "pushing $name to $REGISTRY failed"
+    docker image rm "$name" >/dev/null
+    n=$((n + 1))
+  done
+  log "pushed $n images to $REGISTRY; the suite pulls them from there"
+}
+
 NODELET_PIDS=()
 DOCKER_STATE=
+REGISTRY_DIR=
 CP_DIR=
 OUT=
 
@@ -890,10 +950,18 @@ cleanup() {
     cp "$CP_DIR"/*.log "$OUT/" 2>/dev/null
     "$ROOT/scripts/control-plane.sh" stop "$CP_DIR" >/dev/null 2>&1
   fi
+  if [ -n "$REGISTRY_DIR" ]; then
+    "$ROOT/scripts/image-registry.sh" stop "$REGISTRY_DIR/open"
+    "$ROOT/scripts/image-registry.sh" stop "$REGISTRY_DIR/auth"
+  fi
   if [ -n "$DOCKER_STATE" ]; then
     cp "$DOCKER_STATE/dockerd.log" "$OUT/" 2>/dev/null
     "$ROOT/scripts/docker-engine.sh" stop "$DOCKER_STATE" >/dev/null 2>&1
   fi
+  # A node that stops leaves its pods' volumes mounted, as the kubelet does (a restarted node finds
+  # them); this run's nodes never come back, so OUT keeps their files but none of their mounts.
+  local mnt
+  for mnt in $(findmnt -rn -o TARGET | grep -F "$OUT/root-" | sort -r); do umount "$mnt" 2>/dev/null || umount -l "$mnt"; done
   exit "$rc"
 }
 
@@ -925,6 +993,13 @@ run() {
   export DOCKER_HOST
   "$ROOT/scripts/docker-engine.sh" images
   build_images
+  REGISTRY_DIR=$OUT/registry
+  "$ROOT/scripts/image-registry.sh" start "$REGISTRY_DIR/open" "$REGISTRY"
+  # A password nobody is told: no spec has credentials for the suite's private registries.
+  "$ROOT/scripts/image-registry.sh" start "$REGISTRY_DIR/auth" "$AUTH_REGISTRY" e2e "$(head -c 18 /dev/urandom | base64)"
+  repo_list "$OUT/repo-list.yaml"
+  publish_images "$OUT/repo-list.yaml"
+  export KUBE_TEST_REPO_LIST=$OUT/repo-list.yaml
 
   CP_DIR=$(mktemp -d /tmp/nodelet-conformance-cp.XXXXXX)
   local admin
