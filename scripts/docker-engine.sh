@@ -69,11 +69,22 @@ need_podman() {
 
 answers() { DOCKER_HOST="$1" timeout 5 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
+# NODELET_ENGINE_OFFLINE=1 (scripts/test.sh, scripts/test-soak.sh and the conformance run set it):
+# the engine's only way out is a proxy on a closed loopback port, so a pull from anywhere but a
+# registry on loopback fails at once on 127.0.0.1 and nothing leaves the machine, not even the DNS
+# query for a registry's name. Go's proxy selection never proxies a loopback address, so the tests'
+# registries on 127.0.0.1 are still reached directly.
+offline_env() {
+  [ "${NODELET_ENGINE_OFFLINE:-}" = 1 ] || return 0
+  echo HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 NO_PROXY= no_proxy=
+}
+
 # Starts dockerd for DIR with EXECROOT and waits until it answers; prints its DOCKER_HOST.
 launch_dockerd() {
   local dir=$1 execroot=$2
   local sock="unix://$dir/docker.sock"
-  dockerd --config-file "$dir/daemon.json" --host "$sock" --data-root "$dir/root" --exec-root "$execroot" \
+  # shellcheck disable=SC2046
+  env $(offline_env) dockerd --config-file "$dir/daemon.json" --host "$sock" --data-root "$dir/root" --exec-root "$execroot" \
     --pidfile "$dir/docker.pid" --iptables=false --ip6tables=false --bridge=none \
     >>"$dir/dockerd.log" 2>&1 &
   for _ in $(seq 1 150); do
@@ -142,7 +153,8 @@ start_podman() {
     "static_dir = \"$dir/root/libpod\"" "volume_path = \"$dir/root/volumes\"" >"$dir/containers.conf"
   printf '%s\n' '[storage]' 'driver = "overlay"' "graphroot = \"$dir/root\"" \
     "runroot = \"$dir/run\"" >"$dir/storage.conf"
-  CONTAINERS_CONF="$dir/containers.conf" CONTAINERS_STORAGE_CONF="$dir/storage.conf" \
+  # shellcheck disable=SC2046
+  env $(offline_env) CONTAINERS_CONF="$dir/containers.conf" CONTAINERS_STORAGE_CONF="$dir/storage.conf" \
     podman system service --time=0 "$sock" >"$dir/podman.log" 2>&1 &
   echo $! >"$dir/podman.pid"
   for _ in $(seq 1 150); do

@@ -26,6 +26,9 @@ cleanup() {
   rm -rf "$report" "$log" "$work"
 }
 trap cleanup EXIT
+# The engine may pull only from registries on loopback (scripts/docker-engine.sh, offline_env):
+# a test that names an image from elsewhere fails its pull at once, and nothing leaves the machine.
+export NODELET_ENGINE_OFFLINE=1
 DOCKER_HOST=$(scripts/docker-engine.sh private "$state") || exit 1
 # The cases restart the engine through this directory (test/helpers/docker.ts).
 export DOCKER_HOST NODELET_DOCKER_STATE_DIR=$state NODELET_SOAK_REPORT=$report NODELET_SOAK_TMPDIR=$work

@@ -137,6 +137,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, kubelet.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
     clusterDomain: config.clusterDomain,
   });
+  // Built once the kubelet exists (its health is the PLEG's); the kubelet reads it only later.
+  let nodeSource: NodeSource | undefined;
   const kubelet = new Kubelet({
     nodeName: config.nodeName,
     nodeIP: config.nodeIP,
@@ -152,6 +154,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     ...(objects ? { objects } : {}),
     onPodTerminated: (uid) => cluster?.podTerminated(uid),
     dns: { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, resolvConf: config.resolvConf },
+    // Read at admission, which runs after start-up has built the node source below.
+    allocatable: () => nodeSource?.last?.status?.allocatable,
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
   });
@@ -199,7 +203,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   // The Node object, for the local /api/v1/nodes routes and cluster mode alike: facts cached a few
   // seconds, health from the PLEG. The port is the one listened on, known once listening.
   let servingPort = config.port;
-  const nodeSource = new NodeSource({
+  nodeSource = new NodeSource({
     readFacts: () => readNodeFacts({ engine: () => dockerRuntime.engineFacts(), nodeName: config.nodeName, nodeIP: config.nodeIP, port: servingPort, rootDir: config.rootDir, kubeletVersion: serverVersion.gitVersion, maxPods: config.maxPods }),
     health: () => healthFromRelist(kubelet.pleg.health(), Date.now(), runtime.networkStatus().readiness),
     spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },

@@ -1,11 +1,10 @@
 // Kubernetes object types come from the maintained `kubernetes-types` package; this module only
 // re-exports what nodelet uses so imports stay short and in one place.
+import type { Pod as PodV130, PodCondition as PodConditionV130, PodStatus as PodStatusV130 } from 'kubernetes-types/core/v1.js';
+
 export type {
-  Pod,
   PodList,
   PodSpec,
-  PodStatus,
-  PodCondition,
   Container,
   ContainerStatus,
   ContainerState,
@@ -15,3 +14,23 @@ export type {
   ObjectReference,
 } from 'kubernetes-types/core/v1.js';
 export type { ObjectMeta, Status, StatusCause, APIResourceList, APIResource, ListMeta } from 'kubernetes-types/meta/v1.js';
+
+// The fields a 1.34 apiserver has that kubernetes-types (last published for 1.30) lacks are added
+// here, each from k8s.io/api/core/v1/types.go of the control plane's pin.
+
+/** A pod condition; `observedGeneration` (PodObservedGenerationTracking, on since 1.34). */
+export interface PodCondition extends PodConditionV130 {
+  /** The `metadata.generation` of the pod this condition was set from. */
+  observedGeneration?: number;
+}
+
+/** A pod's status; `observedGeneration` (PodObservedGenerationTracking, on since 1.34). */
+export interface PodStatus extends Omit<PodStatusV130, 'conditions'> {
+  conditions?: PodCondition[];
+  /** The `metadata.generation` of the pod the kubelet last acted on. */
+  observedGeneration?: number;
+}
+
+export interface Pod extends Omit<PodV130, 'status'> {
+  status?: PodStatus;
+}

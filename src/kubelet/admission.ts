@@ -1,4 +1,5 @@
 import type { Pod } from '../api/types.js';
+import { resourceFitRefusal } from './resource-fit.js';
 import { sysctlRefusal } from './security-context.js';
 
 /** Why the kubelet refuses to run a pod at all (`canAdmitPod`): the reason and message of its `Failed` status. */
@@ -10,11 +11,14 @@ export interface AdmissionRefusal {
 /**
  * The kubelet's admission handlers that apply to a Linux Docker node, in its order: the pod's
  * OS (`spec.os.name`, then a `kubernetes.io/os` node selector) must be linux, its sysctls must be
- * allowed, and its host ports must be free among the pods admitted before it (`admitted`, the
- * predicate handler's `NodePorts`). A refused pod never gets a sandbox; it fails with the
- * handler's reason. (Resource fit and node affinity are the scheduler's and are not re-checked.)
+ * allowed, it must fit in the node's `allocatable` beside the pods admitted before it
+ * (`admitted`; `resourceFitRefusal`: `OutOfcpu`, `OutOfpods`, …) and its host ports must be free
+ * among them (the predicate handler's `NodePorts`). A refused pod never gets a sandbox; it fails
+ * with the handler's reason. `allocatable` is the node's as last built; before the first build
+ * there is nothing to fit against and resources are not checked. (Required node affinity is the
+ * scheduler's and is not re-checked.)
  */
-export function admissionRefusal(pod: Pod, admitted: readonly Pod[] = []): AdmissionRefusal | undefined {
+export function admissionRefusal(pod: Pod, admitted: readonly Pod[] = [], allocatable?: Readonly<Record<string, string>>): AdmissionRefusal | undefined {
   const os = pod.spec?.os?.name;
   if (os !== undefined && os !== 'linux') return { reason: 'PodOSNotSupported', message: "Failed to admit pod as the OS field doesn't match node OS" };
   const selected = pod.spec?.nodeSelector?.['kubernetes.io/os'];
@@ -23,6 +27,8 @@ export function admissionRefusal(pod: Pod, admitted: readonly Pod[] = []): Admis
   }
   const sysctl = sysctlRefusal(pod);
   if (sysctl) return { reason: 'SysctlForbidden', message: sysctl };
+  const fit = allocatable ? resourceFitRefusal(pod, admitted, allocatable) : undefined;
+  if (fit) return fit;
   const wanted = hostPortsOf(pod);
   if (wanted.length && admitted.some((other) => hostPortsOf(other).some((used) => wanted.some((w) => portsConflict(w, used))))) {
     // pkg/kubelet/lifecycle/predicate.go: reason = PredicateName, message = PredicateFailureError.Error().

@@ -61,6 +61,11 @@ export interface KubeletOptions {
   onPodTerminated?: (uid: string) => void;
   /** `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: each sandbox's resolv.conf and FQDN (absent: no cluster DNS, the node's /etc/resolv.conf). */
   dns?: Omit<NodeDNS, 'nodeIPs'>;
+  /**
+   * The node's `status.allocatable` as last built (the kubelet's `getNodeAnyWay`), which admission
+   * fits each new pod into; `undefined` before the first build.
+   */
+  allocatable?: () => Readonly<Record<string, string>> | undefined;
 }
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -256,7 +261,7 @@ export class Kubelet {
   #refuse(pod: Pod): boolean {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
-    const refusal = admissionRefusal(pod, this.#activeAdmitted(uid));
+    const refusal = admissionRefusal(pod, this.#activeAdmitted(uid), this.#o.allocatable?.());
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);

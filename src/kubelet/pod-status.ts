@@ -10,6 +10,7 @@ import {
   podReadyCondition,
   podReadyToStartContainersCondition,
 } from '../status/conditions.js';
+import { observedGenerationOf } from '../status/generation.js';
 import { rfc3339 } from '../api/time.js';
 import { isTerminalPhase } from '../status/transitions.js';
 
@@ -76,12 +77,15 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
     { type: 'PodScheduled', status: 'True' },
   ];
   const now = rfc3339(opts.now);
+  // Each condition of the kubelet's says which pod generation it was computed from
+  // (`CalculatePodConditionObservedGeneration`, pkg/api/v1/pod/util.go; the gate is on since 1.34).
+  const generation = observedGenerationOf(pod);
   const conditions = [
     ...foreign,
     ...owned.map((c) => {
       const prev = pod.status?.conditions?.find((p) => p.type === c.type);
       const at = prev?.lastTransitionTime && prev.status === c.status ? rfc3339(prev.lastTransitionTime) : now;
-      return { ...c, lastTransitionTime: at };
+      return { ...c, ...(generation ? { observedGeneration: generation } : {}), lastTransitionTime: at };
     }),
   ];
 

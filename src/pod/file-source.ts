@@ -4,6 +4,7 @@ import { constants, open, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Pod } from '../api/types.js';
 import type { Logger } from '../logging/index.js';
+import { apiObjectReference } from './api-references.js';
 import { parseManifest } from './manifest.js';
 import { canonicalJSON } from '../api/canonical-json.js';
 import { applyStaticPodDefaults, staticPodUIDOf } from './static-pod.js';
@@ -153,6 +154,13 @@ export class StaticPodDirSource {
         const filePods: Pod[] = [];
         const fileSeen: [string, Date][] = [];
         for (const parsed of result.pods) {
+          // The kubelet's decode refuses such a pod outright (PreventStaticPodAPIReferences).
+          const reference = apiObjectReference(parsed);
+          if (reference !== undefined) {
+            const name = typeof parsed.metadata?.name === 'string' ? ` pod ${JSON.stringify(parsed.metadata.name)}` : '';
+            errors.push(`${file}:${name} static pods may not reference ${reference}`);
+            continue;
+          }
           const uid = staticPodUIDOf(parsed, this.#o.nodeName, file);
           const firstSeen = this.#firstSeen.get(uid) ?? seen.get(uid) ?? now;
           fileSeen.push([uid, firstSeen]);

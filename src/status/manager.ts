@@ -1,4 +1,5 @@
 import type { Pod, PodStatus } from '../api/types.js';
+import { observedGenerationOf } from './generation.js';
 import { isStatusEqual, normalizeStatus } from './normalize.js';
 import { rfc3339 } from '../api/time.js';
 import { illegalContainerTransition, isTerminalPhase } from './transitions.js';
@@ -109,6 +110,11 @@ export class StatusManager {
       next.phase = old.phase;
     }
     const now = rfc3339(this.#now());
+    // The generation acted on (`SetPodStatus` sets it from the pod, `updateStatusInternal` never
+    // lets it go back: pkg/kubelet/status/status_manager.go), so a status computed from an older
+    // copy of the pod cannot undo a newer one's.
+    const generation = Math.max(observedGenerationOf(pod) ?? 0, old.observedGeneration ?? 0, next.observedGeneration ?? 0);
+    if (generation > 0) next.observedGeneration = generation;
     // The start time never changes once recorded (the seed's TestChangedStatusKeepsStartTime).
     next.startTime = old.startTime ? rfc3339(old.startTime) : (next.startTime ?? now);
     // A condition's transition time moves only when its status does (`updateLastTransitionTime`).

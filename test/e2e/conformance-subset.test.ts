@@ -38,6 +38,13 @@ const SPECS = [
   "[sig-node] PodOSRejection [NodeConformance] Kubelet [LinuxOnly] should reject pod when the node OS doesn't match pod's OS",
   '[sig-node] Pods should allow activeDeadlineSeconds to be updated [NodeConformance] [Conformance]',
   '[sig-node] Pods should contain environment variables for services [NodeConformance] [Conformance]',
+  // Not conformance at 1.34 (the gate is on; three of these are [Conformance] from 1.35): the
+  // generation nodelet reports having acted on, and admission's resource fit (OutOfcpu).
+  '[sig-node] Pods Extended (pod generation) [Feature:PodObservedGenerationTracking] [FeatureGate:PodObservedGenerationTracking] [Beta] Pod Generation pod generation should start at 1 and increment per update',
+  '[sig-node] Pods Extended (pod generation) [Feature:PodObservedGenerationTracking] [FeatureGate:PodObservedGenerationTracking] [Beta] Pod Generation custom-set generation on new pods and graceful delete',
+  '[sig-node] Pods Extended (pod generation) [Feature:PodObservedGenerationTracking] [FeatureGate:PodObservedGenerationTracking] [Beta] Pod Generation issue 500 podspec updates and verify generation and observedGeneration eventually converge',
+  '[sig-node] Pods Extended (pod generation) [Feature:PodObservedGenerationTracking] [FeatureGate:PodObservedGenerationTracking] [Beta] Pod Generation pod rejected by kubelet should have updated generation and observedGeneration',
+  '[sig-node] Pods Extended (pod generation) [Feature:PodObservedGenerationTracking] [FeatureGate:PodObservedGenerationTracking] [Beta] Pod Generation pod observedGeneration field set in pod conditions',
 ];
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -158,28 +158,19 @@ ${container('writer', '[ -f /shared/msg ] || echo disk > /shared/msg; [ -f /ram/
   t.equal(await readFile(join(hostDir, 'from-host'), 'utf8'), 'host data', 'hostPath contents untouched by teardown');
 });
 
-t.test('standalone: a secret volume, a secret env and a token are refused as needing cluster mode', async (t) => {
+t.test('static pods that reference API objects (a secret volume, a secret env, a token, a PVC) are refused at decode, as the kubelet does', async (t) => {
   const node = await startTestNode(t);
-  await node.writeManifest('sec.yaml', podYaml('sec', `  volumes:
+  const files: [string, string, string][] = [
+    ['sec.yaml', podYaml('sec', `  volumes:
     - name: creds
       secret: { secretName: db-creds }
   containers:
 ${container('main', 'sleep 3600', `      volumeMounts: [{ name: creds, mountPath: /creds }]
-`)}`));
-  const waiting = await waitingStatus(node, 'sec');
-  t.equal(waiting.state?.waiting?.message, 'MountVolume.SetUp failed for volume "creds" : secret "db-creds" needs cluster mode (--kubeconfig)');
-  const pod = await node.pod('sec');
-  t.equal(pod?.status?.phase, 'Pending');
-  const events = await node.get<{ items: { reason?: string; type?: string; message?: string; involvedObject?: { fieldPath?: string } }[] }>('/api/v1/events');
-  t.ok(events.body.items.some((e) => e.reason === 'FailedMount' && e.type === 'Warning' && /db-creds" needs cluster mode/.test(e.message ?? '')), 'FailedMount event');
-  t.ok(events.body.items.some((e) => e.reason === 'Failed' && e.involvedObject?.fieldPath === 'spec.containers{main}' && /^Error: MountVolume/.test(e.message ?? '')), 'container Failed event');
-
-  await node.writeManifest('senv.yaml', podYaml('senv', `  containers:
+`)}`), 'secrets'],
+    ['senv.yaml', podYaml('senv', `  containers:
 ${container('main', 'sleep 3600', `      env: [{ name: PASS, valueFrom: { secretKeyRef: { name: db-creds, key: password } } }]
-`)}`));
-  t.equal((await waitingStatus(node, 'senv')).state?.waiting?.message, 'secret "db-creds" needs cluster mode (--kubeconfig)');
-
-  await node.writeManifest('tok.yaml', podYaml('tok', `  volumes:
+`)}`), 'secrets'],
+    ['tok.yaml', podYaml('tok', `  volumes:
     - name: kube-api-access-x1y2z
       projected:
         sources:
@@ -187,28 +178,46 @@ ${container('main', 'sleep 3600', `      env: [{ name: PASS, valueFrom: { secret
           - downwardAPI: { items: [{ path: namespace, fieldRef: { fieldPath: metadata.namespace } }] }
   containers:
 ${container('main', 'sleep 3600', `      volumeMounts: [{ name: kube-api-access-x1y2z, mountPath: /var/run/secrets/kubernetes.io/serviceaccount }]
-`)}`));
-  t.match((await waitingStatus(node, 'tok')).state?.waiting?.message, /volume "kube-api-access-x1y2z" : serviceAccountToken needs cluster mode \(--kubeconfig\)/);
-
-  const uids = await Promise.all(['sec', 'senv', 'tok'].map(async (n) => (await node.pod(n))?.metadata?.uid ?? ''));
-  t.notOk((await mounts()).some((m) => m.startsWith(join(node.manifestDir, 'pods'))), 'nothing was mounted for volumes that could not be filled');
-  for (const [i, f] of ['sec.yaml', 'senv.yaml', 'tok.yaml'].entries()) await removeAndWaitTeardown(node, f, uids[i] ?? '');
-});
-
-t.test('unsupported volume types and mount options are refused, never ignored', async (t) => {
-  const node = await startTestNode(t);
-  await node.writeManifest('pvc.yaml', podYaml('pvc', `  volumes:
+`)}`), 'serviceaccounts (via projected volumes)'],
+    ['pvc.yaml', podYaml('pvc', `  volumes:
     - name: data
       persistentVolumeClaim: { claimName: my-claim }
   containers:
 ${container('main', 'sleep 3600', `      volumeMounts: [{ name: data, mountPath: /data }]
+`)}`), 'persistentvolumeclaims'],
+  ];
+  for (const [file, yaml] of files) await node.writeManifest(file, yaml);
+  // A plain pod written last: once it runs, the scans that saw the others are done.
+  await node.writeManifest('plain.yaml', podYaml('plain', `  containers:
+${container('main', 'sleep 3600')}`));
+  await runningPod(node, 'plain');
+  const events = await node.waitFor('a FailedValidation event per refused file', async () => {
+    const res = await node.get<{ items: { reason?: string; type?: string; message?: string; involvedObject?: { kind?: string } }[] }>('/api/v1/events');
+    const refused = res.body.items.filter((e) => e.reason === 'FailedValidation' && e.involvedObject?.kind === 'Node');
+    return refused.length >= files.length ? refused : undefined;
+  }, 30_000);
+  for (const [file, , resource] of files) {
+    const name = file.replace('.yaml', '');
+    t.ok(events.some((e) => e.type === 'Warning' && e.message === `Error reading static pod file ${join(node.manifestDir, file)}, ignoring: ${join(node.manifestDir, file)}: pod "${name}" static pods may not reference ${resource}`), `${file}: static pods may not reference ${resource}`);
+    t.equal(await node.pod(name), undefined, `${file}: no pod`);
+  }
+  t.notOk((await mounts()).some((m) => m.startsWith(join(node.manifestDir, 'pods'))), 'nothing was mounted for the refused pods');
+});
+
+t.test('unsupported volume types and mount options are refused, never ignored', async (t) => {
+  const node = await startTestNode(t);
+  await node.writeManifest('nfs.yaml', podYaml('nfs', `  volumes:
+    - name: data
+      nfs: { server: 127.0.0.1, path: /export }
+  containers:
+${container('main', 'sleep 3600', `      volumeMounts: [{ name: data, mountPath: /data }]
 `)}${container('other', 'sleep 3600')}`));
-  const main = await waitingStatus(node, 'pvc', 'main');
-  t.equal(main.state?.waiting?.message, 'volume "data": persistentVolumeClaim volumes are not supported by nodelet');
-  const other = await waitingStatus(node, 'pvc', 'other');
+  const main = await waitingStatus(node, 'nfs', 'main');
+  t.equal(main.state?.waiting?.message, 'volume "data": nfs volumes are not supported by nodelet');
+  const other = await waitingStatus(node, 'nfs', 'other');
   t.equal(other.state?.waiting?.message, main.state?.waiting?.message, 'the whole pod is refused');
   const events = await node.get<{ items: { reason?: string; message?: string }[] }>('/api/v1/events');
-  t.ok(events.body.items.some((e) => e.reason === 'FailedMount' && e.message === 'volume "data": persistentVolumeClaim volumes are not supported by nodelet'));
+  t.ok(events.body.items.some((e) => e.reason === 'FailedMount' && e.message === 'volume "data": nfs volumes are not supported by nodelet'));
 
   await node.writeManifest('prop.yaml', podYaml('prop', `  volumes: [{ name: data, emptyDir: {} }]
   containers:
@@ -217,9 +226,9 @@ ${container('main', 'sleep 3600', `      volumeMounts: [{ name: data, mountPath:
   t.equal((await waitingStatus(node, 'prop')).state?.waiting?.message, 'volumeMount "data" at /data: mountPropagation HostToContainer is not supported by nodelet (only None)');
 
   // Refused pods retry with back-off: fixing the manifest (a new pod) runs.
-  const pvcUID = (await node.pod('pvc'))?.metadata?.uid ?? '';
+  const nfsUID = (await node.pod('nfs'))?.metadata?.uid ?? '';
   const propUID = (await node.pod('prop'))?.metadata?.uid ?? '';
-  await removeAndWaitTeardown(node, 'pvc.yaml', pvcUID);
+  await removeAndWaitTeardown(node, 'nfs.yaml', nfsUID);
   await removeAndWaitTeardown(node, 'prop.yaml', propUID);
 });
 

@@ -36,7 +36,8 @@ const RECOVER_MS = 90_000;
 const cp = await startControlPlane(t);
 // AlwaysAllow: with the apiserver away the SubjectAccessReview webhook would refuse (fail closed)
 // every local request, and the outage case reads nodelet's own /pods meanwhile. x509 still applies.
-const node = await startClusterNode(t, cp, { authorizationMode: 'AlwaysAllow' });
+// maxPods: a batch's pods are bound to the node directly, and admission counts them against it.
+const node = await startClusterNode(t, cp, { authorizationMode: 'AlwaysAllow', maxPods: Math.max(110, PODS + 10) });
 const sync = node.nodelet.cluster!.statusSync;
 const client = new KubeClient(loadKubeconfig(cp.adminKubeconfig), { maxSockets: 16, userAgent: 'nodelet-soak' });
 t.teardown(() => client.close());

@@ -284,3 +284,14 @@ t.test('IPs, QoS and start time', async (t) => {
   guaranteed.spec!.containers[0]!.resources = { limits: { cpu: '1', memory: '1Gi' } };
   t.equal(generate(guaranteed, undefined).qosClass, 'Guaranteed');
 });
+
+t.test('conditions carry the generation they were computed from; others\' conditions are left as they are', async (t) => {
+  const gated: Pod['status'] = { conditions: [{ type: 'example.com/gate', status: 'True', observedGeneration: 1 }] };
+  const pod = { ...mkPod(['a'], { readinessGates: [{ conditionType: 'example.com/gate' }] }, gated), metadata: { uid: 'u1', name: 'p', namespace: 'default', generation: 4 } };
+  const status = generate(pod, rpod([ctr('a', 0, 'running')]));
+  const kubelet = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'];
+  t.same(status.conditions?.filter((c) => kubelet.includes(c.type)).map((c) => [c.type, c.observedGeneration]), kubelet.map((k) => [k, 4]));
+  t.equal(status.conditions?.find((c) => c.type === 'example.com/gate')?.observedGeneration, 1, 'a readiness gate keeps its owner\'s generation');
+  const static_ = generate(mkPod(['a']), rpod([ctr('a', 0, 'running')]));
+  t.ok(static_.conditions?.every((c) => !('observedGeneration' in c)), 'a pod without a generation: no observedGeneration at all');
+});

@@ -266,3 +266,20 @@ t.test('a manifest over 1.5 MiB (etcd\'s object limit) is refused unparsed; one 
   t.equal(parsedFiles.filter((f) => f.endsWith('ok.yaml')).length, 1, 'ok.yaml parsed once');
   t.equal(errors.length, 1, 'the huge file reported once');
 });
+
+t.test('a static pod that references an API object is refused, its file reported; the other documents run', async (t) => {
+  const h = await harness(t);
+  await h.next();
+  const withSecret = `apiVersion: v1
+kind: Pod
+metadata: { name: creds }
+spec:
+  volumes: [{ name: c, secret: { secretName: db } }]
+  containers: [{ name: app, image: nginx:1.25 }]
+`;
+  await put(h.dir, 'mixed.yaml', `${withSecret}---\n${podYAML('plain')}`);
+  let pods = await h.next();
+  while (pods.length === 0) pods = await h.next();
+  t.same(names(pods), ['plain-node1']);
+  t.same(h.errors, [[join(h.dir, 'mixed.yaml'), `${join(h.dir, 'mixed.yaml')}: pod "creds" static pods may not reference secrets`]]);
+});

@@ -322,3 +322,19 @@ t.test('a pod without UID is ignored', async (t) => {
   t.equal(sm.pendingUpdates(), 0);
   t.equal(msgs.length, 1);
 });
+
+t.test('observedGeneration: the generation of the pod the status was set for, never going back', async (t) => {
+  const sm = new StatusManager();
+  const at = (generation: number | undefined) => testPod('gen', { metadata: { uid: 'gen', name: 'g', namespace: 'n', ...(generation === undefined ? {} : { generation }) } });
+  sm.setPodStatus(at(undefined), { phase: 'Pending' });
+  t.notOk('observedGeneration' in (sm.getPodStatus('gen') ?? {}), 'a pod without a generation (a static pod) reports none');
+  sm.setPodStatus(at(1), { phase: 'Pending' });
+  t.equal(sm.getPodStatus('gen')?.observedGeneration, 1, 'generation 1 acted on');
+  t.equal(sm.getVersion('gen'), 2, 'a new generation alone is a new status to send');
+  sm.setPodStatus(at(3), { phase: 'Running' });
+  t.equal(sm.getPodStatus('gen')?.observedGeneration, 3);
+  sm.setPodStatus(at(2), { phase: 'Running', message: 'from an older copy' });
+  t.equal(sm.getPodStatus('gen')?.observedGeneration, 3, 'a status computed from an older copy of the pod keeps the newer generation');
+  sm.setPodStatus(at(0), { phase: 'Running' });
+  t.equal(sm.getPodStatus('gen')?.observedGeneration, 3, 'generation 0 (none) does not clear it');
+});
