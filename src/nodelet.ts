@@ -30,6 +30,7 @@ import { loadKubeconfig } from './config/kubeconfig.js';
 import { ApiserverObjects, startClusterMode, type ClusterMode } from './cluster/index.js';
 import { parseNodeLabels, parseTaints } from './config/node-flags.js';
 import { readNodeFacts } from './node/facts.js';
+import { containerLogMaxSizeBytes } from './runtime/docker/log-config.js';
 import { NodeSource, healthFromRelist } from './node/source.js';
 import { CNINetworkPlugin } from './network/cni/index.js';
 import type { NetworkPlugin } from './network/types.js';
@@ -107,6 +108,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     ...(opts.networkGCPeriodMs ? { networkGCPeriodMs: opts.networkGCPeriodMs } : {}),
     execDisconnectGraceMs: config.execDisconnectGracePeriodMs,
     containerUlimits: config.containerUlimits,
+    containerLogs: { maxSizeBytes: containerLogMaxSizeBytes(config.containerLogMaxSize), maxFiles: config.containerLogMaxFiles },
     log,
   });
   const runtime = instrumentRuntime(dockerRuntime, metrics);

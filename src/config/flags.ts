@@ -150,6 +150,14 @@ const TABLE = [
     help: 'Rlimits set on every container and sandbox (nodelet-specific): "auto" sets none on Docker (containers get the engine\'s limits, as under the kubelet) and nofile and nproc within nodelet\'s own hard limits on Podman (whose default of 1048576 fails above them); "none" always leaves the engine\'s defaults; or name=soft[:hard] pairs separated by \',\' (e.g. nofile=1024:4096,nproc=4096), "unlimited" allowed, set on either engine',
   },
   {
+    name: 'container-log-max-size', kind: 'string', target: 'containerLogMaxSize', default: '10Mi', nonEmpty: true, fileField: 'containerLogMaxSize',
+    help: 'Size a container\'s log file may reach before the engine rotates it, a quantity such as 10Mi (Docker\'s json-file max-size, set on every container)',
+  },
+  {
+    name: 'container-log-max-files', kind: 'int', target: 'containerLogMaxFiles', default: 5, fileField: 'containerLogMaxFiles',
+    help: 'Most log files kept for a container, the one written included; at least 2 (Docker\'s json-file max-file)',
+  },
+  {
     name: 'streaming-connection-idle-timeout', kind: 'duration', target: 'streamingConnectionIdleTimeoutMs', default: '4h0m0s', fileField: 'streamingConnectionIdleTimeout',
     help: 'Maximum time a streaming connection (exec, attach, port-forward) can be idle before it is closed; pings count as traffic. 0 means no timeout',
     allowZero: true,

@@ -11,6 +11,7 @@ import { parseFlags } from './parse.js';
 import { resolveSecurity } from './security.js';
 import { parseNodeLabels, parseTaints } from './node-flags.js';
 import { parseContainerUlimits } from './ulimits.js';
+import { checkContainerLogMaxSize } from './log-rotation.js';
 import type { Config } from './types.js';
 
 export { ConfigError } from './errors.js';
@@ -67,6 +68,10 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
   if (readOnlyPort > 65535) throw new ConfigError(`invalid read-only port ${readOnlyPort} (from ${origin('readOnlyPort')}): must be between 0 and 65535`);
   if (readOnlyPort !== 0 && readOnlyPort === get('port')) throw new ConfigError(`--read-only-port ${readOnlyPort} is the same as --port`);
 
+  // The kubelet's validation (pkg/kubelet/apis/config/validation): "containerLogMaxFiles must be greater than 1".
+  const containerLogMaxFiles = get('containerLogMaxFiles');
+  if (containerLogMaxFiles < 2) throw new ConfigError(`invalid container log max files ${containerLogMaxFiles} (from ${origin('containerLogMaxFiles')}): must be at least 2`);
+
   const clusterDNS = get('clusterDNS');
   for (const ip of clusterDNS) {
     if (isIP(ip) === 0) throw new ConfigError(`invalid cluster DNS address ${quote(ip)} (from ${origin('clusterDNS')}): not a valid IP address`);
@@ -91,6 +96,8 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     cniConfDir: get('cniConfDir'),
     cniCacheDir: get('cniCacheDir'),
     containerUlimits: checked(get('containerUlimits'), parseContainerUlimits, '--container-ulimits'),
+    containerLogMaxSize: checked(get('containerLogMaxSize'), checkContainerLogMaxSize, '--container-log-max-size'),
+    containerLogMaxFiles,
     streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
     maxStreamingSessions: get('maxStreamingSessions'),
     maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),

@@ -43,6 +43,10 @@ export interface Config {
   readonly cniCacheDir: string;
   /** `--container-ulimits` as given (`auto`, `none` or `nofile=S:H,…`; nodelet's own), checked at start-up; parsed by config/ulimits. */
   readonly containerUlimits: string;
+  /** `containerLogMaxSize` (10Mi) as given: a quantity, checked at start-up; `containerLogMaxSizeBytes` of it. */
+  readonly containerLogMaxSize: string;
+  /** `containerLogMaxFiles` (5, at least 2): log files kept per container, the written one included. */
+  readonly containerLogMaxFiles: number;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */

@@ -91,6 +91,8 @@ export async function startTestNode(
     nodeStatusReportFrequencyMs: 300_000,
     nodeLeaseDurationSeconds: 40,
     maxPods: 110,
+    containerLogMaxSize: '10Mi',
+    containerLogMaxFiles: 5,
     authenticationTokenWebhook: false,
     authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow' as const,

@@ -25,6 +25,7 @@ import { dockerSecurity } from './security.js';
 import { PrivilegedMode } from './privileged.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
+import { logConfig, type ContainerLogRotation } from './log-config.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
@@ -44,6 +45,11 @@ export interface DockerRuntimeOptions {
   execDisconnectGraceMs?: number;
   /** `--container-ulimits` (default `auto`: what the engine needs, see engine.ts). */
   containerUlimits?: string;
+  /**
+   * `containerLogMaxSize` / `containerLogMaxFiles`: each container's log rotation, as Docker's
+   * json-file `max-size` / `max-file` (absent: the engine's own log settings).
+   */
+  containerLogs?: ContainerLogRotation;
   log: Logger;
 }
 
@@ -472,6 +478,7 @@ export class DockerRuntime implements Runtime {
         ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
         CpuShares: cpuShares(container),
         ...ulimits,
+        ...logConfig(engine, this.#opts.containerLogs),
       },
     }));
     let created: Docker.Container;

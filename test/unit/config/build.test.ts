@@ -53,6 +53,8 @@ t.test('defaults', async (t) => {
     cniConfDir: '/etc/cni/net.d',
     cniCacheDir: '/var/lib/cni/cache',
     containerUlimits: 'auto',
+    containerLogMaxSize: '10Mi',
+    containerLogMaxFiles: 5,
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -120,6 +122,14 @@ t.test('--container-ulimits: auto, none or name=soft[:hard] pairs, checked at st
   fails(t, () => build(['--container-ulimits=nofile=many']), /nofile soft limit "many" is not a non-negative integer/);
   fails(t, () => build(['--container-ulimits=nofile=1,nofile=2']), /given twice/);
   fails(t, () => build(['--container-ulimits=']), /--container-ulimits/);
+});
+
+t.test('container log rotation: a quantity and at least 2 files, from flags or the config file', async (t) => {
+  const c = build(['--container-log-max-size=1Mi', '--container-log-max-files', '3']);
+  t.same([c.containerLogMaxSize, c.containerLogMaxFiles], ['1Mi', 3]);
+  fails(t, () => build(['--container-log-max-size=ten megs']), 'invalid argument "ten megs" for "--container-log-max-size" flag: not a quantity (e.g. 10Mi)');
+  fails(t, () => build(['--container-log-max-size=-1Mi']), /not a quantity/);
+  fails(t, () => build(['--container-log-max-files=1']), /invalid container log max files 1 \(from --container-log-max-files\): must be at least 2/);
 });
 
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {
