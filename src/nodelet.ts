@@ -139,7 +139,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, kubelet.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
     clusterDomain: config.clusterDomain,
   });
-  // Built once the kubelet exists (its health is the PLEG's); the kubelet reads it only later.
+  // Made once the kubelet exists (the Node's health is the PLEG's); the kubelet only reads it later.
   let nodeSource: NodeSource | undefined;
   const kubelet = new Kubelet({
     nodeName: config.nodeName,
@@ -156,7 +156,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     ...(objects ? { objects } : {}),
     onPodTerminated: (uid) => cluster?.podTerminated(uid),
     dns: { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, resolvConf: config.resolvConf },
-    // Read at admission, which runs after start-up has built the node source below.
+    // Read at admission: until the node source below first builds the Node (moments after start,
+    // nodeSource.start()) there is no allocatable, and resources are not checked.
     allocatable: () => nodeSource?.last?.status?.allocatable,
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
