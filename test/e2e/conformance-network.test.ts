@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { CONFORMANCE_SCRIPT, focusOn, runCommand } from '../helpers/conformance.js';
 
 /**
  * A fixed, fast subset of Kubernetes' own networking, Service and DNS `[Conformance]` specs (and
@@ -38,27 +37,7 @@ const SPECS = [
   '[sig-node] Container Runtime blackbox test when running a container with a new image should not be able to pull from private registry without secret [NodeConformance]',
 ];
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SCRIPT = join(ROOT, 'scripts/conformance.sh');
-
 t.setTimeout(25 * 60_000);
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 << 20, env }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 t.test('networking, Service, DNS and image-pull conformance specs pass in the sealed test cluster', async (t) => {
   const out = await mkdtemp(join(tmpdir(), 'nodelet-conformance-network-'));
@@ -66,11 +45,11 @@ t.test('networking, Service, DNS and image-pull conformance specs pass in the se
   t.teardown(() => (t.passing() ? rm(out, { recursive: true, force: true }) : t.comment(`logs kept in ${out}`)));
   const env = {
     ...process.env,
-    CONFORMANCE_FOCUS: SPECS.map(escapeRegex).join('|'),
+    CONFORMANCE_FOCUS: focusOn(SPECS),
     CONFORMANCE_NODES: '2',
     CONFORMANCE_TIMEOUT: '15m',
   };
-  const conf = await run(SCRIPT, ['run', '--suite', 'full', out], 22 * 60_000, env);
+  const conf = await runCommand(CONFORMANCE_SCRIPT, ['run', '--suite', 'full', out], 22 * 60_000, env);
   // The summary (summary.md, also printed) lists every spec that ran with its result.
   const summary = conf.stdout;
   t.equal(conf.code, 0, 'scripts/conformance.sh run passes', { output: summary.slice(-6000) + conf.stderr.slice(-6000) });

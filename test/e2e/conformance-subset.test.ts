@@ -1,10 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { startClusterNode } from '../helpers/cluster-node.js';
+import { CONFORMANCE_REPORT, CONFORMANCE_SCRIPT, CONFORMANCE_SKIP_FILE, focusOn, runCommand } from '../helpers/conformance.js';
 import { startControlPlane } from '../helpers/control-plane.js';
 import { testDockerHost } from '../helpers/docker.js';
 
@@ -47,36 +46,14 @@ const SPECS = [
   '[sig-node] Pods Extended (pod generation) [Feature:PodObservedGenerationTracking] [FeatureGate:PodObservedGenerationTracking] [Beta] Pod Generation pod observedGeneration field set in pod conditions',
 ];
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const SCRIPT = join(ROOT, 'scripts/conformance.sh');
-const REPORT = join(ROOT, 'test/conformance/report.mjs');
-const SKIP_FILE = join(ROOT, 'test/conformance/skip.yaml');
-
 t.setTimeout(15 * 60_000);
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 << 20, env }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 t.test('a subset of [NodeConformance] passes against a cluster-mode nodelet', async (t) => {
   // Cached by version; .ci/run builds them before the tests so the cold build shows on its own.
-  const built = await run(SCRIPT, ['build-e2e'], 60 * 60_000);
+  const built = await runCommand(CONFORMANCE_SCRIPT, ['build-e2e'], 60 * 60_000);
   t.equal(built.code, 0, 'scripts/conformance.sh build-e2e', { stderr: built.stderr });
   const bin = built.stdout.trim().split('\n').pop() ?? '';
-  const images = await run(SCRIPT, ['images'], 5 * 60_000, { ...process.env, DOCKER_HOST: testDockerHost() });
+  const images = await runCommand(CONFORMANCE_SCRIPT, ['images'], 5 * 60_000, { ...process.env, DOCKER_HOST: testDockerHost() });
   t.equal(images.code, 0, 'the e2e images are built locally', { stderr: images.stderr });
 
   const cp = await startControlPlane(t);
@@ -86,8 +63,8 @@ t.test('a subset of [NodeConformance] passes against a cluster-mode nodelet', as
 
   const out = await mkdtemp(join(tmpdir(), 'nodelet-conformance-'));
   t.teardown(() => rm(out, { recursive: true, force: true }));
-  const focus = SPECS.map(escapeRegex).join('|');
-  const e2e = await run(
+  const focus = focusOn(SPECS);
+  const e2e = await runCommand(
     join(bin, 'e2e.test'),
     [
       `--kubeconfig=${cp.adminKubeconfig}`,
@@ -105,7 +82,7 @@ t.test('a subset of [NodeConformance] passes against a cluster-mode nodelet', as
   );
   t.equal(e2e.code, 0, 'e2e.test passes', { output: e2e.stdout.slice(-8000) + e2e.stderr.slice(-4000) });
 
-  const summary = await run(process.execPath, [REPORT, 'summary', join(out, 'junit_01.xml'), SKIP_FILE, '--focus', focus], 30_000);
+  const summary = await runCommand(process.execPath, [CONFORMANCE_REPORT, 'summary', join(out, 'junit_01.xml'), CONFORMANCE_SKIP_FILE, '--focus', focus], 30_000);
   t.equal(summary.code, 0, 'report.mjs finds no failure', { output: summary.stdout + summary.stderr });
   t.match(summary.stdout, new RegExp(`^${SPECS.length} passed, 0 failed, 0 skipped$`, 'm'), `all ${SPECS.length} specs ran and passed`);
   for (const spec of SPECS) {
