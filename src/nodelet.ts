@@ -11,6 +11,8 @@ import { StaticPodDirSource } from './pod/file-source.js';
 import { PodManager } from './pod/manager.js';
 import { dockerClient } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
+import { ownCapabilityBounds } from './runtime/docker/privileged.js';
+import { NodeCgroups } from './cgroups/node-cgroups.js';
 import { buildServer } from './server/index.js';
 import { loadTlsMaterial, servesTLS } from './server/tls.js';
 import { loadEmbeddedCredentials, writeAdminKubeconfig } from './server/embedded.js';
@@ -24,7 +26,7 @@ import { serverVersion } from './version.js';
 import { podRuntimeInfo } from './kubelet/container-config.js';
 import { VolumeManager } from './volumes/manager.js';
 import type { PodObjectSource } from './volumes/source.js';
-import type { PodRuntimeInfo } from './volumes/downward-api.js';
+import { nodeAllocatable, type PodRuntimeInfo } from './volumes/downward-api.js';
 import { KubeClient } from './apiserver/client.js';
 import { loadKubeconfig } from './config/kubeconfig.js';
 import { ApiserverObjects, startClusterMode, type ClusterMode } from './cluster/index.js';
@@ -139,6 +141,25 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, kubelet.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
     clusterDomain: config.clusterDomain,
   });
+  const allocatable = nodeAllocatable();
+  const podCgroups = config.cgroupsPerQOS
+    ? new NodeCgroups({
+      root: config.cgroupRoot,
+      required: config.cgroupsPerQOSRequired,
+      podPidsLimit: config.podPidsLimit,
+      allocatableMilliCPU: allocatable.cpuMilli,
+      // enforceNodeAllocatable [pods]: capacity less the reservations, of which nodelet has none.
+      podsMemoryLimit: allocatable.memoryBytes,
+      engineRefusal: async () => {
+        if (!config.dockerEndpoint.startsWith('unix://')) return `the engine at ${config.dockerEndpoint} is not known to share this host's cgroups (only a unix socket is)`;
+        const { driver } = await dockerRuntime.cgroupInfo();
+        return driver === 'cgroupfs' ? undefined : `the engine's cgroup driver is ${JSON.stringify(driver)}, not "cgroupfs"`;
+      },
+      log,
+    })
+    : undefined;
+  // Lowering a process's OOM score below 0 needs CAP_SYS_RESOURCE, which some hosts withhold from root.
+  const canLowerOOMScore = !(await ownCapabilityBounds()).missing.includes('SYS_RESOURCE');
   // Made once the kubelet exists (the Node's health is the PLEG's); the kubelet only reads it later.
   let nodeSource: NodeSource | undefined;
   const kubelet = new Kubelet({
@@ -159,6 +180,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     // Read at admission: until the node source below first builds the Node (moments after start,
     // nodeSource.start()) there is no allocatable, and resources are not checked.
     allocatable: () => nodeSource?.last?.status?.allocatable,
+    ...(podCgroups ? { podCgroups } : {}),
+    oomScores: { memoryCapacity: allocatable.memoryBytes, canLower: canLowerOOMScore },
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
   });
@@ -257,6 +280,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await kubelet.stop();
     await volumes.stop();
     await dockerRuntime.close();
+    podCgroups?.close();
     network?.stop();
     closeSecurity();
     apiClient?.close();
@@ -337,6 +361,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       await volumes.stop();
       // After the server closed: no forward can start a port-forward helper any more.
       await dockerRuntime.close();
+      podCgroups?.close();
+    podCgroups?.close();
       network?.stop();
       closeSecurity();
     },

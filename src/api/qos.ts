@@ -1,4 +1,4 @@
-import type { Container, Pod } from './types.js';
+import type { Pod } from './types.js';
 import { quantityOf } from './quantity.js';
 
 export type PodQOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
@@ -19,7 +19,8 @@ export function getPodQOS(pod: Pod): PodQOSClass {
 }
 
 /**
- * The kubelet's `ComputePodQOS` over containers and init containers:
+ * The kubelet's `ComputePodQOS` (pkg/apis/core/v1/helper/qos/qos.go) over containers and init
+ * containers, or over the pod-level `spec.resources` alone when the pod has them:
  * - BestEffort: no container requests or limits a positive cpu or memory amount;
  * - Guaranteed: every container limits both cpu and memory, and the summed requests equal the
  *   summed limits for each resource;
@@ -31,8 +32,11 @@ export function computePodQOS(pod: Pod): PodQOSClass {
   const requests = new Map<string, bigint>();
   const limits = new Map<string, bigint>();
   let guaranteed = true;
-  for (const c of [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])]) {
-    const { requests: req, limits: lim } = effectiveResources(c);
+  // With pod-level resources (PodLevelResources, on since 1.34) they alone decide the class.
+  const podLevel = pod.spec?.resources;
+  const sources = podLevel ? [podLevel] : [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].map((c) => c.resources ?? {});
+  for (const resources of sources) {
+    const { requests: req, limits: lim } = effectiveResources(resources);
     const limited = new Set<string>();
     for (const name of QOS_RESOURCES) {
       const r = quantityOf(req[name]);
@@ -43,7 +47,8 @@ export function computePodQOS(pod: Pod): PodQOSClass {
         limited.add(name);
       }
     }
-    if (!QOS_RESOURCES.every((name) => limited.has(name))) guaranteed = false;
+    // Pod-level: a pod with requests and no limits at all is Burstable by the count below.
+    if ((!podLevel || Object.keys(lim).length) && !QOS_RESOURCES.every((name) => limited.has(name))) guaranteed = false;
   }
   if (requests.size === 0 && limits.size === 0) return 'BestEffort';
   if (guaranteed) {
@@ -57,7 +62,7 @@ export function computePodQOS(pod: Pod): PodQOSClass {
   return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
 }
 
-function effectiveResources(c: Container): { requests: ResourceList; limits: ResourceList } {
-  const limits: ResourceList = c.resources?.limits ?? {};
-  return { requests: { ...limits, ...c.resources?.requests }, limits };
+function effectiveResources(r: { limits?: ResourceList; requests?: ResourceList }): { requests: ResourceList; limits: ResourceList } {
+  const limits: ResourceList = r.limits ?? {};
+  return { requests: { ...limits, ...r.requests }, limits };
 }

@@ -1,10 +1,9 @@
 // Kubernetes object types come from the maintained `kubernetes-types` package; this module only
 // re-exports what nodelet uses so imports stay short and in one place.
-import type { Pod as PodV130, PodCondition as PodConditionV130, PodStatus as PodStatusV130 } from 'kubernetes-types/core/v1.js';
+import type { Pod as PodV130, PodCondition as PodConditionV130, PodSpec as PodSpecV130, PodStatus as PodStatusV130, ResourceRequirements } from 'kubernetes-types/core/v1.js';
 
 export type {
   PodList,
-  PodSpec,
   Container,
   ContainerStatus,
   ContainerState,
@@ -31,6 +30,13 @@ export interface PodStatus extends Omit<PodStatusV130, 'conditions'> {
   observedGeneration?: number;
 }
 
-export interface Pod extends Omit<PodV130, 'status'> {
+/** A pod's spec; pod-level `resources` (PodLevelResources, beta and on since 1.34). */
+export interface PodSpec extends PodSpecV130 {
+  /** Requests and limits of the whole pod (cpu, memory, hugepages): its cgroup's limits and its QoS class. */
+  resources?: Pick<ResourceRequirements, 'limits' | 'requests'>;
+}
+
+export interface Pod extends Omit<PodV130, 'status' | 'spec'> {
+  spec?: PodSpec;
   status?: PodStatus;
 }

@@ -7,7 +7,7 @@ export type Settings = Partial<FlagValues>;
 
 function checkInt(spec: FlagSpec & { kind: 'int' | 'port' }, n: number): number {
   if (spec.kind === 'port' && (n < 1 || n > 65535)) throw new ValueError('must be between 1 and 65535, inclusive');
-  if (spec.kind === 'int' && n < 0) throw new ValueError('must not be negative');
+  if (spec.kind === 'int' && n < (spec.min ?? 0)) throw new ValueError(spec.min === undefined ? 'must not be negative' : `must be at least ${spec.min}`);
   return n;
 }
 

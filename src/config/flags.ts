@@ -3,7 +3,7 @@ import type { Config } from './types.js';
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** Config fields no flag sets: decided by buildConfig from the others. */
-type Resolved = 'generatedCredentials';
+type Resolved = 'generatedCredentials' | 'cgroupsPerQOSRequired';
 /** Everything a flag can set: the Config fields plus the two flags that only steer the CLI. */
 export type FlagValues = Mutable<Omit<Config, Resolved>> & { configFile: string; help: boolean };
 export type FlagTarget = keyof FlagValues;
@@ -39,6 +39,8 @@ export interface IntFlag extends Common {
   readonly kind: 'int' | 'port';
   readonly target: TargetOf<number>;
   readonly default: number;
+  /** `int` only: the least value accepted when negatives mean something (-1: unlimited). */
+  readonly min?: number;
 }
 export interface DurationFlag extends Common {
   readonly kind: 'duration';
@@ -156,6 +158,22 @@ const TABLE = [
   {
     name: 'container-log-max-files', kind: 'int', target: 'containerLogMaxFiles', default: 5, fileField: 'containerLogMaxFiles',
     help: 'Most log files kept for a container, the one written included; at least 2 (Docker\'s json-file max-file)',
+  },
+  {
+    name: 'cgroups-per-qos', kind: 'bool', target: 'cgroupsPerQOS', default: true, fileField: 'cgroupsPerQOS',
+    help: 'Put every pod in a cgroup of its own below kubepods and its QoS class (burstable, besteffort), with the pod\'s summed limits, and the engine\'s containers of the pod below it. Needs a local engine on the cgroupfs driver and a writable cgroup filesystem; left at its default, nodelet runs pods without them (and says so) where that is missing',
+  },
+  {
+    name: 'cgroup-root', kind: 'string', target: 'cgroupRoot', default: '/', fileField: 'cgroupRoot', nonEmpty: true,
+    help: 'Cgroup in which the kubepods cgroup of the pods is made (with --cgroups-per-qos)',
+  },
+  {
+    name: 'cgroup-driver', kind: 'enum', target: 'cgroupDriver', values: ['cgroupfs', 'systemd'], default: 'cgroupfs', fileField: 'cgroupDriver',
+    help: 'Driver nodelet manipulates cgroups on the host with, which must be the engine\'s. Only "cgroupfs" is implemented: with "systemd", --cgroups-per-qos must be false',
+  },
+  {
+    name: 'pod-max-pids', kind: 'int', target: 'podPidsLimit', default: -1, fileField: 'podPidsLimit', min: -1,
+    help: 'Most processes in one pod (its cgroup\'s pids.max, with --cgroups-per-qos); -1: unlimited',
   },
   {
     name: 'streaming-connection-idle-timeout', kind: 'duration', target: 'streamingConnectionIdleTimeoutMs', default: '4h0m0s', fileField: 'streamingConnectionIdleTimeout',

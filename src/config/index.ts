@@ -72,6 +72,14 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
   const containerLogMaxFiles = get('containerLogMaxFiles');
   if (containerLogMaxFiles < 2) throw new ConfigError(`invalid container log max files ${containerLogMaxFiles} (from ${origin('containerLogMaxFiles')}): must be at least 2`);
 
+  const cgroupRoot = get('cgroupRoot');
+  if (!cgroupRoot.startsWith('/') || cgroupRoot.split('/').some((n) => n === '.' || n === '..')) {
+    throw new ConfigError(`invalid cgroup root ${quote(cgroupRoot)} (from ${origin('cgroupRoot')}): must be an absolute path without "." or ".." elements`);
+  }
+  if (get('cgroupsPerQOS') && get('cgroupDriver') === 'systemd') {
+    throw new ConfigError(`cgroup driver "systemd" (from ${origin('cgroupDriver')}) is not implemented for pod cgroups: use --cgroup-driver=cgroupfs with an engine on the cgroupfs driver, or --cgroups-per-qos=false`);
+  }
+
   const clusterDNS = get('clusterDNS');
   for (const ip of clusterDNS) {
     if (isIP(ip) === 0) throw new ConfigError(`invalid cluster DNS address ${quote(ip)} (from ${origin('clusterDNS')}): not a valid IP address`);
@@ -98,6 +106,11 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     containerUlimits: checked(get('containerUlimits'), parseContainerUlimits, '--container-ulimits'),
     containerLogMaxSize: checked(get('containerLogMaxSize'), checkContainerLogMaxSize, '--container-log-max-size'),
     containerLogMaxFiles,
+    cgroupsPerQOS: get('cgroupsPerQOS'),
+    cgroupsPerQOSRequired: 'cgroupsPerQOS' in flags || 'cgroupsPerQOS' in file.values,
+    cgroupRoot,
+    cgroupDriver: get('cgroupDriver'),
+    podPidsLimit: get('podPidsLimit'),
     streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
     maxStreamingSessions: get('maxStreamingSessions'),
     maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),

@@ -47,6 +47,21 @@ export interface Config {
   readonly containerLogMaxSize: string;
   /** `containerLogMaxFiles` (5, at least 2): log files kept per container, the written one included. */
   readonly containerLogMaxFiles: number;
+  /**
+   * `cgroupsPerQOS` (true): each pod in a cgroup of its own below `kubepods` and its QoS class
+   * (src/cgroups/). Where the node cannot have them (no local engine on the cgroupfs driver, no
+   * writable cgroup filesystem) pods run without, with a warning — unless it was set explicitly
+   * (`cgroupsPerQOSRequired`), when such pods fail to start with the reason.
+   */
+  readonly cgroupsPerQOS: boolean;
+  /** Whether `cgroupsPerQOS` was given (flag or config file) rather than defaulted. */
+  readonly cgroupsPerQOSRequired: boolean;
+  /** `cgroupRoot` (`/`): the cgroup `kubepods` is made in. */
+  readonly cgroupRoot: string;
+  /** `cgroupDriver` (`cgroupfs`): must be the engine's; `systemd` is refused at start-up when pod cgroups are on. */
+  readonly cgroupDriver: 'cgroupfs' | 'systemd';
+  /** `podPidsLimit` (`--pod-max-pids`, -1): most processes in one pod's cgroup; -1 unlimited. */
+  readonly podPidsLimit: number;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */

@@ -28,6 +28,8 @@ import { getPodQOS } from '../api/qos.js';
 import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
+import type { NodeCgroups } from '../cgroups/node-cgroups.js';
+import { containerOOMScoreAdjust, POD_INFRA_OOM_ADJ, settableOOMScore } from '../cgroups/oom-score.js';
 
 export interface KubeletOptions {
   nodeName: string;
@@ -66,6 +68,13 @@ export interface KubeletOptions {
    * fits each new pod into; `undefined` before the first build.
    */
   allocatable?: () => Readonly<Record<string, string>> | undefined;
+  /** Pod cgroups (`cgroupsPerQOS`, src/cgroups/); absent: pods run in the engine's default cgroups. */
+  podCgroups?: Pick<NodeCgroups, 'ensurePod' | 'removePod'>;
+  /**
+   * OOM scores by QoS (pkg/kubelet/qos/policy.go): the node's memory capacity, and whether scores
+   * below 0 can be set here (`CAP_SYS_RESOURCE`); absent: the engine's default score.
+   */
+  oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean };
 }
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -455,7 +464,8 @@ export class Kubelet {
     if (actions.createSandbox !== undefined) {
       try {
         plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
-        const { id, ips } = await runtime.runSandbox(pod, actions.createSandbox, await this.#sandboxConfig(pod));
+        const cgroupParent = await this.#podCgroup(pod);
+        const { id, ips } = await runtime.runSandbox(pod, actions.createSandbox, { ...(await this.#sandboxConfig(pod)), ...cgroupParent, ...this.#oomScore(POD_INFRA_OOM_ADJ) });
         this.#o.metrics?.startedPods.inc();
         this.#sandboxFailures.delete(pod.metadata?.uid ?? '');
         if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
@@ -486,6 +496,25 @@ export class Kubelet {
     for (const s of actions.start) {
       await this.#startContainer(pod, s.container, sandbox, s.attempt, plog);
     }
+  }
+
+  /**
+   * The pod's cgroup, made or brought up to date (the kubelet's `EnsureExists` in `SyncPod`), as
+   * the engine's `CgroupParent`; nothing where pods have none. Pod-level `spec.resources` are the
+   * pod cgroup's limits and nothing else, so a pod with them is refused where there is none.
+   */
+  async #podCgroup(pod: Pod): Promise<{ cgroupParent?: string }> {
+    const parent = await this.#o.podCgroups?.ensurePod(pod);
+    if (parent === undefined && pod.spec?.resources && (Object.keys(pod.spec.resources.limits ?? {}).length || Object.keys(pod.spec.resources.requests ?? {}).length)) {
+      throw new Error('pod-level resources (spec.resources) are applied to the pod\'s own cgroup, and pods on this node have none (cgroupsPerQOS is off or unavailable: see nodelet\'s log)');
+    }
+    return parent === undefined ? {} : { cgroupParent: parent };
+  }
+
+  /** `OomScoreAdj` as this host can set it (see `settableOOMScore`); nothing without `oomScores`. */
+  #oomScore(score: number): { oomScoreAdj?: number } {
+    const o = this.#o.oomScores;
+    return o ? { oomScoreAdj: settableOOMScore(score, o.canLower) } : {};
   }
 
   /** Hostname and DNS of a new sandbox (`generatePodSandboxConfig`); its errors fail the sandbox. */
@@ -553,6 +582,8 @@ export class Kubelet {
     }
     try {
       if (this.#o.rootDir) config = { ...config, mounts: [...config.mounts, await terminationLogMount(this.#o.rootDir, pod, container, attempt)] };
+      const score = this.#o.oomScores ? this.#oomScore(containerOOMScoreAdjust(pod, container, this.#o.oomScores.memoryCapacity)) : {};
+      config = { ...config, ...(await this.#podCgroup(pod)), ...score };
       const id = await runtime.startContainer(pod, container, sandbox, attempt, config);
       this.#startFailures.delete(backoffKey(pod, container));
       this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
@@ -634,7 +665,13 @@ export class Kubelet {
     for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
     // No container holds the pod's volumes any more: unmount and delete <rootDir>/pods/<uid>.
     await this.#o.volumes?.tearDown(runtimePod.uid).catch((err: unknown) => log.warn({ err, podUID: runtimePod.uid }, 'Failed to tear down pod volumes'));
+    await this.#removePodCgroup(runtimePod.uid, log);
     await this.pleg.relist();
+  }
+
+  /** Once no container of the pod is left, its cgroup goes too (one with processes still exiting is retried). */
+  async #removePodCgroup(uid: string, log: Logger): Promise<void> {
+    await this.#o.podCgroups?.removePod(uid).catch((err: unknown) => log.warn({ err, podUID: uid }, 'Failed to remove pod cgroup'));
   }
 
   // ---- Deleting a pod through the API (`kubectl delete pod` on a static pod) ----
@@ -689,6 +726,7 @@ export class Kubelet {
         for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
         for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
         await this.#o.volumes?.tearDown(uid).catch((err: unknown) => plog.warn({ err }, 'Failed to tear down pod volumes'));
+        await this.#removePodCgroup(uid, plog);
       }
       await this.pleg.relist();
       this.#o.statusManager.deletePodStatus(uid);

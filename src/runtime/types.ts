@@ -153,6 +153,10 @@ export interface ContainerConfig {
   readonly security: ContainerSecurity;
   /** An ephemeral container's `targetContainerName`, resolved: the container whose PID namespace it joins. */
   readonly pidNamespaceOf?: string;
+  /** The pod's cgroup (absent: the engine's default parent). */
+  readonly cgroupParent?: string;
+  /** The process's `oom_score_adj` (the kubelet's by QoS, pkg/kubelet/qos/policy.go). */
+  readonly oomScoreAdj?: number;
 }
 
 /**
@@ -162,6 +166,10 @@ export interface ContainerConfig {
  */
 export interface SandboxConfig {
   readonly hostname?: string;
+  /** The pod's cgroup (absent: the engine's default parent). */
+  readonly cgroupParent?: string;
+  /** The sandbox process's `oom_score_adj` (`PodInfraOOMAdj`, as dockershim and cri-dockerd set it). */
+  readonly oomScoreAdj?: number;
 }
 
 /** What the node reports of its container engine: `docker://<version>` (or `podman://…`) and its images. */

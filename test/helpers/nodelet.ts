@@ -1,3 +1,5 @@
+import { Cgroupfs } from '../../src/cgroups/cgroupfs.js';
+import { cgroupRootPath } from '../../src/cgroups/manager.js';
 import { mkdtemp, readFile, rm, writeFile, unlink } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -93,6 +95,12 @@ export async function startTestNode(
     maxPods: 110,
     containerLogMaxSize: '10Mi',
     containerLogMaxFiles: 5,
+    cgroupsPerQOS: true,
+    cgroupsPerQOSRequired: false,
+    // Each test node's pod cgroups under a root of its own, removed with it.
+    cgroupRoot: `/nodelet-test/${nodeName}`,
+    cgroupDriver: 'cgroupfs' as const,
+    podPidsLimit: -1,
     authenticationTokenWebhook: false,
     authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow' as const,
@@ -150,12 +158,20 @@ export async function startTestNode(
   t.teardown(async () => {
     await nodelet.close().catch(() => undefined);
     await removeNodeContainers(docker, nodeName);
+    await removeCgroupRoot(config.cgroupRoot);
     // Pods keep their volumes when nodelet stops (as with a kubelet): tmpfs volumes are still
     // mounted under the root dir and must go before it can.
     await unmountUnder(manifestDir);
     await rm(manifestDir, { recursive: true, force: true });
   });
   return node;
+}
+
+/** Removes a test node's cgroup root and what is below it (its containers are gone by then). */
+export async function removeCgroupRoot(root: string): Promise<void> {
+  if (root === '/') return;
+  const fs = await Cgroupfs.open().catch(() => undefined);
+  await fs?.remove(cgroupRootPath(root)).catch(() => undefined);
 }
 
 /** Unmounts every mount point below `dir` (deepest first), as a pod's volume teardown would. */

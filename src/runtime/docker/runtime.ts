@@ -149,6 +149,12 @@ export class DockerRuntime implements Runtime {
     await this.#docker.ping();
   }
 
+  /** The engine's cgroup driver and version (`/info` `CgroupDriver`, `CgroupVersion`): pod cgroups need `cgroupfs`. */
+  async cgroupInfo(): Promise<{ driver: string; version: string }> {
+    const info = (await this.#docker.info()) as { CgroupDriver?: string; CgroupVersion?: string };
+    return { driver: info.CgroupDriver ?? '', version: info.CgroupVersion ?? '' };
+  }
+
   async listPods(): Promise<RuntimePod[]> {
     const listedAt = performance.now();
     const list = await this.#docker.listContainers({ all: true, filters: { label: [`${Label.node}=${this.#opts.nodeName}`] } });
@@ -333,6 +339,7 @@ export class DockerRuntime implements Runtime {
         ...(pod.spec?.hostPID ? { PidMode: 'host' } : {}),
         ...(Object.keys(sysctls).length ? { Sysctls: sysctls } : {}),
         ...ulimits,
+        ...cgroupHostConfig(config ?? {}),
         RestartPolicy: { Name: 'no' },
       },
     }));
@@ -477,6 +484,7 @@ export class DockerRuntime implements Runtime {
         ...(limits.memory ? { Memory: Number(ceilUnits(quantityOf(limits.memory))) } : {}),
         ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
         CpuShares: cpuShares(container),
+        ...cgroupHostConfig(config),
         ...ulimits,
         ...logConfig(engine, this.#opts.containerLogs),
       },
@@ -623,4 +631,12 @@ function ceilUnits(nano: bigint): bigint {
 
 function ceilDiv(a: bigint, b: bigint): bigint {
   return (a + b - 1n) / b;
+}
+
+/** The pod's cgroup and the process's OOM score, where the kubelet side chose them. */
+function cgroupHostConfig(config: { readonly cgroupParent?: string; readonly oomScoreAdj?: number }): Pick<Docker.HostConfig, 'CgroupParent' | 'OomScoreAdj'> {
+  return {
+    ...(config.cgroupParent ? { CgroupParent: config.cgroupParent } : {}),
+    ...(config.oomScoreAdj !== undefined ? { OomScoreAdj: config.oomScoreAdj } : {}),
+  };
 }

@@ -1,0 +1,95 @@
+import type { Pod } from '../api/types.js';
+import type { Logger } from '../logging/index.js';
+import { Cgroupfs } from './cgroupfs.js';
+import { cgroupRootPath, PodCgroups, type PodCgroupsOptions } from './manager.js';
+
+export interface NodeCgroupsOptions extends Omit<PodCgroupsOptions, 'root'> {
+  /** `cgroupRoot`, as configured (`/`). */
+  readonly root: string;
+  /** `cgroupsPerQOS` was set explicitly: where pod cgroups cannot be had, pods fail instead of running without. */
+  readonly required: boolean;
+  /**
+   * Why the engine cannot place pods in nodelet's cgroups (remote, another cgroup driver), or
+   * undefined when it can; rejects while the engine does not answer (asked again next time).
+   */
+  readonly engineRefusal: () => Promise<string | undefined>;
+  /** The host's cgroup filesystem (default: /proc/self/mountinfo's). */
+  readonly openCgroupfs?: () => Promise<Cgroupfs>;
+  readonly log: Logger;
+}
+
+/**
+ * `cgroupsPerQOS` decided once the engine first answers: pod cgroups where the node can have
+ * them, else — with the setting left at its default — pods in the engine's default cgroups and a
+ * warning that says why, or — with it set explicitly — every new pod failing with that reason,
+ * as the kubelet refuses to run on a node whose cgroups it cannot manage.
+ */
+export class NodeCgroups {
+  readonly #o: NodeCgroupsOptions;
+  #decided: Promise<PodCgroups | string> | undefined;
+  #pods: PodCgroups | undefined;
+
+  constructor(opts: NodeCgroupsOptions) {
+    this.#o = opts;
+  }
+
+  /** Whether pods get cgroups of their own: undefined until decided. */
+  get enabled(): boolean | undefined {
+    return this.#decided === undefined ? undefined : this.#pods !== undefined;
+  }
+
+  /**
+   * The pod's cgroup, made or brought up to date, as the engine's `CgroupParent`; undefined when
+   * this node runs pods without (the warning logged once). Rejects with the reason when pod
+   * cgroups are required and cannot be had, or when writing the cgroup fails.
+   */
+  async ensurePod(pod: Pod): Promise<string | undefined> {
+    const pods = await this.#decide();
+    if (typeof pods === 'string') {
+      if (this.#o.required) throw new Error(`cgroupsPerQOS is set but pods cannot get cgroups of their own here: ${pods}`);
+      return undefined;
+    }
+    return pods.ensurePod(pod);
+  }
+
+  /** Removes a torn-down pod's cgroup (nothing when pods have none). */
+  async removePod(uid: string): Promise<void> {
+    await this.#pods?.removePod(uid);
+  }
+
+  close(): void {
+    this.#pods?.close();
+  }
+
+  #decide(): Promise<PodCgroups | string> {
+    this.#decided ??= (async () => {
+      let reason = await this.#o.engineRefusal();
+      let pods: PodCgroups | undefined;
+      let version: 1 | 2 | undefined;
+      if (reason === undefined) {
+        try {
+          const fs = await (this.#o.openCgroupfs ?? Cgroupfs.open)();
+          version = fs.mounts.version;
+          pods = new PodCgroups(fs, { ...this.#o, root: cgroupRootPath(this.#o.root) });
+          // kubepods and the QoS classes: where nodelet may not write them (not root), there are none.
+          await pods.start();
+        } catch (err) {
+          reason = (err as Error).message;
+        }
+      }
+      if (reason !== undefined || pods === undefined) {
+        const why = reason ?? 'no cgroup filesystem';
+        if (!this.#o.required) this.#o.log.warn({ reason: why }, 'Pods run without cgroups of their own (cgroupsPerQOS): their containers get only their own limits');
+        return why;
+      }
+      this.#o.log.info({ cgroupRoot: this.#o.root, cgroupVersion: version }, 'Pods get cgroups of their own below kubepods (cgroupsPerQOS)');
+      this.#pods = pods;
+      return pods;
+    })();
+    // An engine that did not answer is asked again at the next pod.
+    this.#decided.catch(() => {
+      this.#decided = undefined;
+    });
+    return this.#decided;
+  }
+}
