@@ -58,3 +58,13 @@ t.test('getPodQOS keeps a recorded class', async (t) => {
   t.equal(getPodQOS(pod([{}])), 'BestEffort');
   t.equal(getPodQOS({}), 'BestEffort');
 });
+
+t.test('pod-level spec.resources alone decide the class (PodLevelResources)', async (t) => {
+  const withPodLevel = (resources: NonNullable<NonNullable<Pod['spec']>['resources']>, containers: Res[] = [{}]): Pod => ({ spec: { containers: containers.map((r, i) => ({ name: `c${i}`, resources: r })), resources } });
+  t.equal(computePodQOS(withPodLevel({ limits: both('1', '1Gi') })), 'Guaranteed', 'both limited (requests default to them), containers without any');
+  t.equal(computePodQOS(withPodLevel({ limits: both('1', '1Gi') }, [{ requests: { cpu: '100m' } }])), 'Guaranteed', 'container requests do not count');
+  t.equal(computePodQOS(withPodLevel({ limits: { memory: '1Gi' } })), 'Burstable', 'only memory limited');
+  t.equal(computePodQOS(withPodLevel({ requests: { cpu: '1' } })), 'Burstable', 'requests only');
+  t.equal(computePodQOS(withPodLevel({ requests: both('1', '1Gi'), limits: both('2', '1Gi') })), 'Burstable', 'requests below limits');
+  t.equal(computePodQOS(withPodLevel({}, [{ limits: both('1', '1Gi') }])), 'BestEffort', 'an empty pod-level stanza: nothing counts');
+});

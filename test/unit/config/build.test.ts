@@ -55,6 +55,11 @@ t.test('defaults', async (t) => {
     containerUlimits: 'auto',
     containerLogMaxSize: '10Mi',
     containerLogMaxFiles: 5,
+    cgroupsPerQOS: true,
+    cgroupsPerQOSRequired: false,
+    cgroupRoot: '/',
+    cgroupDriver: 'cgroupfs',
+    podPidsLimit: -1,
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -132,6 +137,22 @@ t.test('container log rotation: a quantity and at least 2 files, from flags or t
   fails(t, () => build(['--container-log-max-files=1']), /invalid container log max files 1 \(from --container-log-max-files\): must be at least 2/);
 });
 
+t.test('pod cgroups: cgroupsPerQOS required once given, an absolute cgroupRoot, systemd refused, podPidsLimit from -1', async (t) => {
+  const c = build(['--cgroups-per-qos=false', '--cgroup-root=/nodes/n1', '--pod-max-pids=64']);
+  t.same([c.cgroupsPerQOS, c.cgroupsPerQOSRequired, c.cgroupRoot, c.podPidsLimit], [false, true, '/nodes/n1', 64]);
+  t.same([build(['--cgroups-per-qos']).cgroupsPerQOSRequired, build([]).cgroupsPerQOSRequired], [true, false], 'given (even as the default) means required');
+  const dir = t.testdir();
+  const path = join(dir, 'kubelet.yaml');
+  writeFileSync(path, FILE_HEAD + 'cgroupsPerQOS: true\ncgroupRoot: /k\npodPidsLimit: 100\n');
+  const f = build([`--config=${path}`]);
+  t.same([f.cgroupsPerQOSRequired, f.cgroupRoot, f.podPidsLimit], [true, '/k', 100], 'from the config file');
+  fails(t, () => build(['--cgroup-root=kubepods']), /invalid cgroup root "kubepods" \(from --cgroup-root\): must be an absolute path/);
+  fails(t, () => build(['--cgroup-root=/a/../b']), /without "\." or "\.\." elements/);
+  fails(t, () => build(['--cgroup-driver=systemd']), /cgroup driver "systemd" \(from --cgroup-driver\) is not implemented for pod cgroups/);
+  t.equal(build(['--cgroup-driver=systemd', '--cgroups-per-qos=false']).cgroupDriver, 'systemd', 'accepted with pod cgroups off');
+  fails(t, () => build(['--pod-max-pids=-2']), /must be at least -1/);
+});
+
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {
   t.equal(build([], { DOCKER_HOST: 'tcp://127.0.0.1:2375' }).dockerEndpoint, 'tcp://127.0.0.1:2375');
   t.equal(build([], { DOCKER_HOST: '' }).dockerEndpoint, 'unix:///var/run/docker.sock');
@@ -145,7 +166,7 @@ t.test('precedence: defaults <- config file <- flags given explicitly', async (t
   const path = join(dir, 'kubelet.yaml');
   writeFileSync(
     path,
-    FILE_HEAD + 'port: 10260\nsyncFrequency: 30s\nstaticPodPath: /etc/m\nlogging:\n  format: json\n  verbosity: 5\npodPidsLimit: 10\n',
+    FILE_HEAD + 'port: 10260\nsyncFrequency: 30s\nstaticPodPath: /etc/m\nlogging:\n  format: json\n  verbosity: 5\ncpuManagerPolicy: static\n',
   );
   const fromFile = buildConfig([`--config=${path}`], {}, HOST);
   if ('help' in fromFile) throw new Error('unexpected help');
@@ -156,7 +177,7 @@ t.test('precedence: defaults <- config file <- flags given explicitly', async (t
   t.equal(fromFile.config.verbosity, 5);
   t.equal(fromFile.config.fileCheckFrequencyMs, 20_000, 'default kept where the file is silent');
   t.equal(fromFile.warnings.length, 1);
-  t.match(fromFile.warnings[0], /podPidsLimit/);
+  t.match(fromFile.warnings[0], /cpuManagerPolicy/);
 
   const both = build(['--port', '10270', '--config', path, '-v=1', '--logging-format=text', '--pod-manifest-path='], {});
   t.equal(both.port, 10270, 'flag beats file regardless of order');

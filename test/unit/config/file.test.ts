@@ -47,12 +47,12 @@ t.test('unknown or unsupported fields are warnings, not failures', async (t) => 
   const path = write(
     t,
     HEAD +
-      'port: 10251\nreadOnlyPort: 0\npodPidsLimit: 10\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    cacheTTL: 2m\nserializeImagePulls: false\nlogging:\n  format: text\n  flushFrequency: 5s\n',
+      'port: 10251\nreadOnlyPort: 0\ncpuManagerPolicy: static\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    cacheTTL: 2m\nserializeImagePulls: false\nlogging:\n  format: text\n  flushFrequency: 5s\n',
   );
   const { values, warnings } = loadConfigFile(path);
   t.same(values, { port: 10251, readOnlyPort: 0, anonymousAuth: false, authenticationTokenWebhookCacheTTLMs: 120_000, loggingFormat: 'text' });
   t.equal(warnings.length, 3);
-  t.match(warnings[0], /ignoring field "podPidsLimit"/);
+  t.match(warnings[0], /ignoring field "cpuManagerPolicy"/);
   t.match(warnings[1], /ignoring field "serializeImagePulls"/);
   t.match(warnings[2], /ignoring field "logging.flushFrequency"/);
   for (const w of warnings) t.match(w, path);
