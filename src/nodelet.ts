@@ -13,6 +13,10 @@ import { dockerClient } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
 import { ownCapabilityBounds } from './runtime/docker/privileged.js';
 import { NodeCgroups } from './cgroups/node-cgroups.js';
+import { ImageGC } from './kubelet/image-gc.js';
+
+/** The kubelet's `ImageGCPeriod`. */
+const IMAGE_GC_PERIOD_MS = 5 * 60_000;
 import { buildServer } from './server/index.js';
 import { loadTlsMaterial, servesTLS } from './server/tls.js';
 import { loadEmbeddedCredentials, writeAdminKubeconfig } from './server/embedded.js';
@@ -73,6 +77,8 @@ export interface StartOptions {
   networkPlugin?: NetworkPlugin;
   /** How often the pod networks of vanished sandboxes are released (default 1 min). */
   networkGCPeriodMs?: number;
+  /** How often image GC runs (default 5 min, the kubelet's `ImageGCPeriod`). */
+  imageGCPeriodMs?: number;
 }
 
 /** The `--network-plugin` of `config`, or the one a test passes; undefined: none. */
@@ -207,6 +213,21 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   };
 
   const node = { kind: 'Node', apiVersion: 'v1', metadata: { name: config.nodeName, namespace: 'default', uid: config.nodeName } };
+  // Image GC (pkg/kubelet/images/image_gc_manager.go): at start, then every 5 minutes.
+  const imageGC = new ImageGC({
+    store: dockerRuntime,
+    policy: { highThresholdPercent: config.imageGCHighThresholdPercent, lowThresholdPercent: config.imageGCLowThresholdPercent, minAgeMs: config.imageMinimumGCAgeMs, maxAgeMs: config.imageMaximumGCAgeMs },
+    // Read from the engine at each run, not the PLEG's cache: right after a start it is still empty.
+    imagesInUse: async () => new Set((await runtime.listPods()).flatMap((p) => p.containers.map((c) => c.imageID))),
+    pinned: [config.podInfraContainerImage],
+    warn: (reason, message) => recorder.record(node, 'Warning', reason, message),
+    collected: (reason) => metrics.imageGarbageCollected.inc({ reason }),
+    log,
+  });
+  const runImageGC = () => void imageGC.run();
+  const imageGCTimer = setInterval(runImageGC, opts.imageGCPeriodMs ?? IMAGE_GC_PERIOD_MS);
+  imageGCTimer.unref();
+  setImmediate(runImageGC);
   let source: StaticPodDirSource | undefined;
   if (config.staticPodPath) {
     source = new StaticPodDirSource({
@@ -281,6 +302,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await volumes.stop();
     await dockerRuntime.close();
     podCgroups?.close();
+    clearInterval(imageGCTimer);
     network?.stop();
     closeSecurity();
     apiClient?.close();
@@ -362,6 +384,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       // After the server closed: no forward can start a port-forward helper any more.
       await dockerRuntime.close();
       podCgroups?.close();
+      clearInterval(imageGCTimer);
     podCgroups?.close();
       network?.stop();
       closeSecurity();

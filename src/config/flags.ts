@@ -176,6 +176,22 @@ const TABLE = [
     help: 'Most processes in one pod (its cgroup\'s pids.max, with --cgroups-per-qos); -1: unlimited',
   },
   {
+    name: 'image-gc-high-threshold', kind: 'int', target: 'imageGCHighThresholdPercent', default: 85, fileField: 'imageGCHighThresholdPercent',
+    help: 'The percent of the image filesystem\'s usage after which image garbage collection always runs (every 5 minutes); 100 turns it off',
+  },
+  {
+    name: 'image-gc-low-threshold', kind: 'int', target: 'imageGCLowThresholdPercent', default: 80, fileField: 'imageGCLowThresholdPercent',
+    help: 'The percent of the image filesystem\'s usage that image garbage collection frees down to; below --image-gc-high-threshold',
+  },
+  {
+    name: 'minimum-image-ttl-duration', kind: 'duration', target: 'imageMinimumGCAgeMs', default: '2m0s', fileField: 'imageMinimumGCAge', allowZero: true,
+    help: 'Minimum age of an unused image before it is garbage collected',
+  },
+  {
+    name: 'image-maximum-gc-age', kind: 'duration', target: 'imageMaximumGCAgeMs', default: '0s', fileField: 'imageMaximumGCAge', allowZero: true,
+    help: 'An image unused this long is garbage collected whatever the disk usage; 0 turns it off (imageMaximumGCAge; the flag is nodelet\'s own, the kubelet has only the config field)',
+  },
+  {
     name: 'streaming-connection-idle-timeout', kind: 'duration', target: 'streamingConnectionIdleTimeoutMs', default: '4h0m0s', fileField: 'streamingConnectionIdleTimeout',
     help: 'Maximum time a streaming connection (exec, attach, port-forward) can be idle before it is closed; pings count as traffic. 0 means no timeout',
     allowZero: true,

@@ -80,6 +80,18 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     throw new ConfigError(`cgroup driver "systemd" (from ${origin('cgroupDriver')}) is not implemented for pod cgroups: use --cgroup-driver=cgroupfs with an engine on the cgroupfs driver, or --cgroups-per-qos=false`);
   }
 
+  // pkg/kubelet/apis/config/validation/validation.go
+  const imageGCHighThresholdPercent = get('imageGCHighThresholdPercent');
+  const imageGCLowThresholdPercent = get('imageGCLowThresholdPercent');
+  if (imageGCHighThresholdPercent > 100) throw new ConfigError(`invalid image GC high threshold ${imageGCHighThresholdPercent} (from ${origin('imageGCHighThresholdPercent')}): must be between 0 and 100`);
+  if (imageGCLowThresholdPercent >= imageGCHighThresholdPercent) {
+    throw new ConfigError(`invalid image GC low threshold ${imageGCLowThresholdPercent} (from ${origin('imageGCLowThresholdPercent')}): must be less than the high threshold ${imageGCHighThresholdPercent}`);
+  }
+  const imageMaximumGCAgeMs = get('imageMaximumGCAgeMs');
+  if (imageMaximumGCAgeMs > 0 && imageMaximumGCAgeMs <= get('imageMinimumGCAgeMs')) {
+    throw new ConfigError(`invalid image maximum GC age (from ${origin('imageMaximumGCAgeMs')}): must be greater than the minimum GC age`);
+  }
+
   const clusterDNS = get('clusterDNS');
   for (const ip of clusterDNS) {
     if (isIP(ip) === 0) throw new ConfigError(`invalid cluster DNS address ${quote(ip)} (from ${origin('clusterDNS')}): not a valid IP address`);
@@ -111,6 +123,10 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     cgroupRoot,
     cgroupDriver: get('cgroupDriver'),
     podPidsLimit: get('podPidsLimit'),
+    imageGCHighThresholdPercent,
+    imageGCLowThresholdPercent,
+    imageMinimumGCAgeMs: get('imageMinimumGCAgeMs'),
+    imageMaximumGCAgeMs,
     streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
     maxStreamingSessions: get('maxStreamingSessions'),
     maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),

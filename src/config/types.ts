@@ -62,6 +62,14 @@ export interface Config {
   readonly cgroupDriver: 'cgroupfs' | 'systemd';
   /** `podPidsLimit` (`--pod-max-pids`, -1): most processes in one pod's cgroup; -1 unlimited. */
   readonly podPidsLimit: number;
+  /** `imageGCHighThresholdPercent` (85): image GC runs when the image filesystem is this full; 100 turns it off. */
+  readonly imageGCHighThresholdPercent: number;
+  /** `imageGCLowThresholdPercent` (80): image GC frees down to this; below the high threshold. */
+  readonly imageGCLowThresholdPercent: number;
+  /** `imageMinimumGCAge` (2 min): an image seen more recently is never removed. */
+  readonly imageMinimumGCAgeMs: number;
+  /** `imageMaximumGCAge` (0: off): an image unused this long is removed whatever the disk usage. */
+  readonly imageMaximumGCAgeMs: number;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */

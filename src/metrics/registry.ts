@@ -101,6 +101,12 @@ export class Metrics {
     help: '1 when WebSocket client frames are unmasked by native code (bufferutil loaded), else 0',
     registers: [this.registry],
   });
+  readonly imageGarbageCollected = new Counter({
+    name: 'kubelet_image_garbage_collected_total',
+    help: 'Total number of images garbage collected by the kubelet, whether through disk usage or image age',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly dockerErrors = new Counter({
     name: 'nodelet_docker_api_errors_total',
     help: 'Docker Engine API calls that failed, by runtime operation',

@@ -44,7 +44,7 @@ interface Teardown {
 export async function startTestNode(
   t: Teardown,
   overrides: Partial<Config> = {},
-  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs'> & { log?: Logger } = {},
+  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs' | 'imageGCPeriodMs'> & { log?: Logger } = {},
 ): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
@@ -101,6 +101,11 @@ export async function startTestNode(
     cgroupRoot: `/nodelet-test/${nodeName}`,
     cgroupDriver: 'cgroupfs' as const,
     podPidsLimit: -1,
+    // Off in tests: the engine's images are shared by every test file (the image GC test has its own engine).
+    imageGCHighThresholdPercent: 100,
+    imageGCLowThresholdPercent: 80,
+    imageMinimumGCAgeMs: 120_000,
+    imageMaximumGCAgeMs: 0,
     authenticationTokenWebhook: false,
     authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow' as const,

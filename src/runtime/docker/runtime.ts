@@ -1,3 +1,4 @@
+import { statfs } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../../logging/index.js';
@@ -147,6 +148,48 @@ export class DockerRuntime implements Runtime {
 
   async ping(): Promise<void> {
     await this.#docker.ping();
+  }
+
+  /** Every image of the engine (image GC). */
+  async listImages(): Promise<{ id: string; tags: string[]; sizeBytes: number }[]> {
+    const list = await this.#docker.listImages();
+    return list.map((i) => ({ id: i.Id, tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'), sizeBytes: i.Size }));
+  }
+
+  /**
+   * Removes an image as cri-dockerd's `RemoveImage` does: each tag, then the ID, never forced,
+   * so an image a container still uses (any client's: the engine may be shared) is refused (409).
+   */
+  async removeImage(id: string): Promise<void> {
+    const info = await this.#docker.getImage(id).inspect().catch((err: unknown) => {
+      if (statusCodeOf(err) === 404) return undefined;
+      throw err;
+    });
+    if (!info) return;
+    // Untagging succeeds while other tags remain, even under a container: ask first, so an image
+    // in use by any container of the engine keeps its names.
+    const users = await this.#docker.listContainers({ all: true, filters: { ancestor: [info.Id] } });
+    if (users.length) throw new Error(`image ${info.Id} is in use by container ${users[0]?.Id.slice(0, 12)}`);
+    for (const tag of info.RepoTags ?? []) {
+      await this.#docker.getImage(tag).remove({ noprune: false }).catch((err: unknown) => {
+        if (statusCodeOf(err) !== 404) throw err;
+      });
+    }
+    await this.#docker.getImage(id).remove({ noprune: false }).catch((err: unknown) => {
+      if (statusCodeOf(err) !== 404) throw err;
+    });
+  }
+
+  /**
+   * The filesystem of the engine's data root (`/info` `DockerRootDir`, statfs'd here: a local
+   * engine), as the kubelet's `ImageFsStats`.
+   */
+  async imageFsStats(): Promise<{ capacityBytes: number; availableBytes: number }> {
+    const info = (await this.#docker.info()) as { DockerRootDir?: string; Store?: { GraphRoot?: string } };
+    const root = info.DockerRootDir ?? info.Store?.GraphRoot;
+    if (!root) throw new Error('the engine reports no data root (DockerRootDir)');
+    const st = await statfs(root);
+    return { capacityBytes: st.blocks * st.bsize, availableBytes: st.bavail * st.bsize };
   }
 
   /** The engine's cgroup driver and version (`/info` `CgroupDriver`, `CgroupVersion`): pod cgroups need `cgroupfs`. */

@@ -60,6 +60,10 @@ t.test('defaults', async (t) => {
     cgroupRoot: '/',
     cgroupDriver: 'cgroupfs',
     podPidsLimit: -1,
+    imageGCHighThresholdPercent: 85,
+    imageGCLowThresholdPercent: 80,
+    imageMinimumGCAgeMs: 120_000,
+    imageMaximumGCAgeMs: 0,
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -151,6 +155,19 @@ t.test('pod cgroups: cgroupsPerQOS required once given, an absolute cgroupRoot, 
   fails(t, () => build(['--cgroup-driver=systemd']), /cgroup driver "systemd" \(from --cgroup-driver\) is not implemented for pod cgroups/);
   t.equal(build(['--cgroup-driver=systemd', '--cgroups-per-qos=false']).cgroupDriver, 'systemd', 'accepted with pod cgroups off');
   fails(t, () => build(['--pod-max-pids=-2']), /must be at least -1/);
+});
+
+t.test('image GC: thresholds between 0 and 100, low below high, maximum age above minimum', async (t) => {
+  const c = build(['--image-gc-high-threshold=90', '--image-gc-low-threshold=50', '--minimum-image-ttl-duration=30s', '--image-maximum-gc-age=1h']);
+  t.same([c.imageGCHighThresholdPercent, c.imageGCLowThresholdPercent, c.imageMinimumGCAgeMs, c.imageMaximumGCAgeMs], [90, 50, 30_000, 3600_000]);
+  const dir = t.testdir();
+  const path = join(dir, 'kubelet.yaml');
+  writeFileSync(path, FILE_HEAD + 'imageGCHighThresholdPercent: 100\nimageMinimumGCAge: 5m\nimageMaximumGCAge: 168h\n');
+  const f = build([`--config=${path}`]);
+  t.same([f.imageGCHighThresholdPercent, f.imageMinimumGCAgeMs, f.imageMaximumGCAgeMs], [100, 300_000, 168 * 3600_000], 'KubeletConfiguration names');
+  fails(t, () => build(['--image-gc-high-threshold=101']), /invalid image GC high threshold 101 \(from --image-gc-high-threshold\): must be between 0 and 100/);
+  fails(t, () => build(['--image-gc-low-threshold=85']), /invalid image GC low threshold 85 \(from --image-gc-low-threshold\): must be less than the high threshold 85/);
+  fails(t, () => build(['--image-maximum-gc-age=1m']), /invalid image maximum GC age \(from --image-maximum-gc-age\): must be greater than the minimum GC age/);
 });
 
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {
