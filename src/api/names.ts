@@ -13,7 +13,7 @@ export function podFullName(pod: Pick<Pod, 'metadata'>): string {
  * `spec.hostname` or the pod name, cut to 63 characters without a trailing `-` or `.`.
  */
 export function podHostname(pod: Pick<Pod, 'metadata' | 'spec'>): string {
-  return truncateHostname(pod.spec?.hostname || pod.metadata?.name || '');
+  return truncateHostname(pod.spec?.hostnameOverride || pod.spec?.hostname || pod.metadata?.name || '');
 }
 
 /** `truncatePodHostnameIfNeeded`: longer than 63 characters, cut to 63 and trailing `-` and `.` dropped. */
@@ -22,14 +22,21 @@ function truncateHostname(hostname: string): string {
 }
 
 /**
- * The kubelet's `GeneratePodHostNameAndDomain`: the pod's short hostname (`spec.hostname` or
- * the pod name, truncated) and, with `spec.subdomain`, its domain
+ * The kubelet's `GeneratePodHostNameAndDomain`: the pod's short hostname (`spec.hostnameOverride`
+ * alone, without a domain, when set; else `spec.hostname` or the pod name, truncated) and, with `spec.subdomain`, its domain
  * `<subdomain>.<namespace>.svc.<clusterDomain>` (formed as the kubelet does even when the
  * cluster domain is empty). Throws the kubelet's error for a hostname or subdomain that is not a
  * DNS label.
  */
 export function podHostnameAndDomain(pod: Pick<Pod, 'metadata' | 'spec'>, clusterDomain: string): { hostname: string; domain: string } {
   const name = pod.metadata?.name ?? '';
+  const override = pod.spec?.hostnameOverride;
+  if (override !== undefined && override !== null) {
+    // HostnameOverride (on since 1.35): the name as given, truncated, and no domain at all.
+    const msgs = isDNS1123Subdomain(override);
+    if (msgs.length) throw new Error(`pod HostnameOverride ${JSON.stringify(override)} is not a valid DNS subdomain: ${msgs.join(';')}`);
+    return { hostname: truncateHostname(override), domain: '' };
+  }
   let hostname = name;
   const given = pod.spec?.hostname ?? '';
   if (given) {

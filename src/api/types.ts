@@ -1,10 +1,9 @@
 // Kubernetes object types come from the maintained `kubernetes-types` package; this module only
 // re-exports what nodelet uses so imports stay short and in one place.
-import type { Pod as PodV130, PodCondition as PodConditionV130, PodSpec as PodSpecV130, PodStatus as PodStatusV130, ResourceRequirements } from 'kubernetes-types/core/v1.js';
+import type { Container as ContainerV130, EnvVar as EnvVarV130, EnvVarSource as EnvVarSourceV130, Lifecycle as LifecycleV130, Pod as PodV130, PodCondition as PodConditionV130, PodSpec as PodSpecV130, PodStatus as PodStatusV130, ResourceRequirements } from 'kubernetes-types/core/v1.js';
 
 export type {
   PodList,
-  Container,
   ContainerStatus,
   ContainerState,
   Event,
@@ -30,8 +29,41 @@ export interface PodStatus extends Omit<PodStatusV130, 'conditions'> {
   observedGeneration?: number;
 }
 
-/** A pod's spec; pod-level `resources` (PodLevelResources, beta and on since 1.34). */
-export interface PodSpec extends PodSpecV130 {
+/** A pod's spec; pod-level `resources` (PodLevelResources, on since 1.34) and `hostnameOverride`. */
+/** A container's lifecycle; `stopSignal` (ContainerStopSignals, alpha since 1.33). */
+export interface Lifecycle extends LifecycleV130 {
+  /** The signal that stops the container (the engine's stop signal), instead of the image's. */
+  stopSignal?: string;
+}
+
+/** `env[].valueFrom.fileKeyRef` (EnvFiles, on since 1.35): a key of an env file in an emptyDir volume. */
+export interface FileKeySelector {
+  volumeName: string;
+  /** Relative to the volume's root. */
+  path: string;
+  key: string;
+  optional?: boolean;
+}
+
+export interface EnvVarSource extends EnvVarSourceV130 {
+  fileKeyRef?: FileKeySelector;
+}
+
+export interface EnvVar extends Omit<EnvVarV130, 'valueFrom'> {
+  valueFrom?: EnvVarSource;
+}
+
+/** A container; its `lifecycle` with `stopSignal`, its `env` with `fileKeyRef`. */
+export interface Container extends Omit<ContainerV130, 'lifecycle' | 'env'> {
+  lifecycle?: Lifecycle;
+  env?: EnvVar[];
+}
+
+export interface PodSpec extends Omit<PodSpecV130, 'containers' | 'initContainers'> {
+  containers: Container[];
+  initContainers?: Container[];
+  /** The pod's hostname as given (HostnameOverride, on since 1.35): no domain, no FQDN. */
+  hostnameOverride?: string;
   /** Requests and limits of the whole pod (cpu, memory, hugepages): its cgroup's limits and its QoS class. */
   resources?: Pick<ResourceRequirements, 'limits' | 'requests'>;
 }

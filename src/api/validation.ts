@@ -39,6 +39,10 @@ class FieldErrors {
   tooLong(path: string, maxBytes: number): void {
     this.list.push(`${path}: Too long: must have at most ${maxBytes} bytes`);
   }
+  /** `field.Forbidden`. */
+  forbidden(path: string, detail: string): void {
+    this.list.push(`${path}: Forbidden: ${detail}`);
+  }
   notFound(path: string, value: unknown): void {
     this.list.push(`${path}: Not found: ${formatValue(value)}`);
   }
@@ -183,6 +187,11 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
     const v = optString(spec[field], `${path}.${field}`, errs);
     if (v) for (const msg of isDNS1123Label(v)) errs.invalid(`${path}.${field}`, bounded(v), msg);
   }
+  validatePodHostnameOverride(spec, path, errs);
+  init?.forEach((c, i) => validateFileKeyRefs(c, spec, `${path}.initContainers[${i}]`, errs));
+  containers?.forEach((c, i) => validateFileKeyRefs(c, spec, `${path}.containers[${i}]`, errs));
+  init?.forEach((c, i) => validateStopSignal(c, spec, `${path}.initContainers[${i}]`, errs));
+  containers?.forEach((c, i) => validateStopSignal(c, spec, `${path}.containers[${i}]`, errs));
   validateHostAliases(spec.hostAliases, `${path}.hostAliases`, errs);
   const grace = spec.terminationGracePeriodSeconds;
   if (grace !== undefined && grace !== null) {
@@ -195,6 +204,72 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
       errs.invalid(`${path}.activeDeadlineSeconds`, deadline, 'must be between 1 and 2147483647, inclusive');
     }
   }
+}
+
+/**
+ * `validatePodHostName` (HostnameOverride, on since 1.35): `hostnameOverride` is a DNS-1123
+ * subdomain of at most 64 characters, and meaningless beside `setHostnameAsFQDN` or the host's
+ * network, which it may not be set with.
+ */
+function validatePodHostnameOverride(spec: Record<string, unknown>, path: string, errs: FieldErrors): void {
+  const p = `${path}.hostnameOverride`;
+  const v = optString(spec.hostnameOverride, p, errs);
+  if (v === undefined || v === null) return;
+  if (spec.setHostnameAsFQDN === true) errs.forbidden(p, 'may not be specified when setHostnameAsFQDN is true');
+  if (spec.hostNetwork === true) errs.forbidden(p, 'may not be specified when hostNetwork is true');
+  if (v.length > 64) errs.tooLong(p, 64);
+  for (const msg of isDNS1123Subdomain(v)) errs.invalid(p, bounded(v), msg);
+}
+
+/**
+ * `validateFileKeySelector` and `validateFileKeyRefVolumes` (EnvFiles): a `fileKeyRef` names a
+ * key that is an environment variable name, a path without `..`, and an emptyDir volume of the pod.
+ */
+function validateFileKeyRefs(c: unknown, spec: Record<string, unknown>, path: string, errs: FieldErrors): void {
+  if (!isRecord(c) || !Array.isArray(c.env)) return;
+  const volumes = new Map((Array.isArray(spec.volumes) ? spec.volumes : []).filter(isRecord).map((v) => [v.name, v]));
+  c.env.forEach((e: unknown, j: number) => {
+    if (!isRecord(e) || !isRecord(e.valueFrom) || !isRecord(e.valueFrom.fileKeyRef)) return;
+    const ref = e.valueFrom.fileKeyRef;
+    const p = `${path}.env[${j}].valueFrom.fileKeyRef`;
+    const key = ref.key;
+    if (typeof key !== 'string' || key === '') errs.required(`${p}.key`);
+    else if (!/^[\x20-\x3c\x3e-\x7e]+$/.test(key)) errs.invalid(`${p}.key`, bounded(key), 'a valid environment variable name must consist only of printable ASCII characters other than \'=\'');
+    const volumeName = ref.volumeName;
+    if (typeof volumeName !== 'string' || volumeName === '') errs.required(`${p}.volumeName`);
+    else {
+      for (const msg of isDNS1123Label(volumeName)) errs.invalid(`${p}.volumeName`, bounded(volumeName), msg);
+      const v = volumes.get(volumeName);
+      if (!v) errs.notFound(`${p}.volumeName`, volumeName);
+      else if (!isRecord(v.emptyDir)) errs.invalid(`${p}.volumeName`, volumeName, 'referenced volume must be of type emptyDir');
+    }
+    const filePath = ref.path;
+    if (typeof filePath !== 'string' || filePath === '') errs.required(`${p}.path`);
+    else if (filePath.split('/').includes('..')) errs.invalid(`${p}.path`, bounded(filePath), "must not contain '..'");
+  });
+}
+
+/** `supportedStopSignalsLinux` (pkg/apis/core/validation/validation.go). */
+const LINUX_STOP_SIGNALS = new Set([
+  'SIGABRT', 'SIGALRM', 'SIGBUS', 'SIGCHLD', 'SIGCLD', 'SIGCONT', 'SIGFPE', 'SIGHUP', 'SIGILL', 'SIGINT', 'SIGIO', 'SIGIOT',
+  'SIGKILL', 'SIGPIPE', 'SIGPOLL', 'SIGPROF', 'SIGPWR', 'SIGQUIT', 'SIGSEGV', 'SIGSTKFLT', 'SIGSTOP', 'SIGSYS', 'SIGTERM', 'SIGTRAP',
+  'SIGTSTP', 'SIGTTIN', 'SIGTTOU', 'SIGURG', 'SIGUSR1', 'SIGUSR2', 'SIGVTALRM', 'SIGWINCH', 'SIGXCPU', 'SIGXFSZ', 'SIGRTMIN',
+  ...Array.from({ length: 15 }, (_, i) => `SIGRTMIN+${i + 1}`), ...Array.from({ length: 14 }, (_, i) => `SIGRTMAX-${14 - i}`), 'SIGRTMAX',
+]);
+
+/**
+ * `validateStopSignal` (ContainerStopSignals): a container's `lifecycle.stopSignal` needs the
+ * pod's `spec.os.name`, and on Linux one of the signals the apiserver lists (Windows pods do not
+ * run here at all).
+ */
+function validateStopSignal(c: unknown, spec: Record<string, unknown>, path: string, errs: FieldErrors): void {
+  if (!isRecord(c) || !isRecord(c.lifecycle)) return;
+  const signal = c.lifecycle.stopSignal;
+  if (signal === undefined || signal === null) return;
+  const p = `${path}.lifecycle.stopSignal`;
+  const os = isRecord(spec.os) ? spec.os.name : undefined;
+  if (os === undefined || os === null || os === '') errs.forbidden(p, 'may not be set for containers with empty `spec.os.name`');
+  else if (os === 'linux' && (typeof signal !== 'string' || !LINUX_STOP_SIGNALS.has(signal))) errs.notSupported(p, signal, [...LINUX_STOP_SIGNALS].sort());
 }
 
 /** `validation.MaxDNSNameservers`. */

@@ -39,7 +39,13 @@ export async function buildContainerConfig(pod: Pod, container: Container, image
   if (deps.volumes) await deps.volumes.setUpPod(pod, info);
   // One share of expansion for the whole container (env, subpaths, command, args): see expansion.ts.
   const budget = new ExpansionBudget(MAX_CONTAINER_EXPANSION_BYTES);
-  const env = await resolveEnv(pod, container, { info, objects: deps.objects, budget, onInvalidKeys: (message) => deps.warn('InvalidEnvironmentVariableNames', message) });
+  const env = await resolveEnv(pod, container, {
+    info,
+    objects: deps.objects,
+    budget,
+    onInvalidKeys: (message) => deps.warn('InvalidEnvironmentVariableNames', message),
+    emptyDirPath: (name) => deps.volumes?.emptyDirPath(pod, name),
+  });
   const mounts = deps.volumes ? await deps.volumes.mountsFor(pod, container, env, budget) : [];
   const hosts = await deps.volumes?.etcHostsMount(pod, container, info.podIPs);
   if (hosts) mounts.push(hosts);

@@ -19,6 +19,8 @@ export interface SandboxRefusal {
  *   With a runtimeClassName, that refusal comes first.
  * - `resourceClaims` (and a container's `resources.claims`): dynamic resource allocation, which the
  *   kubelet prepares before the sandbox (`FailedPrepareDynamicResources`); nodelet has no DRA.
+ * - a regular container's `restartPolicy` and any container's `restartPolicyRules`
+ *   (ContainerRestartRules, on since 1.35): not implemented yet.
  * - `ports[].hostPort` on a pod without `hostNetwork`: the kubelet's network plugin publishes it
  *   when it sets up the sandbox's network (`FailedCreatePodSandBox` when it cannot). nodelet does
  *   too with `--network-plugin=cni` when the network declares the `portMappings` capability (the
@@ -50,6 +52,18 @@ export function unsupportedFieldRefusal(pod: Pod, network: { readonly hostPorts:
       reason: 'FailedPrepareDynamicResources',
       message: `resourceClaim ${JSON.stringify(claim)}: dynamic resource allocation (resourceClaims) is not supported by nodelet`,
     };
+  }
+  // ContainerRestartRules (beta, on since 1.35): a regular container's own restartPolicy, and
+  // restartPolicyRules on any container, change when the kubelet restarts it and the pod's phase.
+  for (const c of containers) {
+    const rules = (c as { restartPolicyRules?: unknown[] }).restartPolicyRules;
+    const regular = (spec.containers ?? []).includes(c);
+    if ((regular && c.restartPolicy) || (rules && rules.length)) {
+      return {
+        reason: 'FailedCreatePodSandBox',
+        message: `container ${JSON.stringify(c.name)}: ${regular && c.restartPolicy ? 'a container-level restartPolicy' : 'restartPolicyRules'} (ContainerRestartRules) is not supported by nodelet yet; use the pod's restartPolicy`,
+      };
+    }
   }
   if (!spec.hostNetwork) {
     const inits = new Set(spec.initContainers ?? []);

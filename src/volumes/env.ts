@@ -1,4 +1,8 @@
-import type { ConfigMap, Container, Pod, Secret, Service } from 'kubernetes-types/core/v1.js';
+import { open, realpath } from 'node:fs/promises';
+import { join, normalize, sep } from 'node:path';
+import { parseEnvFile } from './env-file.js';
+import type { ConfigMap, Secret, Service } from 'kubernetes-types/core/v1.js';
+import type { Container, FileKeySelector, Pod } from '../api/types.js';
 import { podFieldValue, resourceFieldValue, type PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
 import { ExpansionBudget, MAX_CONTAINER_EXPANSION_BYTES, MAX_EXPANDED_VALUE_BYTES, mappingFor } from './expansion.js';
@@ -16,7 +20,15 @@ export interface EnvContext {
    * `ExpansionBudget`); a new one of `MAX_CONTAINER_EXPANSION_BYTES` when absent.
    */
   readonly budget?: ExpansionBudget;
+  /**
+   * The host directory of the pod's `emptyDir` volume `name`, set up (`fileKeyRef`, which may
+   * only name an emptyDir); undefined for any other name.
+   */
+  readonly emptyDirPath?: (name: string) => string | undefined;
 }
+
+/** Most an env file read for `fileKeyRef` may hold (nodelet's cap; the kubelet has none). */
+export const MAX_ENV_FILE_BYTES = 1 << 20;
 
 // RelaxedEnvironmentVariableValidation, as src/api/validation.ts checks names: printable ASCII but '='.
 const envName = /^[\x20-\x3c\x3e-\x7e]+$/;
@@ -129,6 +141,10 @@ export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext
         throw new ContainerConfigError(`couldn't find key ${key} in Secret ${ns}/${name}`);
       }
       value = decode(v);
+    } else if (from?.fileKeyRef) {
+      const found = await fileKeyValue(from.fileKeyRef, ctx);
+      if (found === undefined) continue;
+      value = found;
     }
     budget.spend(`env ${e.name}`, value);
     env.set(e.name, value);
@@ -187,4 +203,49 @@ async function fetchObject<T>(read: () => Promise<T | undefined>, kind: string, 
   } catch (err) {
     throw new ContainerConfigError(`couldn't get ${kind} ${ns}/${name}: ${(err as Error).message}`);
   }
+}
+
+/**
+ * `fileKeyRef` as the kubelet resolves it at container start (pkg/kubelet/kubelet_pods.go): the
+ * env file at `path` inside the emptyDir volume `volumeName` (joined so it cannot leave the
+ * volume, as securejoin does), parsed by `parseEnvFile`; a key it does not set is skipped when
+ * `optional`, else refused. The kubelet's messages; the file's parse error is logged by neither.
+ */
+async function fileKeyValue(ref: FileKeySelector, ctx: EnvContext): Promise<string | undefined> {
+  const { volumeName, path, key, optional = false } = ref;
+  const dir = ctx.emptyDirPath?.(volumeName);
+  if (dir === undefined) throw new ContainerConfigError(`cannot find the volume ${JSON.stringify(volumeName)} referenced by FileKeyRef`);
+  let text: string;
+  let file: string;
+  try {
+    file = await secureJoin(dir, path);
+    const handle = await open(file, 'r');
+    try {
+      const buf = Buffer.alloc(MAX_ENV_FILE_BYTES + 1);
+      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+      if (bytesRead > MAX_ENV_FILE_BYTES) throw new Error(`larger than ${MAX_ENV_FILE_BYTES} bytes`);
+      text = buf.subarray(0, bytesRead).toString('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    throw new ContainerConfigError('couldn\'t parse env file');
+  }
+  let value: string;
+  try {
+    value = parseEnvFile(text, key);
+  } catch {
+    throw new ContainerConfigError('couldn\'t parse env file');
+  }
+  if (value !== '') return value;
+  if (optional) return undefined;
+  throw new ContainerConfigError(`environment variable key ${JSON.stringify(key)} not found in file ${JSON.stringify(file)}`);
+}
+
+/** `path` below `root` with every symlink resolved inside it (securejoin's contract): it cannot leave `root`. */
+async function secureJoin(root: string, path: string): Promise<string> {
+  const base = await realpath(root);
+  const joined = await realpath(join(base, normalize(`/${path}`)));
+  if (joined !== base && !joined.startsWith(`${base}${sep}`)) throw new Error(`${path} leaves the volume`);
+  return joined;
 }

@@ -188,6 +188,12 @@ export class VolumeManager {
    * (`makeHostsMount`), written to `<rootDir>/pods/<uid>/etc-hosts` on every container start so
    * it follows the pod's IPs; undefined when the container mounts its own /etc/hosts.
    */
+  /** The host directory of the pod's emptyDir volume `name` (set up by `setUpPod`); undefined for any other name. */
+  emptyDirPath(pod: Pod, name: string): string | undefined {
+    const v = (pod.spec?.volumes ?? []).find((x) => x.name === name);
+    return v?.emptyDir ? this.volumeDir(pod.metadata?.uid ?? '', 'emptyDir', name) : undefined;
+  }
+
   async etcHostsMount(pod: Pod, container: Container, podIPs: readonly string[]): Promise<Mount | undefined> {
     const uid = pod.metadata?.uid ?? '';
     if (!mountsEtcHosts(container) || !safeUID.test(uid)) return undefined;

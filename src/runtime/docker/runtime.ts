@@ -1,6 +1,6 @@
 import { statfs } from 'node:fs/promises';
 import type Docker from 'dockerode';
-import type { Container, Pod } from 'kubernetes-types/core/v1.js';
+import type { Container, Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
@@ -506,6 +506,8 @@ export class DockerRuntime implements Runtime {
       Env: [...config.env],
       ...(security.User !== undefined ? { User: security.User } : {}),
       ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
+      // ContainerStopSignals: the engine stops it with this signal instead of the image's STOPSIGNAL.
+      ...(container.lifecycle?.stopSignal ? { StopSignal: container.lifecycle.stopSignal } : {}),
       Tty: container.tty === true,
       OpenStdin: container.stdin === true,
       StdinOnce: container.stdinOnce === true,
