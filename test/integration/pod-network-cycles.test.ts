@@ -171,7 +171,9 @@ t.test(`${CYCLES} sandbox create/delete cycles through the Docker runtime, 8 at 
   const settledSeconds = (performance.now() - started) / 1000;
   const after = snapshot(net);
 
-  t.same(done, { clean: 700, killed: 150, removed: 150 }, 'every cycle ran');
+  const expected = { clean: 0, killed: 0, removed: 0 };
+  for (let i = 0; i < CYCLES; i++) expected[kindOf(i) as keyof typeof expected]++;
+  t.same(done, expected, 'every cycle ran');
   t.same(after.ipam, before.ipam, 'the host-local dataDir exactly as before: only the resident\'s lease, lock and last_reserved_ip.0');
   t.same(after.cache, before.cache, 'the CNI cache dir exactly as before: only the resident\'s attachment');
   t.equal(after.veths, before.veths, 'no veth left but the resident\'s');
