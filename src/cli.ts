@@ -42,10 +42,11 @@ async function main(argv: string[]): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'Shutting down; pods keep running');
-    const force = setTimeout(() => process.exit(1), 10_000);
+    const graceful = config.shutdownGracePeriodMs > 0 && signal === 'SIGTERM';
+    log.info({ signal }, graceful ? 'Shutting down; pods are stopped first (shutdownGracePeriod)' : 'Shutting down; pods keep running');
+    const force = setTimeout(() => process.exit(1), 10_000 + (graceful ? config.shutdownGracePeriodMs : 0));
     force.unref();
-    nodelet.close().then(
+    (graceful ? nodelet.shutdown() : Promise.resolve()).then(() => nodelet.close()).then(
       () => process.exit(0),
       (err: unknown) => {
         log.error({ err }, 'Error during shutdown');

@@ -58,6 +58,12 @@ export interface Nodelet {
   readonly cluster: ClusterMode | undefined;
   /** The admin kubeconfig written for the embedded default (`generatedCredentials`), else undefined. */
   readonly adminKubeconfig: string | undefined;
+  /**
+   * Graceful node shutdown with `shutdownGracePeriod` (nothing without): every pod stopped by
+   * priority group and reported `Failed`/`Terminated`, serving and syncing meanwhile; call
+   * `close` after it.
+   */
+  shutdown(): Promise<void>;
   /** Stops serving and syncing. Pods keep running, as they do when a kubelet stops. */
   close(): Promise<void>;
 }
@@ -371,6 +377,12 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     readOnlyUrl,
     cluster,
     adminKubeconfig,
+    async shutdown() {
+      const groups = shutdownGroups(config.shutdownGracePeriodMs, config.shutdownGracePeriodCriticalPodsMs);
+      if (!groups.length) return;
+      log.info({ shutdownGracePeriod: config.shutdownGracePeriodMs / 1000, shutdownGracePeriodCriticalPods: config.shutdownGracePeriodCriticalPodsMs / 1000 }, 'Shutdown manager: the node is shutting down, stopping its pods');
+      await kubelet.shutdownPods(groups);
+    },
     async close() {
       await source?.stop();
       nodeSource.stop();
@@ -390,4 +402,20 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       closeSecurity();
     },
   };
+}
+
+/** `scheduling.SystemCriticalPriority`. */
+const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+
+/**
+ * The shutdown manager's `migrateConfig` (pkg/kubelet/nodeshutdown/nodeshutdown_manager.go): pods
+ * of priority 0 and up get `shutdownGracePeriod − shutdownGracePeriodCriticalPods`, pods of
+ * system-critical priority the rest; none without a grace period.
+ */
+export function shutdownGroups(gracePeriodMs: number, criticalMs: number): { priority: number; graceSeconds: number }[] {
+  if (gracePeriodMs <= 0 || criticalMs > gracePeriodMs) return [];
+  return [
+    { priority: 0, graceSeconds: Math.floor((gracePeriodMs - criticalMs) / 1000) },
+    { priority: SYSTEM_CRITICAL_PRIORITY, graceSeconds: Math.floor(criticalMs / 1000) },
+  ];
 }

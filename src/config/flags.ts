@@ -192,6 +192,14 @@ const TABLE = [
     help: 'An image unused this long is garbage collected whatever the disk usage; 0 turns it off (imageMaximumGCAge; the flag is nodelet\'s own, the kubelet has only the config field)',
   },
   {
+    name: 'shutdown-grace-period', kind: 'duration', target: 'shutdownGracePeriodMs', default: '0s', fileField: 'shutdownGracePeriod', allowZero: true,
+    help: 'Graceful node shutdown: on SIGTERM, stop every pod within this time (regular pods first, critical ones in the last --shutdown-grace-period-critical-pods), report them Failed (reason Terminated), then exit; 0 (default): pods keep running when nodelet stops. The flag is nodelet\'s own: the kubelet has only the config field',
+  },
+  {
+    name: 'shutdown-grace-period-critical-pods', kind: 'duration', target: 'shutdownGracePeriodCriticalPodsMs', default: '0s', fileField: 'shutdownGracePeriodCriticalPods', allowZero: true,
+    help: 'The part of --shutdown-grace-period kept for pods of system-critical priority, stopped after the others',
+  },
+  {
     name: 'streaming-connection-idle-timeout', kind: 'duration', target: 'streamingConnectionIdleTimeoutMs', default: '4h0m0s', fileField: 'streamingConnectionIdleTimeout',
     help: 'Maximum time a streaming connection (exec, attach, port-forward) can be idle before it is closed; pings count as traffic. 0 means no timeout',
     allowZero: true,

@@ -92,6 +92,15 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     throw new ConfigError(`invalid image maximum GC age (from ${origin('imageMaximumGCAgeMs')}): must be greater than the minimum GC age`);
   }
 
+  const shutdownGracePeriodMs = get('shutdownGracePeriodMs');
+  const shutdownGracePeriodCriticalPodsMs = get('shutdownGracePeriodCriticalPodsMs');
+  if (shutdownGracePeriodCriticalPodsMs > shutdownGracePeriodMs) {
+    throw new ConfigError(`invalid shutdown grace period for critical pods (from ${origin('shutdownGracePeriodCriticalPodsMs')}): must not be greater than the shutdown grace period`);
+  }
+  if (shutdownGracePeriodMs % 1000 !== 0 || shutdownGracePeriodCriticalPodsMs % 1000 !== 0) {
+    throw new ConfigError('invalid shutdown grace periods: must be whole seconds');
+  }
+
   const clusterDNS = get('clusterDNS');
   for (const ip of clusterDNS) {
     if (isIP(ip) === 0) throw new ConfigError(`invalid cluster DNS address ${quote(ip)} (from ${origin('clusterDNS')}): not a valid IP address`);
@@ -127,6 +136,8 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     imageGCLowThresholdPercent,
     imageMinimumGCAgeMs: get('imageMinimumGCAgeMs'),
     imageMaximumGCAgeMs,
+    shutdownGracePeriodMs,
+    shutdownGracePeriodCriticalPodsMs,
     streamingConnectionIdleTimeoutMs: get('streamingConnectionIdleTimeoutMs'),
     maxStreamingSessions: get('maxStreamingSessions'),
     maxPortForwardConnectionsPerSession: get('maxPortForwardConnectionsPerSession'),

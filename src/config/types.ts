@@ -70,6 +70,13 @@ export interface Config {
   readonly imageMinimumGCAgeMs: number;
   /** `imageMaximumGCAge` (0: off): an image unused this long is removed whatever the disk usage. */
   readonly imageMaximumGCAgeMs: number;
+  /**
+   * `shutdownGracePeriod` (0: off): on SIGTERM nodelet stops its pods in this time before it exits
+   * (graceful node shutdown), the last `shutdownGracePeriodCriticalPods` of it kept for critical ones.
+   */
+  readonly shutdownGracePeriodMs: number;
+  /** `shutdownGracePeriodCriticalPods` (0): the part of the shutdown grace period for pods of system-critical priority. */
+  readonly shutdownGracePeriodCriticalPodsMs: number;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */

@@ -80,7 +80,7 @@ export interface KubeletOptions {
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
 /** The kubelet's `activeDeadlineHandler` verdict. */
-const deadlineExceeded = { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' };
+const deadlineExceeded: PodFailure = { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' };
 
 /**
  * The sync loop: one worker per pod UID, serialised (a sync requested while one runs sets `again`),
@@ -88,6 +88,38 @@ const deadlineExceeded = { reason: 'DeadlineExceeded', message: 'Pod was active 
  * publishes the pod's status to the status manager from the PLEG snapshot, then acts on the
  * runtime; the runtime change comes back as a PLEG event and the next sync reports it.
  */
+/** How a pod the node ends fails: its status reason and message, and the disruption condition it gets. */
+interface PodFailure {
+  readonly reason: string;
+  readonly message: string;
+  /** `DisruptionTarget` True with this reason (the node, not the pod, ended it). */
+  readonly disruption?: string;
+}
+
+// pkg/kubelet/nodeshutdown/nodeshutdown_manager.go
+const NODE_SHUTDOWN_MESSAGE = 'Pod was terminated in response to imminent node shutdown.';
+const nodeShutdown: PodFailure = { reason: 'Terminated', message: NODE_SHUTDOWN_MESSAGE, disruption: 'TerminationByKubelet' };
+const nodeShutdownRefusal = { reason: 'NodeShutdown', message: 'Pod was rejected as the node is shutting down.' };
+
+/**
+ * The failed status of a pod the node ended: phase `Failed` (a pod that already Succeeded keeps
+ * it, as the shutdown manager does), the reason and message, and `DisruptionTarget` when given.
+ */
+function failedStatus(generated: ReturnType<typeof generatePodStatus>, failure: PodFailure, pod: Pod): ReturnType<typeof generatePodStatus> {
+  const status = { ...generated, phase: generated.phase === 'Succeeded' && failure.disruption ? 'Succeeded' : 'Failed', reason: failure.reason, message: failure.message };
+  if (!failure.disruption) return status;
+  const previous = pod.status?.conditions?.find((c) => c.type === 'DisruptionTarget' && c.status === 'True');
+  const condition = {
+    type: 'DisruptionTarget',
+    status: 'True',
+    reason: failure.disruption,
+    message: failure.message,
+    lastTransitionTime: previous?.lastTransitionTime ?? rfc3339(new Date()),
+    ...(pod.metadata?.generation !== undefined ? { observedGeneration: pod.metadata.generation } : {}),
+  };
+  return { ...status, conditions: [...(status.conditions ?? []).filter((c) => c.type !== 'DisruptionTarget'), condition] };
+}
+
 /** The kubelet's `NetworkNotReadyErrorMsg` (pkg/kubelet/kubelet.go). */
 const NETWORK_NOT_READY = 'network is not ready';
 /** How soon a pod held by a not-ready network is synced again (the plugin re-reads its config every 5 s). */
@@ -118,6 +150,10 @@ export class Kubelet {
   #resyncTimer: NodeJS.Timeout | undefined;
   #stopped = false;
   #lastSync = 0;
+  /** Graceful node shutdown in progress: the grace period each pod being shut down is stopped with, by UID. */
+  #shutdown: Map<string, number> | undefined;
+  /** Pods being shut down whose containers all stopped: resolved by `#terminate`. */
+  readonly #shutdownDone = new Map<string, () => void>();
   /** When each pod was first synced, until it first runs (`kubelet_pod_start_duration_seconds`). */
   readonly #firstSeen = new Map<string, number>();
 
@@ -162,6 +198,54 @@ export class Kubelet {
     this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
     await this.#workers.stop();
+  }
+
+  /**
+   * Graceful node shutdown (the kubelet's shutdown manager `killPods`,
+   * pkg/kubelet/nodeshutdown/nodeshutdown_manager.go): the pods go group by group, lowest
+   * priority first — each pod in the group whose lowest priority is the highest at or below its
+   * own (`spec.priority`, 0 when unset; below every group, the first) — each stopped with the
+   * group's grace period or its own `terminationGracePeriodSeconds` when shorter, preStop hooks
+   * included; the next group starts once every pod of this one stopped or its grace period ran
+   * out. Each pod ends `Failed` (`Succeeded` stays), reason `Terminated`, "Pod was terminated in
+   * response to imminent node shutdown.", with `DisruptionTarget` (`TerminationByKubelet`); a pod
+   * arriving meanwhile is rejected (`NodeShutdown`). Resolves when the last group is done.
+   */
+  async shutdownPods(groups: readonly { readonly priority: number; readonly graceSeconds: number }[]): Promise<void> {
+    const ordered = [...groups].sort((a, b) => a.priority - b.priority);
+    if (!ordered.length) return;
+    const shutdown = new Map<string, number>();
+    this.#shutdown = shutdown;
+    const byGroup = ordered.map(() => [] as Pod[]);
+    for (const pod of this.#o.podManager.getPods()) {
+      const uid = pod.metadata?.uid ?? '';
+      if (this.#refused.has(uid)) continue;
+      const priority = pod.spec?.priority ?? 0;
+      let index = 0;
+      ordered.forEach((g, i) => {
+        if (g.priority <= priority) index = i;
+      });
+      byGroup[index]?.push(pod);
+    }
+    for (const [i, group] of ordered.entries()) {
+      const pods = byGroup[i] ?? [];
+      if (!pods.length) continue;
+      this.#o.log.info({ priority: group.priority, gracePeriod: group.graceSeconds, pods: pods.length }, 'Shutdown manager killing pods');
+      const done = pods.map((pod) => {
+        const uid = pod.metadata?.uid ?? '';
+        const own = pod.spec?.terminationGracePeriodSeconds;
+        shutdown.set(uid, own !== undefined && own !== null && own <= group.graceSeconds ? own : group.graceSeconds);
+        return new Promise<void>((resolve) => {
+          this.#shutdownDone.set(uid, resolve);
+          this.#schedule(uid);
+        });
+      });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(done), new Promise<void>((resolve) => (timer = setTimeout(resolve, group.graceSeconds * 1000)))]);
+      clearTimeout(timer);
+    }
+    // The last statuses reach the status manager with the syncs the stops bring.
+    await this.pleg.relist();
   }
 
   /** Pods were added, updated or removed by a source. */
@@ -225,6 +309,8 @@ export class Kubelet {
       return;
     }
 
+    const shutdownGrace = this.#shutdown?.get(uid);
+    if (shutdownGrace !== undefined) return this.#terminate(pod, runtimePod, nodeShutdown, shutdownGrace);
     if (pod.metadata?.deletionTimestamp) return this.#terminate(pod, runtimePod);
     if (!runtimePod && this.#refuse(pod)) return;
     this.#admitted.add(uid);
@@ -270,7 +356,7 @@ export class Kubelet {
   #refuse(pod: Pod): boolean {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
-    const refusal = admissionRefusal(pod, this.#activeAdmitted(uid), this.#o.allocatable?.());
+    const refusal = this.#shutdown ? nodeShutdownRefusal : admissionRefusal(pod, this.#activeAdmitted(uid), this.#o.allocatable?.());
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);
@@ -348,20 +434,22 @@ export class Kubelet {
    * `failure` ends a pod that is not being deleted (its deadline passed): the pod fails with that
    * reason, an event says why, and nothing starts again.
    */
-  async #terminate(pod: Pod, runtimePod: RuntimePod | undefined, failure?: { reason: string; message: string }): Promise<void> {
+  async #terminate(pod: Pod, runtimePod: RuntimePod | undefined, failure?: PodFailure, graceOverride?: number): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     const running = runtimePod?.containers.filter((c) => c.state === 'running') ?? [];
     const sandboxes = runtimePod?.sandboxes.filter((s) => s.ready) ?? [];
-    if (failure && !this.#failed.has(uid)) {
+    // An event says why the node failed the pod (its deadline); a shutdown says it in the status only.
+    if (failure && !failure.disruption && !this.#failed.has(uid)) {
       this.#failed.add(uid);
       this.#o.recorder.record(pod, 'Normal', failure.reason, failure.message);
     }
     this.#publishStatus(pod, runtimePod, new Map(), running.length === 0, failure);
+    if (running.length === 0) this.#shutdownDone.get(uid)?.();
     if (running.length === 0 && sandboxes.length === 0) {
       if (!failure) this.#o.onPodTerminated?.(uid);
       return;
     }
-    const grace = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    const grace = graceOverride ?? pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
     const plog = this.#o.log.child({ pod: podRef(pod), podUID: uid });
     await Promise.all(
       running.map(async (c) => {
@@ -396,7 +484,7 @@ export class Kubelet {
     };
   }
 
-  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false, failure?: { reason: string; message: string }): void {
+  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false, failure?: PodFailure): void {
     // The pod started when its first sandbox did: stable across restarts of nodelet.
     const firstSandbox = runtimePod?.sandboxes.at(-1);
     const recorded: Pod = firstSandbox && !pod.status?.startTime
@@ -410,7 +498,7 @@ export class Kubelet {
       }
     }
     const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? '') });
-    const status = failure ? { ...generated, phase: 'Failed', reason: failure.reason, message: failure.message } : generated;
+    const status = failure ? failedStatus(generated, failure, pod) : generated;
     this.#o.statusManager.setPodStatus(recorded, status);
     const uid = pod.metadata?.uid ?? '';
     const firstSeen = this.#firstSeen.get(uid);

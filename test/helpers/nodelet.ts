@@ -106,6 +106,8 @@ export async function startTestNode(
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    shutdownGracePeriodMs: 0,
+    shutdownGracePeriodCriticalPodsMs: 0,
     authenticationTokenWebhook: false,
     authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow' as const,

@@ -64,6 +64,8 @@ t.test('defaults', async (t) => {
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    shutdownGracePeriodMs: 0,
+    shutdownGracePeriodCriticalPodsMs: 0,
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -168,6 +170,16 @@ t.test('image GC: thresholds between 0 and 100, low below high, maximum age abov
   fails(t, () => build(['--image-gc-high-threshold=101']), /invalid image GC high threshold 101 \(from --image-gc-high-threshold\): must be between 0 and 100/);
   fails(t, () => build(['--image-gc-low-threshold=85']), /invalid image GC low threshold 85 \(from --image-gc-low-threshold\): must be less than the high threshold 85/);
   fails(t, () => build(['--image-maximum-gc-age=1m']), /invalid image maximum GC age \(from --image-maximum-gc-age\): must be greater than the minimum GC age/);
+});
+
+t.test('graceful node shutdown: whole seconds, the critical part no longer than the whole', async (t) => {
+  const c = build(['--shutdown-grace-period=30s', '--shutdown-grace-period-critical-pods=10s']);
+  t.same([c.shutdownGracePeriodMs, c.shutdownGracePeriodCriticalPodsMs], [30_000, 10_000]);
+  fails(t, () => build(['--shutdown-grace-period=5s', '--shutdown-grace-period-critical-pods=10s']), /must not be greater than the shutdown grace period/);
+  fails(t, () => build(['--shutdown-grace-period=1500ms']), /must be whole seconds/);
+  const { shutdownGroups } = await import('../../../src/nodelet.js');
+  t.same(shutdownGroups(30_000, 10_000), [{ priority: 0, graceSeconds: 20 }, { priority: 2_000_000_000, graceSeconds: 10 }], 'migrateConfig\'s two groups');
+  t.same(shutdownGroups(0, 0), [], 'off');
 });
 
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {
