@@ -13,6 +13,7 @@ import { dockerClient } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
 import { ownCapabilityBounds } from './runtime/docker/privileged.js';
 import { NodeCgroups } from './cgroups/node-cgroups.js';
+import { flagzValues, kubeletConfiguration } from './config/index.js';
 import { ImageGC } from './kubelet/image-gc.js';
 
 /** The kubelet's `ImageGCPeriod`. */
@@ -97,6 +98,7 @@ function networkPluginFor(config: Config, opts: StartOptions): NetworkPlugin | u
 /** Wires the pieces of the architecture together and starts them (see DESIGN.md's data flow). */
 export async function startNodelet(config: Config, opts: StartOptions): Promise<Nodelet> {
   const { log } = opts;
+  const startedAt = new Date();
   // Credentials, policy and certificates first: a bad file stops nodelet before anything runs.
   // The embedded default makes (once) and reuses its CA, serving certificate and admin token.
   const embedded = config.generatedCredentials ? await loadEmbeddedCredentials(config, log) : undefined;
@@ -288,6 +290,13 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       ...opts.streaming,
     },
     maxContainerLogStreams: config.maxContainerLogStreams,
+    zpages: {
+      component: 'kubelet',
+      configz: () => kubeletConfiguration(config),
+      flagz: () => flagzValues(config),
+      startedAt,
+      binaryVersion: serverVersion.gitVersion,
+    },
     maxWatches: config.maxWatches,
     maxWatchesPerUser: config.maxWatchesPerUser,
     security,

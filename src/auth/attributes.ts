@@ -16,6 +16,8 @@ import type { Subresource, Verb } from './types.js';
  * | /stats/*  /metrics/*  /logs/*  /checkpoint/*                           | from method | stats / metrics / log / checkpoint |
  * | /healthz/*                                                             | from method | healthz, proxy         |
  * | /configz                                                               | from method | configz, proxy         |
+ * | /flagz (1.36+ fine-grained: no proxy fallback)                         | from method | configz                |
+ * | /statusz (likewise)                                                    | from method | statusz                |
  * | /pods, /runningpods, /podInfo, /api/v1beta1/podInfo, other /api/v1/…, /api, /apis, /version | from method | pods, proxy |
  * | anything else (unknown paths included)                                 | from method | proxy                  |
  *
@@ -70,6 +72,8 @@ export function requestAttributes(method: string, path: string): RequestAttribut
   if (isSubpath(path, '/checkpoint')) return attrs(['checkpoint']);
   if (isSubpath(path, '/healthz')) return attrs(['healthz', 'proxy']);
   if (isSubpath(path, '/configz')) return attrs(['configz', 'proxy']);
+  if (isSubpath(path, '/flagz')) return attrs(['configz']);
+  if (isSubpath(path, '/statusz')) return attrs(['statusz']);
   if (POD_READ_PREFIXES.some((p) => isSubpath(path, p))) return attrs(['pods', 'proxy']);
   return attrs(['proxy']);
 }

@@ -23,7 +23,7 @@ export interface Authenticator {
 export type Verb = 'get' | 'create' | 'update' | 'patch' | 'delete';
 
 /** The kubelet's node subresources (`nodes/<subresource>`). */
-export const SUBRESOURCES = ['proxy', 'log', 'stats', 'metrics', 'pods', 'healthz', 'configz', 'checkpoint'] as const;
+export const SUBRESOURCES = ['proxy', 'log', 'stats', 'metrics', 'pods', 'healthz', 'configz', 'statusz', 'checkpoint'] as const;
 export type Subresource = (typeof SUBRESOURCES)[number];
 
 /** A SubjectAccessReview's resource attributes, as the kubelet builds them (resource `nodes`, name = the node). */

@@ -17,6 +17,7 @@ import type { Config } from './types.js';
 export { ConfigError } from './errors.js';
 export { FLAGS, type FlagSpec } from './flags.js';
 export { usage } from './help.js';
+export { flagzValues, goDuration, kubeletConfiguration } from './zpages.js';
 export type { HostInfo } from './host.js';
 export type { Config } from './types.js';
 

@@ -17,6 +17,8 @@ const pathBuckets = [
   'portForward',
   'containerLogs',
   'configz',
+  'flagz',
+  'statusz',
   'runningpods',
   'logs',
   'debug',

@@ -1,3 +1,4 @@
+import { zpagesPlugin, type ZPagesOptions } from './plugins/zpages.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { developmentSecurity, type SecurityOptions } from '../auth/index.js';
 import { installSecurity } from './security.js';
@@ -53,6 +54,8 @@ export interface ServerOptions {
   maxWatchesPerUser?: number;
   /** How often watchers that allowed bookmarks get one (default 60 s, the apiserver's cadence). */
   bookmarkIntervalMs?: number;
+  /** `/configz`, `/flagz`, `/statusz` (absent: not served, as on the read-only port). */
+  zpages?: Omit<ZPagesOptions, 'paths'>;
 }
 
 /** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
@@ -146,6 +149,13 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     clearInterval(bookmarks);
     await streams.closeAll();
   });
+  // The top-level paths served, for /statusz (every route is added after this hook).
+  const topPaths = new Set<string>();
+  app.addHook('onRoute', (route) => {
+    const first = /^\/[^/:*]*/.exec(route.url)?.[0];
+    if (first && first !== '/') topPaths.add(first);
+  });
+  if (opts.zpages) void app.register(zpagesPlugin, { ...opts.zpages, paths: () => [...topPaths] });
   void app.register(healthzPlugin, { host });
   void app.register(kubeletPodsPlugin, { host });
   void app.register(discoveryPlugin, { version: opts.version });

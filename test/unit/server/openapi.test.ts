@@ -1,7 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
 import { loadSpec, operations } from '../../helpers/openapi.js';
-import { build } from './fixtures/fake-host.js';
+import { build, FakeHost, ZPAGES } from './fixtures/fake-host.js';
 
 /**
  * openapi.yaml and the registered routes must describe the same surface: every `METHOD path`
@@ -18,7 +18,7 @@ function normalize(url: string): string {
 const spec = loadSpec();
 
 async function registeredRoutes(): Promise<Set<string>> {
-  const app = build();
+  const app = build(new FakeHost(), { zpages: ZPAGES });
   const routes = new Set<string>();
   app.addHook('onRoute', (route) => {
     if (route.config?.methodNotAllowed) return;
