@@ -25,6 +25,7 @@ import { admissionRefusal } from './admission.js';
 import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
 import { getPodQOS } from '../api/qos.js';
+import { deadlineExceeded, failedStatus, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
 import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
@@ -79,8 +80,6 @@ export interface KubeletOptions {
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
-/** The kubelet's `activeDeadlineHandler` verdict. */
-const deadlineExceeded: PodFailure = { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' };
 
 /**
  * The sync loop: one worker per pod UID, serialised (a sync requested while one runs sets `again`),
@@ -88,38 +87,6 @@ const deadlineExceeded: PodFailure = { reason: 'DeadlineExceeded', message: 'Pod
  * publishes the pod's status to the status manager from the PLEG snapshot, then acts on the
  * runtime; the runtime change comes back as a PLEG event and the next sync reports it.
  */
-/** How a pod the node ends fails: its status reason and message, and the disruption condition it gets. */
-interface PodFailure {
-  readonly reason: string;
-  readonly message: string;
-  /** `DisruptionTarget` True with this reason (the node, not the pod, ended it). */
-  readonly disruption?: string;
-}
-
-// pkg/kubelet/nodeshutdown/nodeshutdown_manager.go
-const NODE_SHUTDOWN_MESSAGE = 'Pod was terminated in response to imminent node shutdown.';
-const nodeShutdown: PodFailure = { reason: 'Terminated', message: NODE_SHUTDOWN_MESSAGE, disruption: 'TerminationByKubelet' };
-const nodeShutdownRefusal = { reason: 'NodeShutdown', message: 'Pod was rejected as the node is shutting down.' };
-
-/**
- * The failed status of a pod the node ended: phase `Failed` (a pod that already Succeeded keeps
- * it, as the shutdown manager does), the reason and message, and `DisruptionTarget` when given.
- */
-function failedStatus(generated: ReturnType<typeof generatePodStatus>, failure: PodFailure, pod: Pod): ReturnType<typeof generatePodStatus> {
-  const status = { ...generated, phase: generated.phase === 'Succeeded' && failure.disruption ? 'Succeeded' : 'Failed', reason: failure.reason, message: failure.message };
-  if (!failure.disruption) return status;
-  const previous = pod.status?.conditions?.find((c) => c.type === 'DisruptionTarget' && c.status === 'True');
-  const condition = {
-    type: 'DisruptionTarget',
-    status: 'True',
-    reason: failure.disruption,
-    message: failure.message,
-    lastTransitionTime: previous?.lastTransitionTime ?? rfc3339(new Date()),
-    ...(pod.metadata?.generation !== undefined ? { observedGeneration: pod.metadata.generation } : {}),
-  };
-  return { ...status, conditions: [...(status.conditions ?? []).filter((c) => c.type !== 'DisruptionTarget'), condition] };
-}
-
 /** The kubelet's `NetworkNotReadyErrorMsg` (pkg/kubelet/kubelet.go). */
 const NETWORK_NOT_READY = 'network is not ready';
 /** How soon a pod held by a not-ready network is synced again (the plugin re-reads its config every 5 s). */
@@ -211,30 +178,18 @@ export class Kubelet {
    * response to imminent node shutdown.", with `DisruptionTarget` (`TerminationByKubelet`); a pod
    * arriving meanwhile is rejected (`NodeShutdown`). Resolves when the last group is done.
    */
-  async shutdownPods(groups: readonly { readonly priority: number; readonly graceSeconds: number }[]): Promise<void> {
-    const ordered = [...groups].sort((a, b) => a.priority - b.priority);
-    if (!ordered.length) return;
+  async shutdownPods(groups: readonly ShutdownGroup[]): Promise<void> {
+    const pods = this.#o.podManager.getPods().filter((p) => !this.#refused.has(p.metadata?.uid ?? ''));
+    const plan = shutdownPlan(groups, pods);
+    if (!plan.length) return;
     const shutdown = new Map<string, number>();
     this.#shutdown = shutdown;
-    const byGroup = ordered.map(() => [] as Pod[]);
-    for (const pod of this.#o.podManager.getPods()) {
-      const uid = pod.metadata?.uid ?? '';
-      if (this.#refused.has(uid)) continue;
-      const priority = pod.spec?.priority ?? 0;
-      let index = 0;
-      ordered.forEach((g, i) => {
-        if (g.priority <= priority) index = i;
-      });
-      byGroup[index]?.push(pod);
-    }
-    for (const [i, group] of ordered.entries()) {
-      const pods = byGroup[i] ?? [];
+    for (const { group, pods } of plan) {
       if (!pods.length) continue;
       this.#o.log.info({ priority: group.priority, gracePeriod: group.graceSeconds, pods: pods.length }, 'Shutdown manager killing pods');
       const done = pods.map((pod) => {
         const uid = pod.metadata?.uid ?? '';
-        const own = pod.spec?.terminationGracePeriodSeconds;
-        shutdown.set(uid, own !== undefined && own !== null && own <= group.graceSeconds ? own : group.graceSeconds);
+        shutdown.set(uid, shutdownGrace(pod, group));
         return new Promise<void>((resolve) => {
           this.#shutdownDone.set(uid, resolve);
           this.#schedule(uid);
