@@ -234,7 +234,7 @@ function validateFileKeyRefs(c: unknown, spec: Record<string, unknown>, path: st
     const p = `${path}.env[${j}].valueFrom.fileKeyRef`;
     const key = ref.key;
     if (typeof key !== 'string' || key === '') errs.required(`${p}.key`);
-    else if (!/^[\x20-\x3c\x3e-\x7e]+$/.test(key)) errs.invalid(`${p}.key`, bounded(key), 'a valid environment variable name must consist only of printable ASCII characters other than \'=\'');
+    else if (!envNameRe.test(key)) errs.invalid(`${p}.key`, bounded(key), envNameMsg);
     const volumeName = ref.volumeName;
     if (typeof volumeName !== 'string' || volumeName === '') errs.required(`${p}.volumeName`);
     else {
@@ -485,8 +485,8 @@ function validatePorts(v: unknown, path: string, errs: FieldErrors): void {
   });
 }
 
-// RelaxedEnvironmentVariableValidation (on by default since 1.32): printable ASCII except '='.
-const envNameRe = /^[\x20-\x3c\x3e-\x7e]+$/;
+/** An environment variable name under RelaxedEnvironmentVariableValidation (on by default since 1.32): printable ASCII except '='. */
+export const envNameRe = /^[\x20-\x3c\x3e-\x7e]+$/;
 const envNameMsg = "a valid environment variable name must consist only of printable ASCII characters other than '='";
 
 function validateEnv(v: unknown, path: string, errs: FieldErrors): void {

@@ -1,6 +1,7 @@
 import type { Container, Pod } from '../api/types.js';
 import { computePodQOS, type PodQOSClass } from '../api/qos.js';
 import { quantityOf } from '../api/quantity.js';
+import { containersTotal, type Amounts as PodAmounts } from '../api/pod-requests.js';
 
 /**
  * What one cgroup is given, in the kubelet's terms (`ResourceConfig`, pkg/kubelet/cm/types.go):
@@ -49,7 +50,7 @@ export function sharesToWeight(shares: number): number {
   return 1 + Math.floor(((shares - 2) * 9999) / 262142);
 }
 
-type Amounts = Map<'cpu' | 'memory', bigint>;
+type Amounts = PodAmounts<'cpu' | 'memory'>;
 
 /** The resources of a pod's cgroup that the kubelet sums: cpu in millicores, memory in bytes. */
 const POD_CGROUP_RESOURCES = ['cpu', 'memory'] as const;
@@ -67,13 +68,6 @@ function amountsOf(list: Readonly<Record<string, string | number>> | undefined):
   return out;
 }
 
-const add = (into: Amounts, from: Amounts) => {
-  for (const [k, v] of from) into.set(k, (into.get(k) ?? 0n) + v);
-};
-const raise = (into: Amounts, from: Amounts) => {
-  for (const [k, v] of from) if (v > (into.get(k) ?? 0n)) into.set(k, v);
-};
-
 /**
  * `resource.PodRequests` / `PodLimits` (k8s.io/component-helpers/resource/helpers.go) of cpu and
  * memory: regular containers and sidecars summed, raised to what any init container needs while
@@ -82,29 +76,7 @@ const raise = (into: Amounts, from: Amounts) => {
  * every container's own list (an init container's with the sidecars before it), as `ContainerFn`.
  */
 function aggregate(pod: Pod, pick: (c: Container) => Readonly<Record<string, string | number>> | undefined, podLevel: Readonly<Record<string, string | number>> | undefined, limits: boolean, each?: (a: Amounts) => void): Amounts {
-  const total: Amounts = new Map();
-  for (const c of pod.spec?.containers ?? []) {
-    const own = amountsOf(pick(c));
-    each?.(own);
-    add(total, own);
-  }
-  const sidecars: Amounts = new Map();
-  const initPeak: Amounts = new Map();
-  for (const c of pod.spec?.initContainers ?? []) {
-    const own = amountsOf(pick(c));
-    let running: Amounts;
-    if (c.restartPolicy === 'Always') {
-      add(total, own);
-      add(sidecars, own);
-      running = new Map(sidecars);
-    } else {
-      running = new Map(own);
-      add(running, sidecars);
-    }
-    each?.(running);
-    raise(initPeak, running);
-  }
-  raise(total, initPeak);
+  const total = containersTotal(pod, (c) => amountsOf(pick(c)), each);
   for (const [k, v] of amountsOf(podLevel)) total.set(k, v);
   const overhead = amountsOf(pod.spec?.overhead);
   for (const [k, v] of overhead) {

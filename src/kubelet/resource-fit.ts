@@ -1,8 +1,7 @@
 import type { Container, Pod } from '../api/types.js';
 import { quantityOf } from '../api/quantity.js';
+import { addAmounts, containersTotal, type Amounts } from '../api/pod-requests.js';
 
-/** A resource amount in the scheduler's integer units: millicores for `cpu`, whole units (bytes, devices) otherwise. */
-type Amounts = Map<string, bigint>;
 
 const NANO_PER_MILLI = 1_000_000n;
 const NANO_PER_UNIT = 1_000_000_000n;
@@ -37,7 +36,7 @@ export function resourceFitRefusal(pod: Pod, others: readonly Pod[], allocatable
   }
   if ([...request.values()].every((v) => v === 0n)) return undefined;
   const requested: Amounts = new Map();
-  for (const other of others) add(requested, podRequests(other));
+  for (const other of others) addAmounts(requested, podRequests(other));
 
   const order = ['cpu', 'memory', 'ephemeral-storage', ...[...request.keys()].filter((n) => !NATIVE.has(n)).sort()];
   for (const name of order) {
@@ -66,25 +65,8 @@ function insufficient(name: string, requested: bigint, used: bigint, capacity: b
  */
 export function podRequests(pod: Pod): Amounts {
   const spec = pod.spec;
-  const total: Amounts = new Map();
-  for (const c of spec?.containers ?? []) add(total, containerRequests(c));
-  const sidecars: Amounts = new Map();
-  const initPeak: Amounts = new Map();
-  for (const c of spec?.initContainers ?? []) {
-    const own = containerRequests(c);
-    let running: Amounts;
-    if (c.restartPolicy === 'Always') {
-      add(total, own);
-      add(sidecars, own);
-      running = new Map(sidecars);
-    } else {
-      running = new Map(own);
-      add(running, sidecars);
-    }
-    raise(initPeak, running);
-  }
-  raise(total, initPeak);
-  if (spec?.overhead) add(total, amountsOf(spec.overhead));
+  const total = containersTotal(pod, containerRequests);
+  if (spec?.overhead) addAmounts(total, amountsOf(spec.overhead));
   return total;
 }
 
@@ -117,12 +99,4 @@ function isExtendedResource(name: string): boolean {
 /** `schedutil.IsScalarResourceName`: extended, hugepages, `kubernetes.io/…` native or attachable-volume resources. */
 function isScalarResource(name: string): boolean {
   return name.includes('/') || name.startsWith('hugepages-') || name.startsWith('attachable-volumes-');
-}
-
-function add(into: Amounts, from: Amounts): void {
-  for (const [name, v] of from) into.set(name, (into.get(name) ?? 0n) + v);
-}
-
-function raise(into: Amounts, from: Amounts): void {
-  for (const [name, v] of from) if (v > (into.get(name) ?? 0n)) into.set(name, v);
 }

@@ -3,6 +3,7 @@ import { join, normalize, sep } from 'node:path';
 import { parseEnvFile } from './env-file.js';
 import type { ConfigMap, Secret, Service } from 'kubernetes-types/core/v1.js';
 import type { Container, FileKeySelector, Pod } from '../api/types.js';
+import { envNameRe } from '../api/validation.js';
 import { podFieldValue, resourceFieldValue, type PodRuntimeInfo } from './downward-api.js';
 import { ContainerConfigError, needsClusterMode } from './errors.js';
 import { ExpansionBudget, MAX_CONTAINER_EXPANSION_BYTES, MAX_EXPANDED_VALUE_BYTES, mappingFor } from './expansion.js';
@@ -30,8 +31,6 @@ export interface EnvContext {
 /** Most an env file read for `fileKeyRef` may hold (nodelet's cap; the kubelet has none). */
 export const MAX_ENV_FILE_BYTES = 1 << 20;
 
-// RelaxedEnvironmentVariableValidation, as src/api/validation.ts checks names: printable ASCII but '='.
-const envName = /^[\x20-\x3c\x3e-\x7e]+$/;
 
 /**
  * The container's environment, as the kubelet's `makeEnvironmentVariables` builds it: `envFrom`
@@ -93,7 +92,7 @@ export async function resolveEnv(pod: Pod, container: Container, ctx: EnvContext
     const invalid: string[] = [];
     for (const [key, value] of Object.entries(data)) {
       const name = prefix + key;
-      if (!envName.test(name)) invalid.push(name);
+      if (!envNameRe.test(name)) invalid.push(name);
       else {
         budget.spend(`env ${name} (from the EnvFrom ${what})`, value);
         env.set(name, value);

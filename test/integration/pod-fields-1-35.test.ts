@@ -16,6 +16,12 @@ type Ev = { reason?: string; message?: string };
 const events = async (node: TestNode) => (await node.get<{ items: Ev[] }>('/api/v1/events')).body.items;
 const logs = async (node: TestNode, pod: string, container: string) => (await node.get<string>(`/containerLogs/default/${pod}-${node.nodeName}/${container}`)).body;
 
+/** The node's FailedValidation event refusing the static pod `name`. */
+async function refusal(node: TestNode, name: string) {
+  const refused = new RegExp(`pod ${name}-`);
+  return node.waitFor(`${name} refused`, async () => (await events(node)).find((e) => e.reason === 'FailedValidation' && refused.test(e.message ?? '')));
+}
+
 async function terminated(node: TestNode, name: string) {
   return node.waitFor(`${name} terminated`, async () => (await node.pod(name))?.status?.containerStatuses?.[0]?.state?.terminated, 60_000);
 }
@@ -48,7 +54,7 @@ spec:
   containers:
     - { name: c, image: ${BUSYBOX}, imagePullPolicy: Never }
 `);
-  const ev = await node.waitFor('FailedValidation', async () => (await events(node)).find((e) => e.reason === 'FailedValidation' && /pod bad-override-/.test(e.message ?? '')));
+  const ev = await refusal(node, 'bad-override');
   t.match(ev.message, /spec\.hostnameOverride: Forbidden: may not be specified when hostNetwork is true/);
 });
 
@@ -88,7 +94,7 @@ spec:
   containers:
     - { name: c, image: ${BUSYBOX}, imagePullPolicy: Never, lifecycle: { stopSignal: SIGUSR1 } }
 `);
-  const ev = await node.waitFor('FailedValidation', async () => (await events(node)).find((e) => e.reason === 'FailedValidation' && /pod no-os-/.test(e.message ?? '')));
+  const ev = await refusal(node, 'no-os');
   t.match(ev.message, /spec\.containers\[0\]\.lifecycle\.stopSignal: Forbidden: may not be set for containers with empty `spec\.os\.name`/);
 });
 
@@ -149,7 +155,7 @@ spec:
       imagePullPolicy: Never
       env: [{ name: X, valueFrom: { fileKeyRef: { volumeName: host, path: ../etc/passwd, key: root } } }]
 `);
-  const ev = await node.waitFor('FailedValidation', async () => (await events(node)).find((e) => e.reason === 'FailedValidation' && /pod not-emptydir-/.test(e.message ?? '')));
+  const ev = await refusal(node, 'not-emptydir');
   t.match(ev.message, /fileKeyRef\.volumeName: Invalid value: "host": referenced volume must be of type emptyDir/);
   t.match(ev.message, /fileKeyRef\.path: Invalid value: "\.\.\/etc\/passwd": must not contain '\.\.'/);
 });

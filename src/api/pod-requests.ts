@@ -1,0 +1,51 @@
+import type { Container, Pod } from './types.js';
+
+/** Resource amounts by name, in the integer units the caller chose (millicores, bytes, devices). */
+export type Amounts<K extends string = string> = Map<K, bigint>;
+
+/** `into[k] += from[k]` for every resource in `from`. */
+export function addAmounts<K extends string>(into: Amounts<K>, from: Amounts<K>): void {
+  for (const [k, v] of from) into.set(k, (into.get(k) ?? 0n) + v);
+}
+
+/** `into[k] = max(into[k], from[k])` for every resource in `from`. */
+export function raiseAmounts<K extends string>(into: Amounts<K>, from: Amounts<K>): void {
+  for (const [k, v] of from) if (v > (into.get(k) ?? 0n)) into.set(k, v);
+}
+
+/**
+ * The container part of `resource.PodRequests` / `PodLimits`
+ * (k8s.io/component-helpers/resource/helpers.go, `AggregateContainerRequests` /
+ * `AggregateContainerLimits`): the regular containers and the sidecars (init containers with
+ * `restartPolicy: Always`) summed, raised to the largest need of any init container while it
+ * runs — its own amount plus the sidecars started before it. `own` reads one container's amounts;
+ * `each`, like helpers.go's `ContainerFn`, sees every container's amounts as counted (an init
+ * container's with the sidecars before it). Pod-level resources and `overhead` are the caller's:
+ * the scheduler and the pod cgroup treat them differently.
+ */
+export function containersTotal<K extends string>(pod: Pod, own: (c: Container) => Amounts<K>, each?: (a: Amounts<K>) => void): Amounts<K> {
+  const total: Amounts<K> = new Map();
+  for (const c of pod.spec?.containers ?? []) {
+    const amounts = own(c);
+    each?.(amounts);
+    addAmounts(total, amounts);
+  }
+  const sidecars: Amounts<K> = new Map();
+  const initPeak: Amounts<K> = new Map();
+  for (const c of pod.spec?.initContainers ?? []) {
+    const amounts = own(c);
+    let running: Amounts<K>;
+    if (c.restartPolicy === 'Always') {
+      addAmounts(total, amounts);
+      addAmounts(sidecars, amounts);
+      running = new Map(sidecars);
+    } else {
+      running = new Map(amounts);
+      addAmounts(running, sidecars);
+    }
+    each?.(running);
+    raiseAmounts(initPeak, running);
+  }
+  raiseAmounts(total, initPeak);
+  return total;
+}
