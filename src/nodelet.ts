@@ -125,6 +125,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     execDisconnectGraceMs: config.execDisconnectGracePeriodMs,
     containerUlimits: config.containerUlimits,
     containerLogs: { maxSizeBytes: containerLogMaxSizeBytes(config.containerLogMaxSize), maxFiles: config.containerLogMaxFiles },
+    readLogFiles: config.dockerEndpoint.startsWith('unix://'),
     log,
   });
   const runtime = instrumentRuntime(dockerRuntime, metrics);

@@ -21,8 +21,8 @@ export function containerLogMaxSizeBytes(text: string): number {
 
 /**
  * A container's `HostConfig.LogConfig` for the node's log rotation: Docker's json-file driver with
- * `max-size` (bytes) and `max-file`, which rotates the file and keeps `docker logs --follow` (and
- * so `kubectl logs -f`) reading across the rotation (moby daemon/logger/jsonfilelog). The kubelet
+ * `max-size` (bytes) and `max-file` (moby daemon/logger/jsonfilelog); a follow across a rotation
+ * reads the files themselves (log-files.ts), since the engine's follow loses lines there. The kubelet
  * rotates a CRI runtime's log files itself (pkg/kubelet/logs/container_log_manager.go); with Docker
  * the engine owns the files, so the engine rotates them. Podman's compatibility API has no
  * `max-file` for its k8s-file driver: there the engine's own settings (containers.conf

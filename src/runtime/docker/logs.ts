@@ -1,38 +1,98 @@
-import type { IncomingMessage } from 'node:http';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { StatusError, internalError } from '../../api/errors.js';
 import { LogWriter } from '../../streaming/logs/writer.js';
 import type { LogOptions } from '../../streaming/types.js';
 import { statusCodeOf } from './client.js';
 import { StdcopyParser } from './demux.js';
+import { JsonFileDecoder } from './json-file.js';
+import { followLogFiles } from './log-files.js';
 
 /**
- * A container's log through Docker's logs API — never by opening a file: the kubelet reads CRI log
- * files, nodelet asks the engine, so no path is ever built from request text.
+ * A container's log, from the engine's logs API — or, for a follow of a json-file log on a local
+ * engine (`readFiles`), from the engine's own files (log-files.ts: Docker's follow loses and repeats
+ * lines across a rotation; the files, followed by inode, do not). The path read is always the
+ * engine's `LogPath` for the container, never one built from request text.
  *
  * Docker is asked for timestamps whenever the answer needs them: they are what `since` is
  * applied with (Docker's own `since` has whole seconds, so it only narrows the read) and what
  * the kubelet's fixed-width prefix is made from; a plain read passes the text through. The stream is stdcopy-framed without a TTY and raw with one; a follow
  * stream ends when the container stops (Docker closes it), a plain read at the end of the log.
  *
- * Backpressure: the Docker response is paused whenever `out` is full, so a slow reader slows the
- * read and memory stays at one Docker chunk plus `out`'s buffer. `signal` (the client left)
- * destroys the Docker response. `out` is ended when the log is done; on an error it is left open
+ * Backpressure: the source is paused whenever `out` is full, so a slow reader slows the
+ * read and memory stays at one chunk plus `out`'s buffer. `signal` (the client left)
+ * destroys the source. `out` is ended when the log is done; on an error it is left open
  * for the caller, who may still be able to answer with a status.
  */
-export async function containerLogs(docker: Docker, id: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
-  let stream: IncomingMessage | undefined;
-  let tty = false;
+export async function containerLogs(docker: Docker, id: string, opts: LogOptions, out: Writable, signal: AbortSignal, source: { readFiles?: boolean } = {}): Promise<void> {
+  let stream: Readable | undefined;
+  let decode: Decode | undefined;
   try {
-    if (!signal.aborted) tty = (await docker.getContainer(id).inspect({ abortSignal: signal })).Config?.Tty === true;
-    if (!signal.aborted) stream = await openLogStream(docker, id, opts, signal);
+    const info = signal.aborted ? undefined : await docker.getContainer(id).inspect({ abortSignal: signal });
+    if (info && opts.follow && source.readFiles) {
+      const files = await followJsonFile(docker, info, opts);
+      if (files) [stream, decode] = [files, jsonFileDecode(opts)];
+    }
+    if (info && !stream && !signal.aborted) {
+      stream = await openLogStream(docker, id, opts, signal);
+      decode = info.Config?.Tty === true ? rawDecode : stdcopyDecode();
+    }
   } catch (err) {
+    stream?.destroy();
     if (!signal.aborted) rethrow(err, id);
+    stream = undefined;
   }
-  if (stream) await relay(stream, tty, opts, out, signal);
+  if (stream && decode) await relay(stream, decode, opts, out, signal);
   if (!out.writableEnded && !out.destroyed) out.end();
 }
+
+/** Feeds one chunk of the source to the writer: `push(stream, payload, recordEnd)` as LogWriter's. */
+type Decode = (chunk: Buffer, push: (stream: number, payload: Buffer, recordEnd?: boolean) => void) => void;
+
+/** A TTY's log is raw: records are found by the writer. */
+const rawDecode: Decode = (chunk, push) => push(1, chunk);
+
+function stdcopyDecode(): Decode {
+  const parser = new StdcopyParser();
+  // Inside `emit` the parser is at a boundary exactly when the piece completes its frame:
+  // one frame is one Docker log record. Stream 3 (system error) is not log content.
+  return (chunk, push) =>
+    parser.push(chunk, (stream, payload) => {
+      if (stream !== 3) push(stream, payload, parser.atBoundary);
+    });
+}
+
+function jsonFileDecode(opts: LogOptions): Decode {
+  const decoder = new JsonFileDecoder({ stamped: stampedRead(opts), stream: opts.stream });
+  return (chunk, push) => decoder.push(chunk, (stream, payload) => push(stream, payload, true));
+}
+
+/**
+ * The container's json-file log files, when the engine writes them uncompressed here and they can
+ * be opened (undefined otherwise: the engine is asked instead).
+ */
+async function followJsonFile(docker: Docker, info: Docker.ContainerInspectInfo, opts: LogOptions): Promise<Readable | undefined> {
+  const logConfig = info.HostConfig?.LogConfig;
+  if (logConfig?.Type !== 'json-file' || !info.LogPath || logConfig.Config?.['compress'] === 'true') return undefined;
+  const maxFiles = Number(logConfig.Config?.['max-file'] ?? '1');
+  const running = async (): Promise<boolean> => {
+    try {
+      return (await docker.getContainer(info.Id).inspect()).State?.Running === true;
+    } catch (err) {
+      // Gone is stopped; an engine that does not answer is not proof of it.
+      return statusCodeOf(err) !== 404;
+    }
+  };
+  return followLogFiles({
+    path: info.LogPath,
+    maxFiles: Number.isInteger(maxFiles) && maxFiles > 0 ? Math.min(maxFiles, MAX_LOG_FILES) : 1,
+    ...(opts.tailLines !== undefined ? { tailLines: opts.tailLines } : {}),
+    running,
+  });
+}
+
+/** More rotated files than any node sets are not looked for. */
+const MAX_LOG_FILES = 100;
 
 /** Docker's timestamps are asked for only when the answer needs them (`timestamps`, `since`). */
 function stampedRead(opts: LogOptions): boolean {
@@ -40,7 +100,7 @@ function stampedRead(opts: LogOptions): boolean {
 }
 
 /** dockerode's `container.logs()` buffers the whole answer unless it follows: dial it as a stream. */
-function openLogStream(docker: Docker, id: string, opts: LogOptions, signal: AbortSignal): Promise<IncomingMessage | undefined> {
+function openLogStream(docker: Docker, id: string, opts: LogOptions, signal: AbortSignal): Promise<Readable | undefined> {
   // Whole seconds, rounded down: Docker then returns a superset and the writer filters exactly.
   const since = opts.since ? Math.floor(opts.since.getTime() / 1000) : 0;
   const query = {
@@ -63,11 +123,11 @@ function openLogStream(docker: Docker, id: string, opts: LogOptions, signal: Abo
       },
       (err, result) => {
         if (signal.aborted) {
-          (result as IncomingMessage | null)?.destroy();
+          (result as Readable | null)?.destroy();
           return resolve(undefined);
         }
         if (err) return reject(err);
-        resolve(result as IncomingMessage);
+        resolve(result as Readable);
       },
     );
   });
@@ -125,7 +185,7 @@ const MAX_CHUNK = 64 * 1024;
 /** One budget for the process: the event loop is shared by every nodelet in it. */
 const budget = new TurnBudget();
 
-function relay(stream: IncomingMessage, tty: boolean, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
+function relay(stream: Readable, decode: Decode, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     let settled = false;
     let waitingForDrain = false;
@@ -150,28 +210,34 @@ function relay(stream: IncomingMessage, tty: boolean, opts: LogOptions, out: Wri
     // The reader went away without an abort (destroyed body): stop reading Docker as well.
     out.once('close', stop);
 
-    const writer = new LogWriter({ ...opts, stamped: stampedRead(opts) }, (chunk) => (out.writableEnded || out.destroyed ? false : out.write(chunk)));
-    const parser = tty ? undefined : new StdcopyParser();
-    /** One chunk through the parser and writer; false once the stream is finished. */
+    // What one chunk of the source makes is written to `out` as one piece: a chunk holds hundreds of
+    // short records, and a write each (a chunk of HTTP chunked encoding each) cost more than the rest.
+    let batch: Buffer[] = [];
+    const writer = new LogWriter({ ...opts, stamped: stampedRead(opts) }, (piece) => batch.push(piece) > 0);
+    const push = (id: number, payload: Buffer, recordEnd?: boolean) => writer.push(id, payload, recordEnd);
+    /** Writes the batch; false when `out` is full. */
+    const flush = (): boolean => {
+      if (batch.length === 0 || out.writableEnded || out.destroyed) return true;
+      const data = batch.length === 1 ? batch[0]! : Buffer.concat(batch);
+      batch = [];
+      return out.write(data);
+    };
+    /** One chunk through the decoder and writer; false once the stream is finished. */
     const handle = (chunk: Buffer): boolean => {
       budget.start();
       try {
-        if (!parser) writer.push(1, chunk);
-        // Inside `emit` the parser is at a boundary exactly when the piece completes its frame:
-        // one frame is one Docker log record. Stream 3 (system error) is not log content.
-        else
-          parser.push(chunk, (id, payload) => {
-            if (id !== 3) writer.push(id, payload, parser.atBoundary);
-          });
+        decode(chunk, push);
       } catch (err) {
+        flush();
         finish(err as Error);
         return false;
       }
+      const room = flush();
       if (writer.done) {
         finish();
         return false;
       }
-      if (writer.takeBlocked()) {
+      if (!room) {
         waitingForDrain = true;
         out.once('drain', onDrain);
       }
@@ -203,7 +269,7 @@ function relay(stream: IncomingMessage, tty: boolean, opts: LogOptions, out: Wri
     stream.on('readable', pump);
     stream.once('end', () => finish());
     stream.on('error', (err) => finish(signal.aborted ? undefined : err));
-    stream.once('close', () => finish(stream.readableEnded || signal.aborted ? undefined : new Error('Docker closed the log stream early')));
+    stream.once('close', () => finish(stream.readableEnded || signal.aborted ? undefined : (stream.errored ?? new Error('Docker closed the log stream early'))));
   });
 }
 

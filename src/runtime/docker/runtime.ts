@@ -51,6 +51,11 @@ export interface DockerRuntimeOptions {
    * json-file `max-size` / `max-file` (absent: the engine's own log settings).
    */
   containerLogs?: ContainerLogRotation;
+  /**
+   * The engine shares this host's filesystem (a unix socket): a follow of a json-file log reads the
+   * engine's files, which survives rotation (logs.ts). Otherwise every log read asks the engine.
+   */
+  readLogFiles?: boolean;
   log: Logger;
 }
 
@@ -595,7 +600,7 @@ export class DockerRuntime implements Runtime {
     // Whole-second stamps (Podman): keep every line of the second `since` falls in (engine.ts).
     const wholeSeconds = this.#probe.current?.quirks.logTimestampsWholeSeconds === true;
     const since = wholeSeconds && opts.since ? { since: new Date(Math.floor(opts.since.getTime() / 1000) * 1000) } : {};
-    return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal);
+    return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal, { readFiles: this.#opts.readLogFiles === true });
   }
 
   /** The engine's version and its tagged images, for the Node object (`node/facts.ts`). */
