@@ -49,3 +49,15 @@ export function containersTotal<K extends string>(pod: Pod, own: (c: Container) 
   raiseAmounts(total, initPeak);
   return total;
 }
+
+/**
+ * Pod-level requests (`spec.resources`), its limits standing in where a request is missing, as the
+ * apiserver's defaulting copies them (pkg/apis/core/v1/defaults.go, PodLevelResources).
+ */
+export function podLevelRequests(pod: Pod): Readonly<Record<string, string | number>> | undefined {
+  const r = pod.spec?.resources;
+  return r ? { ...r.limits, ...r.requests } : undefined;
+}
+
+/** The resources a pod may set at pod level (`IsSupportedPodLevelResource`, helpers.go). */
+export const POD_LEVEL_RESOURCES: readonly string[] = ['cpu', 'memory'];

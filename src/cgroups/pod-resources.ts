@@ -1,7 +1,7 @@
 import type { Container, Pod } from '../api/types.js';
 import { computePodQOS, type PodQOSClass } from '../api/qos.js';
 import { quantityOf } from '../api/quantity.js';
-import { containersTotal, type Amounts as PodAmounts } from '../api/pod-requests.js';
+import { containersTotal, podLevelRequests, type Amounts as PodAmounts } from '../api/pod-requests.js';
 
 /**
  * What one cgroup is given, in the kubelet's terms (`ResourceConfig`, pkg/kubelet/cm/types.go):
@@ -84,12 +84,6 @@ function aggregate(pod: Pod, pick: (c: Container) => Readonly<Record<string, str
     else if ((total.get(k) ?? 0n) > 0n) total.set(k, (total.get(k) ?? 0n) + v);
   }
   return total;
-}
-
-/** Pod-level requests, its limits standing in as the apiserver's defaulting copies them. */
-function podLevelRequests(pod: Pod): Readonly<Record<string, string | number>> | undefined {
-  const r = pod.spec?.resources;
-  return r ? { ...r.limits, ...r.requests } : undefined;
 }
 
 /** A container's requests, its limits standing in where the apiserver's defaulting would copy them. */

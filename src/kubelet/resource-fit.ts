@@ -1,6 +1,6 @@
 import type { Container, Pod } from '../api/types.js';
 import { quantityOf } from '../api/quantity.js';
-import { addAmounts, containersTotal, type Amounts } from '../api/pod-requests.js';
+import { POD_LEVEL_RESOURCES, addAmounts, containersTotal, podLevelRequests, type Amounts } from '../api/pod-requests.js';
 
 
 const NANO_PER_MILLI = 1_000_000n;
@@ -66,6 +66,13 @@ function insufficient(name: string, requested: bigint, used: bigint, capacity: b
 export function podRequests(pod: Pod): Amounts {
   const spec = pod.spec;
   const total = containersTotal(pod, containerRequests);
+  // Pod-level requests replace the containers' sum for the resources they name (PodLevelResources,
+  // beta and on since 1.34).
+  const podLevel = podLevelRequests(pod);
+  for (const name of POD_LEVEL_RESOURCES) {
+    const value = podLevel?.[name];
+    if (value !== undefined) total.set(name, amountsOf({ [name]: value }).get(name) ?? 0n);
+  }
   if (spec?.overhead) addAmounts(total, amountsOf(spec.overhead));
   return total;
 }

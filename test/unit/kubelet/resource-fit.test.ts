@@ -25,6 +25,14 @@ t.test('pod requests as the scheduler counts them: sum, init peak with the sidec
   t.same(asObject(podRequests(pod('f', [ctr('x', req({ cpu: '1n', memory: '1' }))]))), { cpu: '1', memory: '1' }, 'rounded up: MilliValue and Value');
 });
 
+t.test('pod-level requests replace the containers\' sum for cpu and memory (PodRequests with PodLevelResources)', async (t) => {
+  const containers = [ctr('x', req({ cpu: '100m', memory: '16Mi', 'ephemeral-storage': '1Mi' })), ctr('y', req({ cpu: '200m' }))];
+  t.same(asObject(podRequests(pod('p', containers, [], { resources: { requests: { cpu: '1' } } }))), { cpu: '1000', memory: String(16 << 20), 'ephemeral-storage': String(1 << 20) }, 'cpu from the pod, the rest from the containers');
+  t.same(asObject(podRequests(pod('q', containers, [], { resources: { limits: { memory: '1Gi' } }, overhead: { memory: '1Mi' } }))), { cpu: '300', memory: String((1 << 30) + (1 << 20)), 'ephemeral-storage': String(1 << 20) }, 'a pod-level limit without a request is the request; overhead on top');
+  const refusal = resourceFitRefusal(pod('r', [ctr('x', req({ cpu: '100m' }))], [], { resources: { requests: { cpu: '3' } } }), [], NODE);
+  t.equal(refusal?.reason, 'OutOfcpu', 'admission counts the pod-level request');
+});
+
 t.test('OutOfcpu, OutOfmemory, OutOfephemeral-storage with the kubelet\'s message, counting the pods admitted before', async (t) => {
   const big = pod('big', [ctr('x', req({ cpu: '1000000000000' }))]);
   t.same(resourceFitRefusal(big, [], NODE), { reason: 'OutOfcpu', message: "Node didn't have enough resource: cpu, requested: 1000000000000000, used: 0, capacity: 2000" });
