@@ -16,9 +16,9 @@ import { tailStart } from './json-file.js';
  * reads what is left of it, finds its successor and goes on there. Only files rotated away and
  * removed before the reader reached them are lost (a reader more than `max-file` files behind).
  *
- * The stream yields the files' raw bytes, concatenated (JsonFileDecoder makes records of them), and
- * ends once the container is no longer running and everything written is read (as the engine's
- * follow ends when the container stops). Reads are pulled: nothing is read ahead of the consumer
+ * The stream yields the files' raw bytes, concatenated (JsonFileDecoder makes records of them). A
+ * follow ends once the container is no longer running and everything written is read (as the
+ * engine's follow ends when the container stops); a plain read at the end of what is written. Reads are pulled: nothing is read ahead of the consumer
  * but one 64 KiB chunk.
  */
 export interface LogFileFollowOptions {
@@ -28,6 +28,8 @@ export interface LogFileFollowOptions {
   readonly maxFiles: number;
   /** Start at the last N records (of every stream, as the engine's tail). */
   readonly tailLines?: number;
+  /** Keep reading as the container writes (a follow); false ends at the end of what is written. */
+  readonly follow: boolean;
   /** Whether the container still runs; asked at the end of the log, at most once per idle second. */
   readonly running: () => Promise<boolean>;
 }
@@ -108,7 +110,7 @@ const closeAll = (files: readonly OpenLog[]): Promise<unknown> => Promise.all(fi
  * Undefined when the newest file cannot be opened (not this host's file, or not readable): the
  * caller then asks the engine.
  */
-export async function followLogFiles(opts: LogFileFollowOptions): Promise<Readable | undefined> {
+export async function openLogFiles(opts: LogFileFollowOptions): Promise<Readable | undefined> {
   let files: OpenLog[] = [];
   for (let attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
     await closeAll(files);
@@ -259,7 +261,7 @@ class LogFileFollower extends Readable {
       const rotating = this.#discover();
       // Rotated: read what is left of this file (bytes written before the rename), then go on.
       if (this.#files.length > 1) continue;
-      if (this.#finishing) return void this.push(null);
+      if (this.#finishing || !this.#opts.follow) return void this.push(null);
       if (Date.now() - this.#lastRunningCheck >= IDLE_MS) {
         this.#lastRunningCheck = Date.now();
         // Asked before the last read: what the container wrote before it stopped is in the files

@@ -6,13 +6,14 @@ import type { LogOptions } from '../../streaming/types.js';
 import { statusCodeOf } from './client.js';
 import { StdcopyParser } from './demux.js';
 import { JsonFileDecoder } from './json-file.js';
-import { followLogFiles } from './log-files.js';
+import { openLogFiles } from './log-files.js';
 
 /**
- * A container's log, from the engine's logs API — or, for a follow of a json-file log on a local
- * engine (`readFiles`), from the engine's own files (log-files.ts: Docker's follow loses and repeats
- * lines across a rotation; the files, followed by inode, do not). The path read is always the
- * engine's `LogPath` for the container, never one built from request text.
+ * A container's log: for a json-file log on a local engine (`readFiles`), from the engine's own
+ * files (log-files.ts) — Docker's follow loses and repeats lines across a rotation, the files
+ * followed by inode do not, and a read of them is about three times the engine's speed; otherwise
+ * from the engine's logs API. The path read is always the engine's `LogPath` for the container,
+ * never one built from request text.
  *
  * Docker is asked for timestamps whenever the answer needs them: they are what `since` is
  * applied with (Docker's own `since` has whole seconds, so it only narrows the read) and what
@@ -29,8 +30,8 @@ export async function containerLogs(docker: Docker, id: string, opts: LogOptions
   let decode: Decode | undefined;
   try {
     const info = signal.aborted ? undefined : await docker.getContainer(id).inspect({ abortSignal: signal });
-    if (info && opts.follow && source.readFiles) {
-      const files = await followJsonFile(docker, info, opts);
+    if (info && source.readFiles) {
+      const files = await readJsonFile(docker, info, opts);
       if (files) [stream, decode] = [files, jsonFileDecode(opts)];
     }
     if (info && !stream && !signal.aborted) {
@@ -71,7 +72,7 @@ function jsonFileDecode(opts: LogOptions): Decode {
  * The container's json-file log files, when the engine writes them uncompressed here and they can
  * be opened (undefined otherwise: the engine is asked instead).
  */
-async function followJsonFile(docker: Docker, info: Docker.ContainerInspectInfo, opts: LogOptions): Promise<Readable | undefined> {
+async function readJsonFile(docker: Docker, info: Docker.ContainerInspectInfo, opts: LogOptions): Promise<Readable | undefined> {
   const logConfig = info.HostConfig?.LogConfig;
   if (logConfig?.Type !== 'json-file' || !info.LogPath || logConfig.Config?.['compress'] === 'true') return undefined;
   const maxFiles = Number(logConfig.Config?.['max-file'] ?? '1');
@@ -83,8 +84,9 @@ async function followJsonFile(docker: Docker, info: Docker.ContainerInspectInfo,
       return statusCodeOf(err) !== 404;
     }
   };
-  return followLogFiles({
+  return openLogFiles({
     path: info.LogPath,
+    follow: opts.follow,
     maxFiles: Number.isInteger(maxFiles) && maxFiles > 0 ? Math.min(maxFiles, MAX_LOG_FILES) : 1,
     ...(opts.tailLines !== undefined ? { tailLines: opts.tailLines } : {}),
     running,

@@ -600,7 +600,10 @@ export class DockerRuntime implements Runtime {
     // Whole-second stamps (Podman): keep every line of the second `since` falls in (engine.ts).
     const wholeSeconds = this.#probe.current?.quirks.logTimestampsWholeSeconds === true;
     const since = wholeSeconds && opts.since ? { since: new Date(Math.floor(opts.since.getTime() / 1000) * 1000) } : {};
-    return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal, { readFiles: this.#opts.readLogFiles === true });
+    // Docker's json-file only (once the engine is known): Podman takes `json-file` as a name for
+    // its own k8s-file format.
+    const readFiles = this.#opts.readLogFiles === true && this.#probe.current?.name === 'docker';
+    return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal, { readFiles });
   }
 
   /** The engine's version and its tagged images, for the Node object (`node/facts.ts`). */

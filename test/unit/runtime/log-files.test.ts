@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { JsonFileDecoder } from '../../../src/runtime/docker/json-file.js';
-import { followLogFiles } from '../../../src/runtime/docker/log-files.js';
+import { openLogFiles } from '../../../src/runtime/docker/log-files.js';
 
 /**
  * The follower against files rotated exactly as moby's json-file rotates them
@@ -74,7 +74,7 @@ for (const burst of [100, 400]) {
     const writer = new RotatingWriter(path, 16 * 1024, 5);
     writer.write(1, 1000);
     let running = true;
-    const follower = await followLogFiles({ path, maxFiles: 5, tailLines: 0, running: async () => running });
+    const follower = await openLogFiles({ path, maxFiles: 5, tailLines: 0, follow: true, running: async () => running });
     t.ok(follower, 'the files opened');
     const reader = collect(follower!);
     // About 94 bytes a record: 8000 records are some 46 rotations of 16 KiB.
@@ -97,7 +97,7 @@ t.test('tailLines across the kept files, then the follow goes on', async (t) => 
   writer.write(1, 200);
   let running = true;
   // 200 records of ~94 bytes under 4 KiB × 4: the kept files hold the last 130 or so.
-  const follower = await followLogFiles({ path, maxFiles: 4, tailLines: 100, running: async () => running });
+  const follower = await openLogFiles({ path, maxFiles: 4, tailLines: 100, follow: true, running: async () => running });
   const reader = collect(follower!);
   await reader.seen(200);
   writer.write(201, 300);
@@ -106,7 +106,7 @@ t.test('tailLines across the kept files, then the follow goes on', async (t) => 
   t.ok(consecutive(await reader.done, 101, 300), 'the last 100 lines (they span files), then every new one');
   writer.close();
 
-  const all = await followLogFiles({ path, maxFiles: 4, tailLines: 100_000, running: async () => false });
+  const all = await openLogFiles({ path, maxFiles: 4, tailLines: 100_000, follow: true, running: async () => false });
   const kept = await collect(all!).done;
   t.ok(kept.length > 100 && kept.length < 200 && consecutive(kept, kept[0]!, 300), `more lines than are kept: all the kept files (${kept.length} lines)`);
 });
@@ -116,9 +116,11 @@ t.test('a stopped container: its whole log, then the end', async (t) => {
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'c-json.log');
   await writeFile(path, record(1) + record(2) + '{"log":"cut');
-  const follower = await followLogFiles({ path, maxFiles: 5, running: async () => false });
+  const follower = await openLogFiles({ path, maxFiles: 5, follow: true, running: async () => false });
   t.same(await collect(follower!).done, [1, 2], 'an unfinished record is not one');
-  t.equal(await followLogFiles({ path: join(dir, 'missing'), maxFiles: 5, running: async () => false }), undefined, 'no file: undefined (the engine is asked)');
+  const plain = await openLogFiles({ path, maxFiles: 5, follow: false, running: async () => true });
+  t.same(await collect(plain!).done, [1, 2], 'not a follow: the end of what is written, running or not');
+  t.equal(await openLogFiles({ path: join(dir, 'missing'), maxFiles: 5, follow: true, running: async () => false }), undefined, 'no file: undefined (the engine is asked)');
 });
 
 t.test('destroying the follower closes it while it waits', async (t) => {
@@ -126,7 +128,7 @@ t.test('destroying the follower closes it while it waits', async (t) => {
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'c-json.log');
   await writeFile(path, record(1));
-  const follower = (await followLogFiles({ path, maxFiles: 2, running: async () => true }))!;
+  const follower = (await openLogFiles({ path, maxFiles: 2, follow: true, running: async () => true }))!;
   const first = await new Promise<Buffer>((resolve) => follower.once('data', resolve));
   t.ok(first.length > 0);
   const closed = new Promise((resolve) => follower.once('close', resolve));
