@@ -11,15 +11,16 @@ import { tailStart } from './json-file.js';
  * kubernetes#115701). Rotation there closes `<path>`, removes `<path>.<max-file - 1>`, renames
  * `<path>.<i-1>` → `<path>.<i>` down to `<path>` → `<path>.1` and creates a new `<path>`, all under
  * the writer's lock. So a reader that holds its file open keeps every byte of it, and the file after
- * it is the name one below where its inode now sits. This reader follows that chain by inode: at
- * the end of the newest file it knows, it looks whether `<path>` is still that file; if not, it
- * reads what is left of it, finds its successor and goes on there. Only files rotated away and
- * removed before the reader reached them are lost (a reader more than `max-file` files behind).
+ * it is the name one below where its inode now sits. This reader follows that chain by inode, and
+ * opens each new file as soon as it appears (the directory watch sees the rename; the end of the
+ * newest file held looks too), so a file rotated away stays readable until it has been read. Lines
+ * are lost only past the cap of files held (twice `max-file`), or when a file is rotated away and
+ * removed before the reader saw it appear.
  *
  * The stream yields the files' raw bytes, concatenated (JsonFileDecoder makes records of them). A
  * follow ends once the container is no longer running and everything written is read (as the
- * engine's follow ends when the container stops); a plain read at the end of what is written. Reads are pulled: nothing is read ahead of the consumer
- * but one 64 KiB chunk.
+ * engine's follow ends when the container stops); a plain read at the end of what is written.
+ * Reads are pulled: nothing is read ahead of the consumer but one 64 KiB chunk.
  */
 export interface LogFileFollowOptions {
   /** `LogPath` of the container's inspection. */

@@ -1,8 +1,8 @@
 import { closeSync, existsSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import t from 'tap';
+import { dirname, join } from 'node:path';
+import t, { type Test } from 'tap';
 import { JsonFileDecoder } from '../../../src/runtime/docker/json-file.js';
 import { openLogFiles } from '../../../src/runtime/docker/log-files.js';
 
@@ -61,6 +61,13 @@ function collect(stream: NodeJS.ReadableStream & AsyncIterable<Buffer>) {
   return { done, seen };
 }
 
+/** A log path in a directory of its own, removed after the test. */
+async function logPath(t: Test): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'log-files-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return join(dir, 'c-json.log');
+}
+
 const consecutive = (numbers: number[], first: number, last: number) => numbers.length === last - first + 1 && numbers.every((n, i) => n === first + i);
 
 // Each burst is written at once, then the follower is let catch up. 100 lines (9.4 KiB): at most one
@@ -68,9 +75,7 @@ const consecutive = (numbers: number[], first: number, last: number) => numbers.
 // successor under `<path>.<k>` (a follower that reopens `<path>` skips files).
 for (const burst of [100, 400]) {
   t.test(`a follow begun mid-log reads every later line once, in order, across 46 rotations (bursts of ${burst})`, async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'log-files-'));
-    t.teardown(() => rm(dir, { recursive: true, force: true }));
-    const path = join(dir, 'c-json.log');
+    const path = await logPath(t);
     const writer = new RotatingWriter(path, 16 * 1024, 5);
     writer.write(1, 1000);
     let running = true;
@@ -90,9 +95,7 @@ for (const burst of [100, 400]) {
 }
 
 t.test('tailLines across the kept files, then the follow goes on', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'log-files-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, 'c-json.log');
+  const path = await logPath(t);
   const writer = new RotatingWriter(path, 4 * 1024, 4);
   writer.write(1, 200);
   let running = true;
@@ -112,21 +115,17 @@ t.test('tailLines across the kept files, then the follow goes on', async (t) => 
 });
 
 t.test('a stopped container: its whole log, then the end', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'log-files-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, 'c-json.log');
+  const path = await logPath(t);
   await writeFile(path, record(1) + record(2) + '{"log":"cut');
   const follower = await openLogFiles({ path, maxFiles: 5, follow: true, running: async () => false });
   t.same(await collect(follower!).done, [1, 2], 'an unfinished record is not one');
   const plain = await openLogFiles({ path, maxFiles: 5, follow: false, running: async () => true });
   t.same(await collect(plain!).done, [1, 2], 'not a follow: the end of what is written, running or not');
-  t.equal(await openLogFiles({ path: join(dir, 'missing'), maxFiles: 5, follow: true, running: async () => false }), undefined, 'no file: undefined (the engine is asked)');
+  t.equal(await openLogFiles({ path: join(dirname(path), 'missing'), maxFiles: 5, follow: true, running: async () => false }), undefined, 'no file: undefined (the engine is asked)');
 });
 
 t.test('destroying the follower closes it while it waits', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'log-files-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, 'c-json.log');
+  const path = await logPath(t);
   await writeFile(path, record(1));
   const follower = (await openLogFiles({ path, maxFiles: 2, follow: true, running: async () => true }))!;
   const first = await new Promise<Buffer>((resolve) => follower.once('data', resolve));
