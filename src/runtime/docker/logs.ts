@@ -76,12 +76,15 @@ async function readJsonFile(docker: Docker, info: Docker.ContainerInspectInfo, o
   const logConfig = info.HostConfig?.LogConfig;
   if (logConfig?.Type !== 'json-file' || !info.LogPath || logConfig.Config?.['compress'] === 'true') return undefined;
   const maxFiles = Number(logConfig.Config?.['max-file'] ?? '1');
+  // As the kubelet's follow (pkg/kubelet/kuberuntime/logs/logs.go `isContainerRunning`): gone is
+  // stopped, and an engine that does not answer ends the follow with its error — without the
+  // engine nothing will say the container stopped, and a stopped engine stops its containers.
   const running = async (): Promise<boolean> => {
     try {
       return (await docker.getContainer(info.Id).inspect()).State?.Running === true;
     } catch (err) {
-      // Gone is stopped; an engine that does not answer is not proof of it.
-      return statusCodeOf(err) !== 404;
+      if (statusCodeOf(err) === 404) return false;
+      throw err;
     }
   };
   return openLogFiles({

@@ -124,6 +124,26 @@ t.test('a stopped container: its whole log, then the end', async (t) => {
   t.equal(await openLogFiles({ path: join(dirname(path), 'missing'), maxFiles: 5, follow: true, running: async () => false }), undefined, 'no file: undefined (the engine is asked)');
 });
 
+t.test('a follow whose engine stops answering ends with its error, after what was written', async (t) => {
+  const path = await logPath(t);
+  await writeFile(path, record(1) + record(2));
+  let answering = true;
+  const follower = (await openLogFiles({
+    path,
+    maxFiles: 2,
+    follow: true,
+    running: async () => {
+      if (!answering) throw new Error('connect ENOENT docker.sock');
+      return true;
+    },
+  }))!;
+  const reading = collect(follower);
+  await reading.seen(2);
+  answering = false;
+  await t.rejects(reading.done, /ENOENT/, 'the follow ends with the engine error (it would otherwise wait forever)');
+  t.ok(follower.destroyed, 'and the follower is closed');
+});
+
 t.test('destroying the follower closes it while it waits', async (t) => {
   const path = await logPath(t);
   await writeFile(path, record(1));
