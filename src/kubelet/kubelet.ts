@@ -432,6 +432,19 @@ export class Kubelet {
     await Promise.all(sandboxes.map((s) => this.#o.runtime.stopSandbox(s.id).catch((err: unknown) => log.warn({ err, sandbox: s.id }, 'Failed to tear down the pod network of a sandbox'))));
   }
 
+  /**
+   * The pod's start time to record on a new sandbox: the one already reported (the status
+   * manager's, or the source's — a mirror or apiserver pod — or an older sandbox's), else now,
+   * the kubelet's choice for a pod's first status (pkg/kubelet/status/status_manager.go
+   * `updateStatusInternal`).
+   */
+  #podStartTime(pod: Pod, runtimePod: RuntimePod | undefined): Date {
+    const reported = this.#o.statusManager.getPodStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
+    const oldest = runtimePod?.sandboxes.at(-1);
+    const at = reported ? new Date(reported) : (oldest?.podStartTime ?? oldest?.createdAt);
+    return at && !Number.isNaN(at.getTime()) ? at : new Date();
+  }
+
   #probeResults(uid: string): NonNullable<Parameters<typeof generatePodStatus>[2]['probes']> {
     return {
       ready: (name, id) => this.prober.isReady(uid, name, id),
@@ -440,10 +453,11 @@ export class Kubelet {
   }
 
   #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false, failure?: PodFailure): void {
-    // The pod started when its first sandbox did: stable across restarts of nodelet.
+    // The start time its oldest sandbox recorded (or, on sandboxes from before the label, when
+    // that sandbox was created): stable across restarts of nodelet.
     const firstSandbox = runtimePod?.sandboxes.at(-1);
     const recorded: Pod = firstSandbox && !pod.status?.startTime
-      ? { ...pod, status: { ...pod.status, startTime: rfc3339(firstSandbox.createdAt) } }
+      ? { ...pod, status: { ...pod.status, startTime: rfc3339(firstSandbox.podStartTime ?? firstSandbox.createdAt) } }
       : pod;
     const allWaiting = new Map(waiting);
     for (const c of pod.spec?.containers ?? []) {
@@ -508,11 +522,12 @@ export class Kubelet {
       try {
         plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
         const cgroupParent = await this.#podCgroup(pod);
-        const { id, ips } = await runtime.runSandbox(pod, actions.createSandbox, { ...(await this.#sandboxConfig(pod)), ...cgroupParent, ...this.#oomScore(POD_INFRA_OOM_ADJ) });
+        const podStartTime = this.#podStartTime(pod, runtimePod);
+        const { id, ips } = await runtime.runSandbox(pod, actions.createSandbox, { ...(await this.#sandboxConfig(pod)), ...cgroupParent, ...this.#oomScore(POD_INFRA_OOM_ADJ), podStartTime });
         this.#o.metrics?.startedPods.inc();
         this.#sandboxFailures.delete(pod.metadata?.uid ?? '');
         if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
-        sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), ips };
+        sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), podStartTime, ips };
         if (!ips.length && readsPodIP(pod) && !pod.spec?.hostNetwork) {
           // The downward API needs the new sandbox's IP before the containers are configured: on a
           // Docker network (`--pod-network`) it is Docker's, read back by a relist.

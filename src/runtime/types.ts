@@ -46,6 +46,12 @@ export interface RuntimeSandbox {
   readonly attempt: number;
   readonly ready: boolean;
   readonly createdAt: Date;
+  /**
+   * The pod's `status.startTime` as recorded on the sandbox when it was created (nodelet's label
+   * `io.nodelet.pod.start-time`), so that a restarted nodelet reports the instant it reported
+   * before; absent on sandboxes created without it.
+   */
+  readonly podStartTime?: Date;
   /** Pod IPs from the sandbox's network settings; empty with network `none`. */
   readonly ips: readonly string[];
 }
@@ -170,6 +176,8 @@ export interface SandboxConfig {
   readonly cgroupParent?: string;
   /** The sandbox process's `oom_score_adj` (`PodInfraOOMAdj`, as dockershim and cri-dockerd set it). */
   readonly oomScoreAdj?: number;
+  /** The pod's `status.startTime`, recorded on the sandbox (see `RuntimeSandbox.podStartTime`). */
+  readonly podStartTime?: Date;
 }
 
 /** What the node reports of its container engine: `docker://<version>` (or `podman://…`) and its images. */

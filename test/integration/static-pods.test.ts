@@ -2,6 +2,7 @@ import t from 'tap';
 import type { Pod, PodStatus } from '../../src/api/types.js';
 import { BUSYBOX, containersOfNode, dockerCLI, testDocker } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
+import { rfc3339 } from '../../src/api/time.js';
 
 const docker = testDocker();
 
@@ -157,6 +158,8 @@ t.test('a restarted nodelet adopts its containers without duplicates, keeping re
   await dockerCLI('kill', id);
   await node.waitFor('restart', async () => ((await node.pod('keep'))?.status?.containerStatuses?.[0]?.restartCount === 1 ? true : undefined));
   const before = (await containersOfNode(docker, node.nodeName)).map((c) => c.Id).sort();
+  const sandboxLabel = (await containersOfNode(docker, node.nodeName)).find((c) => c.Labels['io.kubernetes.docker.type'] === 'podsandbox')?.Labels['io.nodelet.pod.start-time'];
+  t.equal(sandboxLabel && rfc3339(sandboxLabel), pod.status?.startTime, 'the sandbox records the start time first reported');
   await node.stop();
   await node.restart();
   const adopted = await node.waitFor('adopted', async () => {

@@ -25,6 +25,12 @@ export const Label = {
    * share one engine; each adopts and garbage-collects only its own containers.
    */
   node: 'io.nodelet.node',
+  /**
+   * nodelet's own, on sandboxes: the pod's `status.startTime` (RFC 3339) when the sandbox was
+   * created. The kubelet keeps it in its status manager and, in a cluster, the mirror pod; a
+   * standalone nodelet has only the engine to remember it across its restarts.
+   */
+  podStartTime: 'io.nodelet.pod.start-time',
 } as const;
 
 export const DockerType = { sandbox: 'podsandbox', container: 'container' } as const;
@@ -39,7 +45,7 @@ function podLabels(pod: Pod, node: string): Record<string, string> {
 }
 
 /** Sandbox labels: the pod's own labels, its annotations as `annotation.<key>`, then ours. */
-export function sandboxLabels(pod: Pod, node: string): Record<string, string> {
+export function sandboxLabels(pod: Pod, node: string, podStartTime?: Date): Record<string, string> {
   const labels: Record<string, string> = { ...(pod.metadata?.labels ?? {}) };
   for (const [k, v] of Object.entries(pod.metadata?.annotations ?? {})) labels[`annotation.${k}`] = v;
   return {
@@ -47,6 +53,7 @@ export function sandboxLabels(pod: Pod, node: string): Record<string, string> {
     ...podLabels(pod, node),
     [Label.containerName]: 'POD',
     [Label.dockerType]: DockerType.sandbox,
+    ...(podStartTime ? { [Label.podStartTime]: podStartTime.toISOString() } : {}),
   };
 }
 

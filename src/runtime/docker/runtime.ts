@@ -380,7 +380,7 @@ export class DockerRuntime implements Runtime {
       Image: this.#opts.infraImage,
       // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
       ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
-      Labels: sandboxLabels(pod, this.#opts.nodeName),
+      Labels: sandboxLabels(pod, this.#opts.nodeName, config?.podStartTime),
       HostConfig: {
         NetworkMode: hostNetwork ? 'host' : this.#opts.podNetwork,
         IpcMode: pod.spec?.hostIPC ? 'host' : 'shareable',

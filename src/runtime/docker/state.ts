@@ -74,8 +74,16 @@ export function sandboxFromInspect(info: Docker.ContainerInspectInfo, name: Pars
     attempt: name.attempt,
     ready: info.State.Running,
     createdAt: new Date(info.Created),
+    ...podStartTimeOf(info.Config?.Labels),
     ips,
   };
+}
+
+/** The pod start time a sandbox's label recorded, when it holds a valid one. */
+function podStartTimeOf(labels: Record<string, string> | undefined): Pick<RuntimeSandbox, 'podStartTime'> {
+  const recorded = labels?.[Label.podStartTime];
+  const at = recorded ? new Date(recorded) : undefined;
+  return at && !Number.isNaN(at.getTime()) ? { podStartTime: at } : {};
 }
 
 /**
@@ -101,5 +109,5 @@ export function containerFromListEntry(entry: Docker.ContainerInfo, name: Parsed
 }
 
 export function sandboxFromListEntry(entry: Docker.ContainerInfo, name: ParsedName): RuntimeSandbox {
-  return { id: entry.Id, attempt: name.attempt, ready: entry.State === 'running', createdAt: new Date(entry.Created * 1000), ips: [] };
+  return { id: entry.Id, attempt: name.attempt, ready: entry.State === 'running', createdAt: new Date(entry.Created * 1000), ...podStartTimeOf(entry.Labels), ips: [] };
 }
