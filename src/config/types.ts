@@ -77,6 +77,21 @@ export interface Config {
   readonly shutdownGracePeriodMs: number;
   /** `shutdownGracePeriodCriticalPods` (0): the part of the shutdown grace period for pods of system-critical priority. */
   readonly shutdownGracePeriodCriticalPodsMs: number;
+  /**
+   * `evictionHard` (the kubelet's `DefaultEvictionHard`): signal → threshold (`100Mi`, `10%`), as
+   * given; parsed and checked at start by the eviction manager (src/eviction/thresholds.ts).
+   */
+  readonly evictionHard: Readonly<Record<string, string>>;
+  /** `evictionSoft` (none): thresholds that evict once met for their grace period. */
+  readonly evictionSoft: Readonly<Record<string, string>>;
+  /** `evictionSoftGracePeriod` (none): signal → Go duration, one for each soft threshold. */
+  readonly evictionSoftGracePeriod: Readonly<Record<string, string>>;
+  /** `evictionMinimumReclaim` (none): signal → quantity or percentage reclaimed beyond the threshold. */
+  readonly evictionMinimumReclaim: Readonly<Record<string, string>>;
+  /** `evictionPressureTransitionPeriod` (5 min): a pressure condition stays this long after its last observation. */
+  readonly evictionPressureTransitionPeriodMs: number;
+  /** `evictionMaxPodGracePeriod` (0): the most seconds a pod evicted by a soft threshold gets; negative: the pod's own. */
+  readonly evictionMaxPodGracePeriod: number;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */

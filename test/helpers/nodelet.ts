@@ -108,6 +108,13 @@ export async function startTestNode(
     imageMaximumGCAgeMs: 0,
     shutdownGracePeriodMs: 0,
     shutdownGracePeriodCriticalPodsMs: 0,
+    // Off in tests: every test file shares the machine's disk and memory (the eviction tests set their own).
+    evictionHard: {},
+    evictionSoft: {},
+    evictionSoftGracePeriod: {},
+    evictionMinimumReclaim: {},
+    evictionPressureTransitionPeriodMs: 300_000,
+    evictionMaxPodGracePeriod: 0,
     authenticationTokenWebhook: false,
     authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow' as const,

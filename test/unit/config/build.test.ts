@@ -66,6 +66,12 @@ t.test('defaults', async (t) => {
     imageMaximumGCAgeMs: 0,
     shutdownGracePeriodMs: 0,
     shutdownGracePeriodCriticalPodsMs: 0,
+    evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%', 'imagefs.inodesFree': '5%' },
+    evictionSoft: {},
+    evictionSoftGracePeriod: {},
+    evictionMinimumReclaim: {},
+    evictionPressureTransitionPeriodMs: 300_000,
+    evictionMaxPodGracePeriod: 0,
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -180,6 +186,26 @@ t.test('graceful node shutdown: whole seconds, the critical part no longer than 
   const { shutdownGroups } = await import('../../../src/nodelet.js');
   t.same(shutdownGroups(30_000, 10_000), [{ priority: 0, graceSeconds: 20 }, { priority: 2_000_000_000, graceSeconds: 10 }], 'migrateConfig\'s two groups');
   t.same(shutdownGroups(0, 0), [], 'off');
+});
+
+t.test('eviction: map flags as cliflag\'s (first use replaces the default, later ones add), a file mapping replaces it whole', async (t) => {
+  const c = build(['--eviction-hard=memory.available<1Gi, nodefs.available < 5%', '--eviction-hard', 'pid.available<10%,', '--eviction-soft-grace-period=memory.available=1m30s', '--eviction-pressure-transition-period=30s', '--eviction-max-pod-grace-period=-1']);
+  t.same(c.evictionHard, { 'memory.available': '1Gi', 'nodefs.available': '5%', 'pid.available': '10%' }, 'defaults replaced, pairs trimmed, a second use adds');
+  t.same([c.evictionSoftGracePeriod, c.evictionPressureTransitionPeriodMs, c.evictionMaxPodGracePeriod], [{ 'memory.available': '1m30s' }, 30_000, -1]);
+  t.same(build(['--eviction-hard=']).evictionHard, {}, 'an empty value turns every hard threshold off');
+  fails(t, () => build(['--eviction-hard=memory.available=1Gi']), 'invalid argument "memory.available=1Gi" for "--eviction-hard" flag: malformed pair, expect string<string');
+  fails(t, () => build(['--eviction-minimum-reclaim=memory.available<1Gi']), 'invalid argument "memory.available<1Gi" for "--eviction-minimum-reclaim" flag: malformed pair, expect string=string');
+  const dir = t.testdir();
+  const path = join(dir, 'kubelet.yaml');
+  writeFileSync(path, FILE_HEAD + 'evictionHard:\n  memory.available: "200Mi"\nevictionSoft:\n  nodefs.available: "15%"\nevictionSoftGracePeriod:\n  nodefs.available: "2m"\nevictionMinimumReclaim:\n  nodefs.available: "1Gi"\nevictionPressureTransitionPeriod: 1m\n');
+  const f = build([`--config=${path}`]);
+  t.same([f.evictionHard, f.evictionSoft, f.evictionSoftGracePeriod, f.evictionMinimumReclaim, f.evictionPressureTransitionPeriodMs],
+    [{ 'memory.available': '200Mi' }, { 'nodefs.available': '15%' }, { 'nodefs.available': '2m' }, { 'nodefs.available': '1Gi' }, 60_000], 'KubeletConfiguration names; the file\'s evictionHard replaces the default');
+  t.same(build([`--config=${path}`, '--eviction-hard=imagefs.available<20%']).evictionHard, { 'imagefs.available': '20%' }, 'a flag replaces the file\'s map');
+  writeFileSync(path, FILE_HEAD + 'evictionHard:\n  memory.available: 100\n');
+  fails(t, () => build([`--config=${path}`]), /invalid value for evictionHard: expected a string for "memory.available", got number 100/);
+  writeFileSync(path, FILE_HEAD + 'evictionHard: ["memory.available<1Gi"]\n');
+  fails(t, () => build([`--config=${path}`]), /invalid value for evictionHard: expected a mapping of strings, got list/);
 });
 
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {
