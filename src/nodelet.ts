@@ -197,6 +197,10 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     allocatable: () => nodeSource?.last?.status?.allocatable,
     ...(podCgroups ? { podCgroups } : {}),
     oomScores: { memoryCapacity: allocatable.memoryBytes, canLower: canLowerOOMScore },
+    containerGC: {
+      policy: { minAgeMs: config.minimumGCAgeMs, maxPerPodContainer: config.maxPerPodContainerCount, maxContainers: config.maxContainerCount },
+      periodMs: config.containerGCPeriodMs,
+    },
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
   });

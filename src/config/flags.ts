@@ -214,6 +214,22 @@ const TABLE = [
     help: 'An image unused this long is garbage collected whatever the disk usage; 0 turns it off (imageMaximumGCAge; the flag is nodelet\'s own, the kubelet has only the config field)',
   },
   {
+    name: 'maximum-dead-containers-per-container', kind: 'int', target: 'maxPerPodContainerCount', default: 1, min: -1,
+    help: 'Maximum number of old instances to retain per container (the container GC keeps the newest; 1 keeps the one `logs --previous` reads). Each container takes up some disk space. -1: no limit. Flag only, as the kubelet\'s (deprecated there): KubeletConfiguration has no field for it',
+  },
+  {
+    name: 'maximum-dead-containers', kind: 'int', target: 'maxContainerCount', default: -1, min: -1,
+    help: 'Maximum number of old instances of containers to retain globally. Each container takes up some disk space. -1: no limit. Flag only, as the kubelet\'s (deprecated there): KubeletConfiguration has no field for it',
+  },
+  {
+    name: 'minimum-container-ttl-duration', kind: 'duration', target: 'minimumGCAgeMs', default: '0s', allowZero: true,
+    help: 'Minimum age for a finished container before it is garbage collected. Examples: \'300ms\', \'10s\' or \'2h45m\'. Flag only, as the kubelet\'s (deprecated there): KubeletConfiguration has no field for it',
+  },
+  {
+    name: 'container-gc-period', kind: 'duration', target: 'containerGCPeriodMs', default: '1m0s',
+    help: 'How often the container GC removes dead containers and sandboxes by the three flags above (the kubelet\'s fixed ContainerGCPeriod, 1m; the flag is nodelet\'s own, with no config field)',
+  },
+  {
     name: 'shutdown-grace-period', kind: 'duration', target: 'shutdownGracePeriodMs', default: '0s', fileField: 'shutdownGracePeriod', allowZero: true,
     help: 'Graceful node shutdown: on SIGTERM, stop every pod within this time (regular pods first, critical ones in the last --shutdown-grace-period-critical-pods), report them Failed (reason Terminated), then exit; 0 (default): pods keep running when nodelet stops. The flag is nodelet\'s own: the kubelet has only the config field',
   },

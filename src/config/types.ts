@@ -70,6 +70,14 @@ export interface Config {
   readonly imageMinimumGCAgeMs: number;
   /** `imageMaximumGCAge` (0: off): an image unused this long is removed whatever the disk usage. */
   readonly imageMaximumGCAgeMs: number;
+  /** `--maximum-dead-containers-per-container` (1): dead instances the container GC keeps per container; -1 no limit. */
+  readonly maxPerPodContainerCount: number;
+  /** `--maximum-dead-containers` (-1: no limit): dead containers the container GC keeps on the node. */
+  readonly maxContainerCount: number;
+  /** `--minimum-container-ttl-duration` (0): a dead container younger than this is never collected. */
+  readonly minimumGCAgeMs: number;
+  /** `--container-gc-period` (1 min, the kubelet's `ContainerGCPeriod`): how often the container GC runs. */
+  readonly containerGCPeriodMs: number;
   /**
    * `shutdownGracePeriod` (0: off): on SIGTERM nodelet stops its pods in this time before it exits
    * (graceful node shutdown), the last `shutdownGracePeriodCriticalPods` of it kept for critical ones.

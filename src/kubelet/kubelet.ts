@@ -31,6 +31,8 @@ import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import type { NodeCgroups } from '../cgroups/node-cgroups.js';
 import { containerOOMScoreAdjust, POD_INFRA_OOM_ADJ, settableOOMScore } from '../cgroups/oom-score.js';
+import { CONTAINER_GC_PERIOD_MS, ContainerGC, DEFAULT_CONTAINER_GC_POLICY, podStateProvider, type ContainerGCPolicy } from './container-gc.js';
+import { isTerminalPhase } from '../status/transitions.js';
 
 export interface KubeletOptions {
   nodeName: string;
@@ -81,6 +83,8 @@ export interface KubeletOptions {
    * kubelet's first handler, pkg/kubelet/kubelet.go `NewMainKubelet`).
    */
   admit?: (pod: Pod) => AdmissionRefusal | undefined;
+  /** The container GC's policy (default: the kubelet's) and period (default 1 min, `ContainerGCPeriod`). */
+  containerGC?: { policy?: ContainerGCPolicy; periodMs?: number };
 }
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -132,6 +136,8 @@ export class Kubelet {
   readonly #reclaimed = new Set<string>();
   /** When each pod was first synced, until it first runs (`kubelet_pod_start_duration_seconds`). */
   readonly #firstSeen = new Map<string, number>();
+  /** Dead containers and sandboxes go through it, never through a pod's sync (src/kubelet/container-gc.ts). */
+  readonly #containerGC: ContainerGC;
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
@@ -152,6 +158,28 @@ export class Kubelet {
         opts.recorder.record(containerSubject(pod, container), 'Warning', 'Unhealthy', `${probe} failed: ${output}`);
       },
     });
+    this.#containerGC = new ContainerGC({
+      runtime: opts.runtime,
+      policy: opts.containerGC?.policy ?? DEFAULT_CONTAINER_GC_POLICY,
+      pods: async () => {
+        await this.pleg.relist();
+        const { lastError } = this.pleg.health();
+        if (lastError !== undefined) throw new Error(`failed to list containers: ${lastError}`);
+        return this.pleg.getPods();
+      },
+      allSourcesReady: () => this.#sourcesReady,
+      state: podStateProvider({
+        known: (uid) => {
+          const pod = opts.podManager.getPodByUID(uid);
+          return pod && { deleting: !!pod.metadata?.deletionTimestamp };
+        },
+        status: (uid) => opts.statusManager.getPodStatus(uid) ?? opts.podManager.getPodByUID(uid)?.status,
+        runtimePod: (uid) => this.pleg.getPod(uid),
+        allSourcesReady: () => this.#sourcesReady,
+      }),
+      warn: (reason, message) => opts.recorder.record(this.#nodeSubject(), 'Warning', reason, message),
+      log: opts.log.child({ component: 'container-gc' }),
+    });
   }
 
   start(): void {
@@ -165,6 +193,16 @@ export class Kubelet {
       this.#resyncTimer.unref();
     };
     resync();
+    this.#containerGC.start(this.#o.containerGC?.periodMs ?? CONTAINER_GC_PERIOD_MS);
+  }
+
+  /**
+   * The container GC's `DeleteAllUnusedContainers` (for the eviction manager's reclaim): every
+   * dead container and sandbox beyond the policy, and all of those of terminated pods. Rejects when
+   * the runtime cannot be listed.
+   */
+  deleteAllUnusedContainers(): Promise<void> {
+    return this.#containerGC.deleteAllUnusedContainers();
   }
 
   /** Stops the loops and waits for running syncs. Containers keep running, as with the kubelet. */
@@ -173,6 +211,7 @@ export class Kubelet {
     this.pleg.stop();
     this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
+    await this.#containerGC.stop();
     await this.#workers.stop();
   }
 
@@ -293,6 +332,12 @@ export class Kubelet {
     this.#holdFailedStarts(pod, actions, now);
     this.#holdFailedSandbox(pod, actions, now);
     this.#publishStatus(pod, runtimePod, actions.waiting);
+    if (isTerminalPhase(this.#o.statusManager.getPodStatus(uid)?.phase)) {
+      // A pod in a terminal phase runs nothing again (the kubelet's SyncPod stops at a terminal
+      // status), even when the container GC has removed the dead containers that said it finished.
+      actions.createSandbox = undefined;
+      actions.start = [];
+    }
     if (actions.resyncAfterMs !== undefined) this.#scheduleAfter(uid, actions.resyncAfterMs);
     for (const [name, w] of actions.waiting) {
       if (w.reason === 'CrashLoopBackOff') this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'BackOff', 'Back-off restarting failed container');
@@ -507,9 +552,9 @@ export class Kubelet {
         else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
       }),
     );
-    // Garbage removal is best effort, as the kubelet's container GC: a container the runtime cannot
-    // remove (e.g. Docker's "device or resource busy" on a root filesystem it left mounted) is
-    // tried again at the next sync and never keeps the pod from starting its containers.
+    // Removal of what the sync replaces is best effort: a container the runtime cannot remove
+    // (e.g. Docker's "device or resource busy" on a root filesystem it left mounted) is tried again
+    // at the next sync, or by the container GC, and never keeps the pod from starting its containers.
     for (const id of actions.remove) {
       await runtime.removeContainer(id).catch((err: unknown) => plog.warn({ err, containerID: id }, 'Failed to remove container'));
     }

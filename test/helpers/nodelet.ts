@@ -106,6 +106,10 @@ export async function startTestNode(
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    maxPerPodContainerCount: 1,
+    maxContainerCount: -1,
+    minimumGCAgeMs: 0,
+    containerGCPeriodMs: 60_000,
     shutdownGracePeriodMs: 0,
     shutdownGracePeriodCriticalPodsMs: 0,
     // Off in tests: every test file shares the machine's disk and memory (the eviction tests set their own).

@@ -64,6 +64,10 @@ t.test('defaults', async (t) => {
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    maxPerPodContainerCount: 1,
+    maxContainerCount: -1,
+    minimumGCAgeMs: 0,
+    containerGCPeriodMs: 60_000,
     shutdownGracePeriodMs: 0,
     shutdownGracePeriodCriticalPodsMs: 0,
     evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%', 'imagefs.inodesFree': '5%' },
@@ -176,6 +180,18 @@ t.test('image GC: thresholds between 0 and 100, low below high, maximum age abov
   fails(t, () => build(['--image-gc-high-threshold=101']), /invalid image GC high threshold 101 \(from --image-gc-high-threshold\): must be between 0 and 100/);
   fails(t, () => build(['--image-gc-low-threshold=85']), /invalid image GC low threshold 85 \(from --image-gc-low-threshold\): must be less than the high threshold 85/);
   fails(t, () => build(['--image-maximum-gc-age=1m']), /invalid image maximum GC age \(from --image-maximum-gc-age\): must be greater than the minimum GC age/);
+});
+
+t.test('container GC: the kubelet\'s flags and defaults (1 dead instance per container, no global limit, no minimum age), -1 the least', async (t) => {
+  const d = build([]);
+  t.same([d.maxPerPodContainerCount, d.maxContainerCount, d.minimumGCAgeMs, d.containerGCPeriodMs], [1, -1, 0, 60_000]);
+  const c = build(['--maximum-dead-containers-per-container=3', '--maximum-dead-containers=100', '--minimum-container-ttl-duration=1m30s', '--container-gc-period=2s']);
+  t.same([c.maxPerPodContainerCount, c.maxContainerCount, c.minimumGCAgeMs, c.containerGCPeriodMs], [3, 100, 90_000, 2000]);
+  t.same([build(['--maximum-dead-containers-per-container=-1']).maxPerPodContainerCount, build(['--maximum-dead-containers-per-container=0']).maxPerPodContainerCount], [-1, 0]);
+  fails(t, () => build(['--maximum-dead-containers-per-container=-2']), /invalid argument "-2" for "--maximum-dead-containers-per-container" flag: must be at least -1/);
+  fails(t, () => build(['--maximum-dead-containers=-5']), /invalid argument "-5" for "--maximum-dead-containers" flag: must be at least -1/);
+  fails(t, () => build(['--minimum-container-ttl-duration=-1s']), /invalid argument "-1s" for "--minimum-container-ttl-duration" flag: must not be negative/);
+  fails(t, () => build(['--container-gc-period=0s']), /invalid argument "0s" for "--container-gc-period" flag: must be greater than zero/);
 });
 
 t.test('graceful node shutdown: whole seconds, the critical part no longer than the whole', async (t) => {
