@@ -77,6 +77,11 @@ export interface PodUsage {
   readonly processes?: bigint;
 }
 
+/**
+ * The parts of PodUsage a pass asks for: `memory` → memoryWorkingSetBytes (and
+ * containerMemoryBytes for the message); `disk` → containerBytes, containerLogBytes, volumeBytes;
+ * `inodes` → inodes; `pids` → processes.
+ */
 export interface UsageNeeds { readonly memory?: boolean; readonly disk?: boolean; readonly inodes?: boolean; readonly pids?: boolean }
 
 /** How a pod is ended by eviction (fed to the kubelet's kill path; the status is built from it). */
