@@ -75,7 +75,9 @@ export class EventSink {
 
   async #send(event: Event, isNew: boolean): Promise<void> {
     const ns = encodeURIComponent(event.metadata.namespace ?? 'default');
-    const body: Event = { ...event, metadata: { name: event.metadata.name, namespace: event.metadata.namespace } };
+    // Annotations go too: the eviction manager's `Evicted` event carries them (`AnnotatedEventf`).
+    const { name, namespace, annotations } = event.metadata;
+    const body: Event = { ...event, metadata: { name, namespace, ...(annotations ? { annotations } : {}) } };
     if (!isNew) {
       try {
         await this.#client.request('PATCH', `/api/v1/namespaces/${ns}/events/${encodeURIComponent(event.metadata.name ?? '')}`, {

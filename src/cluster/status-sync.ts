@@ -235,16 +235,19 @@ const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${encod
 
 /**
  * The strategic-merge patch the kubelet sends (`PatchPodStatus`): the UID as a precondition and
- * the new status with only kubelet-owned conditions (conditions merge by `type`, so others'
- * conditions are left alone). Top-level fields the apiserver holds but the new status lacks are
+ * the new status with only kubelet-owned conditions, plus `DisruptionTarget` when the pod turns
+ * terminal (conditions merge by `type`, so others' conditions are left alone). Top-level fields the apiserver holds but the new status lacks are
  * set to null, so a cleared field (a `message`, a `nominatedNodeName` is not ours) really clears.
  */
 export function statusPatch(uid: string, current: PodStatus | undefined, next: PodStatus): { metadata: { uid: string }; status: Record<string, unknown> } {
   const status: Record<string, unknown> = { ...next };
+  // `DisruptionTarget` is shared by the kubelet (`PodConditionsSharedByKubelet`): sent with the
+  // patch that makes the pod terminal, as `mergePodStatus` does, never before or after.
+  const toTerminal = !isTerminalPhase(current?.phase) && isTerminalPhase(next.phase);
   // Conditions merge by type, field by field: a reason or message the new condition no longer
   // has must be cleared explicitly, or `Ready: True` would keep `reason: ContainersNotReady`.
   status.conditions = (next.conditions ?? [])
-    .filter((c) => KUBELET_POD_CONDITIONS.has(c.type))
+    .filter((c) => KUBELET_POD_CONDITIONS.has(c.type) || (toTerminal && c.type === 'DisruptionTarget'))
     .map((c) => {
       const old = current?.conditions?.find((o) => o.type === c.type);
       return { ...c, ...(old?.reason && !c.reason ? { reason: null } : {}), ...(old?.message && !c.message ? { message: null } : {}) };

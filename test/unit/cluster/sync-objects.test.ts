@@ -35,6 +35,11 @@ t.test('status patch: UID precondition, only kubelet conditions, cleared fields 
     { conditions: [{ type: 'Ready', status: 'True' }] },
   );
   t.same(ready.status.conditions, [{ type: 'Ready', status: 'True', reason: null, message: null }], 'a condition that turned True drops its old reason and message');
+  const disruption = { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message: 'evicted' };
+  const types = (p: ReturnType<typeof statusPatch>) => (p.status.conditions as { type: string }[]).map((c) => c.type);
+  t.same(types(statusPatch('u', { phase: 'Running' }, { phase: 'Failed', conditions: [{ type: 'Ready', status: 'False' }, disruption] })), ['Ready', 'DisruptionTarget'], 'DisruptionTarget goes with the patch that makes the pod terminal');
+  t.same(types(statusPatch('u', { phase: 'Running' }, { phase: 'Running', conditions: [disruption] })), [], 'not before');
+  t.same(types(statusPatch('u', { phase: 'Failed' }, { phase: 'Failed', conditions: [disruption] })), [], 'not after');
 });
 
 t.test('mirror pod: a copy of metadata and spec, the mirror annotation, exactly one Node owner, bound to the node', async (t) => {
