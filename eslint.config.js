@@ -15,7 +15,7 @@ const top = ['server', 'cli', 'nodelet'];
  * folders of src/ a layer may import (packages stay allowed). Folders DESIGN does not list get the
  * row of their closest neighbour (said in `why`).
  */
-const layers = {
+export const layers = {
   api: { allowOnly: ['config'], deny: [F, D], why: 'api/ is pure: everything but config/ types' },
   config: { allowOnly: [], deny: [F, D], why: 'config/ imports nothing else of src/' },
   version: { allowOnly: [], deny: [F, D], why: 'a constant' },
