@@ -1,19 +1,21 @@
 // `npm run lint` (part of `npm test`): a few rules that catch real bugs, and the layering of src/
-// from DESIGN.md as a rule (eslint/layering.js). Lints src/ only; tests and bench are not held to it.
+// that docs/architecture.md describes, as a rule (eslint/layering.js). Lints src/ only; tests and
+// bench are not held to it.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { layeringRule } from './eslint/layering.js';
 
 const F = 'fastify';
 const D = 'dockerode';
-const why = 'DESIGN.md layout';
+const why = 'below the HTTP layer and the wiring: docs/architecture.md, "Layers"';
 /** Wiring and the HTTP layer sit on top: nothing below imports them. */
 const top = ['server', 'cli', 'nodelet'];
 
 /**
- * DESIGN.md's "must not import" column. `deny`: folders of src/ or packages; `allowOnly`: the only
- * folders of src/ a layer may import (packages stay allowed). Folders DESIGN does not list get the
- * row of their closest neighbour (said in `why`).
+ * The "must not import" column of docs/architecture.md's layer table, one entry per folder or
+ * top-level file of src/ (test/unit/docs/architecture.test.ts keeps the two equal). `deny`: folders
+ * of src/ or packages; `allowOnly`: the only folders of src/ a layer may import (packages stay
+ * allowed); `why`: the reason the lint message gives.
  */
 export const layers = {
   api: { allowOnly: ['config'], deny: [F, D], why: 'api/ is pure: everything but config/ types' },
@@ -42,7 +44,7 @@ export const layers = {
   nodelet: { deny: ['cli'], why: 'cli.ts parses and calls nodelet.ts' },
 };
 
-/** Edges DESIGN forbids that the tree still has: file (from the repo root), target, reason. Issue 12. */
+/** Edges the table forbids that the tree still has: file (from the repo root), target, reason. */
 const exceptions = [
 ];
 
