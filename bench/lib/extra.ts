@@ -8,6 +8,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { Agent, get as httpGet } from 'node:http';
+import type { Socket } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -569,7 +570,7 @@ export async function slowReader(nodelet: NodeletProcess, o: { bytes: number; se
     let timer: NodeJS.Timeout | undefined;
     let done!: () => void;
     const closed = new Promise<void>((r) => (done = r));
-    let sock: import('node:net').Socket;
+    let sock: Socket;
     const onBytes = (n: number) => {
       got += n;
       if (!limited) return;
