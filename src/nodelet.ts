@@ -15,6 +15,10 @@ import { ownCapabilityBounds } from './runtime/docker/privileged.js';
 import { NodeCgroups } from './cgroups/node-cgroups.js';
 import { flagzValues, kubeletConfiguration } from './config/index.js';
 import { ImageGC } from './kubelet/image-gc.js';
+import { EvictionManager } from './eviction/manager.js';
+import { parseThresholdConfig } from './eviction/thresholds.js';
+import { evictionReadings } from './stats/eviction-readings.js';
+import { ConfigError } from './config/errors.js';
 
 /** The kubelet's `ImageGCPeriod`. */
 const IMAGE_GC_PERIOD_MS = 5 * 60_000;
@@ -86,6 +90,8 @@ export interface StartOptions {
   networkGCPeriodMs?: number;
   /** How often image GC runs (default 5 min, the kubelet's `ImageGCPeriod`). */
   imageGCPeriodMs?: number;
+  /** How often the eviction manager observes the node (default 10 s, `evictionMonitoringPeriod`). */
+  evictionMonitoringPeriodMs?: number;
 }
 
 /** The `--network-plugin` of `config`, or the one a test passes; undefined: none. */
@@ -99,6 +105,14 @@ function networkPluginFor(config: Config, opts: StartOptions): NetworkPlugin | u
 export async function startNodelet(config: Config, opts: StartOptions): Promise<Nodelet> {
   const { log } = opts;
   const startedAt = new Date();
+  // The eviction thresholds are checked before anything runs: a bad one stops nodelet (exit 2).
+  const evictionThresholds = (() => {
+    try {
+      return parseThresholdConfig(config);
+    } catch (err) {
+      throw new ConfigError(`invalid eviction settings: ${(err as Error).message}`);
+    }
+  })();
   // Credentials, policy and certificates first: a bad file stops nodelet before anything runs.
   // The embedded default makes (once) and reuses its CA, serving certificate and admin token.
   const embedded = config.generatedCredentials ? await loadEmbeddedCredentials(config, log) : undefined;
@@ -177,6 +191,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   const canLowerOOMScore = !(await ownCapabilityBounds()).missing.includes('SYS_RESOURCE');
   // Made once the kubelet exists (the Node's health is the PLEG's); the kubelet only reads it later.
   let nodeSource: NodeSource | undefined;
+  // Made below, once the stats it reads exist; new pods are admitted through it from then on.
+  let eviction: EvictionManager | undefined;
   const kubelet = new Kubelet({
     nodeName: config.nodeName,
     nodeIP: config.nodeIP,
@@ -197,6 +213,11 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     allocatable: () => nodeSource?.last?.status?.allocatable,
     ...(podCgroups ? { podCgroups } : {}),
     oomScores: { memoryCapacity: allocatable.memoryBytes, canLower: canLowerOOMScore },
+    containerGC: {
+      policy: { minAgeMs: config.minimumGCAgeMs, maxPerPodContainer: config.maxPerPodContainerCount, maxContainers: config.maxContainerCount },
+      periodMs: config.containerGCPeriodMs,
+    },
+    admit: (pod) => eviction?.admit(pod),
     ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}),
     ...(opts.crashLoopBackoffMs ? { backoff: new Backoff(opts.crashLoopBackoffMs) } : {}),
   });
@@ -256,12 +277,43 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   // Samples what the PLEG last saw running; its first round runs at once (before any pod starts).
   const stats = new StatsSampler({ runtime, pods: () => kubelet.pleg.getPods(), log, readNode: () => readNodeStats(), ...(opts.statsPeriodMs ? { periodMs: opts.statsPeriodMs } : {}) });
   stats.start();
+  // The eviction manager (pkg/kubelet/eviction/): node pressure conditions, local-storage limits,
+  // reclaim (dead containers, unused images), then one pod evicted per pass.
+  const readings = evictionReadings({
+    rootDir: config.rootDir,
+    imageFsRoot: async () => (config.dockerEndpoint.startsWith('unix://') ? dockerRuntime.imageFsRoot() : undefined),
+    sampleNow: () => stats.sampleNow(),
+    snapshot: () => stats.snapshot(),
+    runtimePod: (uid) => kubelet.pleg.getPod(uid),
+    containerDiskUsage: (ids) => dockerRuntime.containerDiskUsage(ids),
+    localVolumeDir: (pod, name) => volumes.localEphemeralVolumeDir(pod, name),
+    ...(podCgroups ? { podProcesses: (uid: string) => podCgroups.processes(uid) } : {}),
+  });
+  eviction = new EvictionManager({
+    thresholds: evictionThresholds,
+    pressureTransitionPeriodMs: config.evictionPressureTransitionPeriodMs,
+    maxPodGracePeriodSeconds: config.evictionMaxPodGracePeriod,
+    ...(opts.evictionMonitoringPeriodMs ? { monitoringIntervalMs: opts.evictionMonitoringPeriodMs } : {}),
+    readNode: () => readings.readNode(),
+    podUsage: (pods, needs) => readings.podUsage(pods, needs),
+    activePods: () => kubelet.activePods(),
+    deleteUnusedContainers: () => kubelet.deleteAllUnusedContainers(),
+    deleteUnusedImages: () => imageGC.deleteUnusedImages(),
+    evict: (pod, e, graceSeconds) => kubelet.evictPod(pod.metadata?.uid ?? '', e, graceSeconds),
+    podCleanedUp: (pod) => kubelet.podCleanedUp(pod.metadata?.uid ?? ''),
+    record: {
+      pod: (pod, type, reason, message, annotations) => recorder.record(pod, type, reason, message, annotations),
+      node: (type, reason, message) => recorder.record(node, type, reason, message),
+    },
+    log: log.child({ component: 'eviction' }),
+  });
+  eviction.start();
   // The Node object, for the local /api/v1/nodes routes and cluster mode alike: facts cached a few
   // seconds, health from the PLEG. The port is the one listened on, known once listening.
   let servingPort = config.port;
   nodeSource = new NodeSource({
     readFacts: () => readNodeFacts({ engine: () => dockerRuntime.engineFacts(), nodeName: config.nodeName, nodeIP: config.nodeIP, port: servingPort, rootDir: config.rootDir, kubeletVersion: serverVersion.gitVersion, maxPods: config.maxPods }),
-    health: () => healthFromRelist(kubelet.pleg.health(), Date.now(), runtime.networkStatus().readiness),
+    health: () => healthFromRelist(kubelet.pleg.health(), Date.now(), runtime.networkStatus().readiness, eviction?.conditions()),
     spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
     registeredUID: () => cluster?.node.uid,
     log,
@@ -313,6 +365,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await source?.stop();
     await app.close();
     await readOnly?.close();
+    await eviction?.stop();
     await stats.stop();
     await kubelet.stop();
     await volumes.stop();
@@ -400,6 +453,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       apiClient?.close();
       await readOnly?.close();
       await app.close();
+      await eviction?.stop();
       await stats.stop();
       await kubelet.stop();
       await volumes.stop();
@@ -407,7 +461,6 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       await dockerRuntime.close();
       podCgroups?.close();
       clearInterval(imageGCTimer);
-    podCgroups?.close();
       network?.stop();
       closeSecurity();
     },

@@ -115,6 +115,15 @@ export class Cgroupfs {
     if (resources.pidsLimit !== undefined) await write(dir, 'pids.max', resources.pidsLimit > 0 ? String(resources.pidsLimit) : 'max');
   }
 
+  /** The cgroup's `pids.current` (tasks in it and below), or undefined where the cgroup is missing. */
+  async processes(path: readonly string[]): Promise<bigint | undefined> {
+    const text = await readFile(join(this.#mount(this.mounts.version === 2 ? '' : 'pids'), ...path, 'pids.current'), 'utf8').catch((err: unknown) => {
+      if (isErrno(err, 'ENOENT')) return undefined;
+      throw err;
+    });
+    return text === undefined ? undefined : BigInt(text.trim());
+  }
+
   /**
    * Removes the cgroup from every hierarchy, the empty cgroups below it first (what runc or
    * conmon left of the pod's containers). `false` when a process still runs in it or below: it

@@ -86,6 +86,12 @@ export class PodCgroups {
     return Cgroupfs.nameOf(path);
   }
 
+  /** Processes in the pod's cgroup now (the eviction manager's PID ranking); undefined for a pod without one. */
+  async processes(uid: string): Promise<bigint | undefined> {
+    const known = this.#pods.get(uid);
+    return known ? this.#fs.processes(this.#path(podCgroupPath(known.qos, uid))) : undefined;
+  }
+
   /** The engine's `CgroupParent` for the pod (its cgroup made by `ensurePod`). */
   parentOf(pod: Pod, qos: PodQOSClass): string {
     return Cgroupfs.nameOf(this.#path(podCgroupPath(qos, pod.metadata?.uid ?? '')));

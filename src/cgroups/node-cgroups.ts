@@ -57,6 +57,11 @@ export class NodeCgroups {
     await this.#pods?.removePod(uid);
   }
 
+  /** Processes in the pod's cgroup; undefined when pods have no cgroups (or this one none yet). */
+  async processes(uid: string): Promise<bigint | undefined> {
+    return this.#pods?.processes(uid);
+  }
+
   close(): void {
     this.#pods?.close();
   }

@@ -43,7 +43,26 @@ export function setFromString(out: Settings, spec: FlagSpec, raw: string): void 
       // pflag's StringSlice: the first use replaces the default, each further one appends.
       out[spec.target] = [...(out[spec.target] ?? []), ...splitCSV(raw)];
       return;
+    case 'map':
+      // cliflag's Set: the first use replaces the default (Settings hold only given values), each further one adds.
+      out[spec.target] = { ...(out[spec.target] ?? {}), ...splitPairs(raw, spec.separator) };
+      return;
   }
+}
+
+/**
+ * cliflag's map flags: `a<sep>b,c<sep>d`, empty items skipped, key and value trimmed, split at the
+ * first separator; anything else is "malformed pair, expect string<sep>string".
+ */
+export function splitPairs(raw: string, separator: '=' | '<'): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of raw.split(',')) {
+    if (item === '') continue;
+    const at = item.indexOf(separator);
+    if (at < 0) throw new ValueError(`malformed pair, expect string${separator}string`);
+    out[item.slice(0, at).trim()] = item.slice(at + 1).trim();
+  }
+  return out;
 }
 
 /** pflag's `readAsCSV`: one CSV record (`""` is none; `"a,b"` quoted keeps its comma). */
@@ -123,6 +142,15 @@ export function setFromYaml(out: Settings, spec: FlagSpec, value: unknown): void
       }
       out[spec.target] = [...value];
       return;
+    case 'map': {
+      // map[string]string: a mapping of strings (numbers are refused, as Go's JSON decoding does).
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ValueError(`expected a mapping of strings, got ${typeName(value)}`);
+      const entries = Object.entries(value as Record<string, unknown>);
+      const bad = entries.find(([, v]) => typeof v !== 'string');
+      if (bad) throw new ValueError(`expected a string for ${quote(bad[0])}, got ${typeName(bad[1])} ${JSON.stringify(bad[1])}`);
+      out[spec.target] = Object.fromEntries(entries) as Record<string, string>;
+      return;
+    }
   }
 }
 
@@ -151,6 +179,9 @@ export function flagDefaults(specs: readonly FlagSpec[], env: NodeJS.ProcessEnv)
         break;
       case 'stringList':
         out[spec.target] = [...spec.default];
+        break;
+      case 'map':
+        out[spec.target] = { ...spec.default };
         break;
     }
   }

@@ -61,6 +61,19 @@ export interface StringListFlag extends Common {
   readonly target: TargetOf<readonly string[]>;
   readonly default: readonly string[];
 }
+/**
+ * cliflag's `MapStringString` (`=` pairs) and `LangleSeparatedMapStringString` (`<` pairs, the
+ * eviction thresholds): comma-separated `key<sep>value` pairs, the first use replaces the default
+ * and each further one adds to it; a YAML mapping of strings in `--config`, which replaces the
+ * default whole (k8s.io/component-base/cli/flag/map_string_string.go,
+ * langle_separated_map_string_string.go).
+ */
+export interface MapFlag extends Common {
+  readonly kind: 'map';
+  readonly separator: '=' | '<';
+  readonly target: TargetOf<Readonly<Record<string, string>>>;
+  readonly default: Readonly<Record<string, string>>;
+}
 export type EnumFlag = {
   [K in EnumTarget]: Common & {
     readonly kind: 'enum';
@@ -69,10 +82,19 @@ export type EnumFlag = {
     readonly default: FlagValues[K];
   };
 }[EnumTarget];
-export type FlagSpec = StringFlag | IntFlag | DurationFlag | BoolFlag | EnumFlag | StringListFlag;
+export type FlagSpec = StringFlag | IntFlag | DurationFlag | BoolFlag | EnumFlag | StringListFlag | MapFlag;
 export type FlagKind = FlagSpec['kind'];
 
 export const DEFAULT_DOCKER_ENDPOINT = 'unix:///var/run/docker.sock';
+
+/** The kubelet's `DefaultEvictionHard` on Linux (pkg/kubelet/eviction/defaults_linux.go). */
+export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = Object.freeze({
+  'memory.available': '100Mi',
+  'nodefs.available': '10%',
+  'nodefs.inodesFree': '5%',
+  'imagefs.available': '15%',
+  'imagefs.inodesFree': '5%',
+});
 
 const TABLE = [
   {
@@ -192,12 +214,52 @@ const TABLE = [
     help: 'An image unused this long is garbage collected whatever the disk usage; 0 turns it off (imageMaximumGCAge; the flag is nodelet\'s own, the kubelet has only the config field)',
   },
   {
+    name: 'maximum-dead-containers-per-container', kind: 'int', target: 'maxPerPodContainerCount', default: 1, min: -1,
+    help: 'Maximum number of old instances to retain per container (the container GC keeps the newest; 1 keeps the one `logs --previous` reads). Each container takes up some disk space. -1: no limit. Flag only, as the kubelet\'s (deprecated there): KubeletConfiguration has no field for it',
+  },
+  {
+    name: 'maximum-dead-containers', kind: 'int', target: 'maxContainerCount', default: -1, min: -1,
+    help: 'Maximum number of old instances of containers to retain globally. Each container takes up some disk space. -1: no limit. Flag only, as the kubelet\'s (deprecated there): KubeletConfiguration has no field for it',
+  },
+  {
+    name: 'minimum-container-ttl-duration', kind: 'duration', target: 'minimumGCAgeMs', default: '0s', allowZero: true,
+    help: 'Minimum age for a finished container before it is garbage collected. Examples: \'300ms\', \'10s\' or \'2h45m\'. Flag only, as the kubelet\'s (deprecated there): KubeletConfiguration has no field for it',
+  },
+  {
+    name: 'container-gc-period', kind: 'duration', target: 'containerGCPeriodMs', default: '1m0s',
+    help: 'How often the container GC removes dead containers and sandboxes by the three flags above (the kubelet\'s fixed ContainerGCPeriod, 1m; the flag is nodelet\'s own, with no config field)',
+  },
+  {
     name: 'shutdown-grace-period', kind: 'duration', target: 'shutdownGracePeriodMs', default: '0s', fileField: 'shutdownGracePeriod', allowZero: true,
     help: 'Graceful node shutdown: on SIGTERM, stop every pod within this time (regular pods first, critical ones in the last --shutdown-grace-period-critical-pods), report them Failed (reason Terminated), then exit; 0 (default): pods keep running when nodelet stops. The flag is nodelet\'s own: the kubelet has only the config field',
   },
   {
     name: 'shutdown-grace-period-critical-pods', kind: 'duration', target: 'shutdownGracePeriodCriticalPodsMs', default: '0s', fileField: 'shutdownGracePeriodCriticalPods', allowZero: true,
     help: 'The part of --shutdown-grace-period kept for pods of system-critical priority, stopped after the others',
+  },
+  {
+    name: 'eviction-hard', kind: 'map', separator: '<', target: 'evictionHard', default: DEFAULT_EVICTION_HARD, fileField: 'evictionHard',
+    help: 'A set of eviction thresholds (e.g. memory.available<1Gi) that if met would trigger a pod eviction; given in --config, it replaces the whole default. Signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available',
+  },
+  {
+    name: 'eviction-soft', kind: 'map', separator: '<', target: 'evictionSoft', default: {}, fileField: 'evictionSoft',
+    help: 'A set of eviction thresholds (e.g. memory.available<1.5Gi) that if met over a corresponding grace period would trigger a pod eviction',
+  },
+  {
+    name: 'eviction-soft-grace-period', kind: 'map', separator: '=', target: 'evictionSoftGracePeriod', default: {}, fileField: 'evictionSoftGracePeriod',
+    help: 'A set of eviction grace periods (e.g. memory.available=1m30s) that correspond to how long a soft eviction threshold must hold before triggering a pod eviction',
+  },
+  {
+    name: 'eviction-minimum-reclaim', kind: 'map', separator: '=', target: 'evictionMinimumReclaim', default: {}, fileField: 'evictionMinimumReclaim',
+    help: 'A set of minimum reclaims (e.g. imagefs.available=2Gi) that describes the minimum amount of resource nodelet will reclaim when performing a pod eviction if that resource is under pressure',
+  },
+  {
+    name: 'eviction-pressure-transition-period', kind: 'duration', target: 'evictionPressureTransitionPeriodMs', default: '5m0s', fileField: 'evictionPressureTransitionPeriod', allowZero: true,
+    help: 'Duration for which nodelet has to wait before transitioning out of an eviction pressure condition',
+  },
+  {
+    name: 'eviction-max-pod-grace-period', kind: 'int', target: 'evictionMaxPodGracePeriod', default: 0, fileField: 'evictionMaxPodGracePeriod', min: -2147483648,
+    help: 'Maximum allowed grace period (in seconds) to use when terminating pods in response to a soft eviction threshold being met. If negative, defer to pod specified value',
   },
   {
     name: 'streaming-connection-idle-timeout', kind: 'duration', target: 'streamingConnectionIdleTimeoutMs', default: '4h0m0s', fileField: 'streamingConnectionIdleTimeout',

@@ -1,4 +1,5 @@
 import { FLAGS, type FlagSpec } from './flags.js';
+import { mapText } from './zpages.js';
 
 /** pflag's value placeholder per kind (`--port int32`, `-v, --v Level`); bools have none. */
 const TYPE_NAME: Record<FlagSpec['kind'], string> = {
@@ -9,6 +10,7 @@ const TYPE_NAME: Record<FlagSpec['kind'], string> = {
   duration: 'duration',
   bool: '',
   stringList: 'strings',
+  map: 'mapStringString',
 };
 
 /** pflag prints a default only when it differs from the type's zero value. */
@@ -26,6 +28,10 @@ function defaultText(spec: FlagSpec): string {
       return spec.default ? ' (default true)' : '';
     case 'stringList':
       return spec.default.length === 0 ? '' : ` (default [${spec.default.join(',')}])`;
+    case 'map': {
+      const text = mapText(spec.default, spec.separator);
+      return text === '' ? '' : ` (default ${text})`;
+    }
   }
 }
 

@@ -70,6 +70,14 @@ export interface Config {
   readonly imageMinimumGCAgeMs: number;
   /** `imageMaximumGCAge` (0: off): an image unused this long is removed whatever the disk usage. */
   readonly imageMaximumGCAgeMs: number;
+  /** `--maximum-dead-containers-per-container` (1): dead instances the container GC keeps per container; -1 no limit. */
+  readonly maxPerPodContainerCount: number;
+  /** `--maximum-dead-containers` (-1: no limit): dead containers the container GC keeps on the node. */
+  readonly maxContainerCount: number;
+  /** `--minimum-container-ttl-duration` (0): a dead container younger than this is never collected. */
+  readonly minimumGCAgeMs: number;
+  /** `--container-gc-period` (1 min, the kubelet's `ContainerGCPeriod`): how often the container GC runs. */
+  readonly containerGCPeriodMs: number;
   /**
    * `shutdownGracePeriod` (0: off): on SIGTERM nodelet stops its pods in this time before it exits
    * (graceful node shutdown), the last `shutdownGracePeriodCriticalPods` of it kept for critical ones.
@@ -77,6 +85,21 @@ export interface Config {
   readonly shutdownGracePeriodMs: number;
   /** `shutdownGracePeriodCriticalPods` (0): the part of the shutdown grace period for pods of system-critical priority. */
   readonly shutdownGracePeriodCriticalPodsMs: number;
+  /**
+   * `evictionHard` (the kubelet's `DefaultEvictionHard`): signal → threshold (`100Mi`, `10%`), as
+   * given; parsed and checked at start by the eviction manager (src/eviction/thresholds.ts).
+   */
+  readonly evictionHard: Readonly<Record<string, string>>;
+  /** `evictionSoft` (none): thresholds that evict once met for their grace period. */
+  readonly evictionSoft: Readonly<Record<string, string>>;
+  /** `evictionSoftGracePeriod` (none): signal → Go duration, one for each soft threshold. */
+  readonly evictionSoftGracePeriod: Readonly<Record<string, string>>;
+  /** `evictionMinimumReclaim` (none): signal → quantity or percentage reclaimed beyond the threshold. */
+  readonly evictionMinimumReclaim: Readonly<Record<string, string>>;
+  /** `evictionPressureTransitionPeriod` (5 min): a pressure condition stays this long after its last observation. */
+  readonly evictionPressureTransitionPeriodMs: number;
+  /** `evictionMaxPodGracePeriod` (0): the most seconds a pod evicted by a soft threshold gets; negative: the pod's own. */
+  readonly evictionMaxPodGracePeriod: number;
   /** Idle streaming connections are closed after this long (`streamingConnectionIdleTimeout`, 4h; 0 = never). */
   readonly streamingConnectionIdleTimeoutMs: number;
   /** Concurrent exec/attach/port-forward sessions allowed; more get 429 (`--max-streaming-sessions`). */

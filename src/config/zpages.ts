@@ -23,6 +23,11 @@ export function goDuration(ms: number): string {
   return `${sign}${seconds}s`;
 }
 
+/** cliflag's map `String()`: `key<sep>value` pairs sorted by key, comma-separated. */
+export function mapText(map: Readonly<Record<string, string>>, separator: string): string {
+  return Object.keys(map).sort().map((k) => `${k}${separator}${map[k]}`).join(',');
+}
+
 function valueOf(config: Config, spec: FlagSpec): unknown {
   return (config as unknown as Record<string, unknown>)[spec.target];
 }
@@ -35,6 +40,8 @@ function flagText(spec: FlagSpec, value: unknown): string | undefined {
       return goDuration(value as number);
     case 'stringList':
       return `[${(value as readonly string[]).join(',')}]`;
+    case 'map':
+      return mapText(value as Readonly<Record<string, string>>, spec.separator);
     default:
       return String(value);
   }
@@ -63,7 +70,7 @@ export function kubeletConfiguration(config: Config): Record<string, unknown> {
       const next = into[part];
       into = (typeof next === 'object' && next !== null ? next : (into[part] = {})) as Record<string, unknown>;
     }
-    into[parts[parts.length - 1] as string] = spec.kind === 'duration' ? goDuration(value as number) : spec.kind === 'stringList' ? [...(value as readonly string[])] : value;
+    into[parts[parts.length - 1] as string] = spec.kind === 'duration' ? goDuration(value as number) : spec.kind === 'stringList' ? [...(value as readonly string[])] : spec.kind === 'map' ? { ...(value as Readonly<Record<string, string>>) } : value;
   }
   return out;
 }

@@ -34,7 +34,8 @@ export class EventRecorder {
     this.#host = opts.nodeName;
   }
 
-  record(subject: EventSubject, type: EventType, reason: string, fullMessage: string): Event {
+  /** Records an event; `annotations` go on the Event's metadata (client-go's `AnnotatedEventf`). */
+  record(subject: EventSubject, type: EventType, reason: string, fullMessage: string, annotations?: Readonly<Record<string, string>>): Event {
     const message = truncateMessage(fullMessage, NOTE_LENGTH_LIMIT);
     const meta = subject.metadata ?? {};
     const involvedObject: ObjectReference = {
@@ -64,6 +65,7 @@ export class EventRecorder {
         namespace: involvedObject.namespace ?? 'default',
         uid: randomUUID(),
         creationTimestamp: now,
+        ...(annotations && Object.keys(annotations).length ? { annotations: { ...annotations } } : {}),
       },
       involvedObject,
       reason,

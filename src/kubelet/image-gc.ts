@@ -94,6 +94,16 @@ export class ImageGC {
     }
   }
 
+  /**
+   * `DeleteUnusedImages` (image_gc_manager.go), the eviction manager's reclaim: every unused,
+   * unpinned image at least `imageMinimumGCAge` old is removed, whatever the disk usage.
+   */
+  async deleteUnusedImages(): Promise<void> {
+    this.#o.log.info('Attempting to delete unused images');
+    const freeTime = this.#now();
+    await this.#freeSpace(Number.MAX_SAFE_INTEGER, freeTime, await this.#evictionOrder(freeTime));
+  }
+
   async #collect(): Promise<void> {
     const { store, policy } = this.#o;
     // Turned off entirely: nothing to record.

@@ -21,7 +21,7 @@ import { sandboxRefusal } from './security-context.js';
 import { unsupportedFieldRefusal } from './unsupported.js';
 import { pullCredentials } from './pull-secrets.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
-import { admissionRefusal } from './admission.js';
+import { admissionRefusal, type AdmissionRefusal } from './admission.js';
 import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
 import { getPodQOS } from '../api/qos.js';
@@ -31,6 +31,8 @@ import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import type { NodeCgroups } from '../cgroups/node-cgroups.js';
 import { containerOOMScoreAdjust, POD_INFRA_OOM_ADJ, settableOOMScore } from '../cgroups/oom-score.js';
+import { CONTAINER_GC_PERIOD_MS, ContainerGC, DEFAULT_CONTAINER_GC_POLICY, podStateProvider, type ContainerGCPolicy } from './container-gc.js';
+import { isTerminalPhase } from '../status/transitions.js';
 
 export interface KubeletOptions {
   nodeName: string;
@@ -76,6 +78,13 @@ export interface KubeletOptions {
    * below 0 can be set here (`CAP_SYS_RESOURCE`); absent: the engine's default score.
    */
   oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean };
+  /**
+   * Admission handlers that run before the kubelet's own (the eviction manager's `Admit` is the
+   * kubelet's first handler, pkg/kubelet/kubelet.go `NewMainKubelet`).
+   */
+  admit?: (pod: Pod) => AdmissionRefusal | undefined;
+  /** The container GC's policy (default: the kubelet's) and period (default 1 min, `ContainerGCPeriod`). */
+  containerGC?: { policy?: ContainerGCPolicy; periodMs?: number };
 }
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -119,10 +128,16 @@ export class Kubelet {
   #lastSync = 0;
   /** Graceful node shutdown in progress: the grace period each pod being shut down is stopped with, by UID. */
   #shutdown: Map<string, number> | undefined;
-  /** Pods being shut down whose containers all stopped: resolved by `#terminate`. */
-  readonly #shutdownDone = new Map<string, () => void>();
+  /** Pods the node is ending (shutdown, eviction) whose containers all stopped: resolved by `#terminate`. */
+  readonly #endingDone = new Map<string, () => void>();
+  /** Pods evicted (`evictPod`), by UID, until they leave their source: how they fail and their grace period. */
+  readonly #evictions = new Map<string, { failure: PodFailure; graceSeconds: number }>();
+  /** Evicted pods whose containers, volumes and cgroup were removed: their status is final. */
+  readonly #reclaimed = new Set<string>();
   /** When each pod was first synced, until it first runs (`kubelet_pod_start_duration_seconds`). */
   readonly #firstSeen = new Map<string, number>();
+  /** Dead containers and sandboxes go through it, never through a pod's sync (src/kubelet/container-gc.ts). */
+  readonly #containerGC: ContainerGC;
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
@@ -143,6 +158,28 @@ export class Kubelet {
         opts.recorder.record(containerSubject(pod, container), 'Warning', 'Unhealthy', `${probe} failed: ${output}`);
       },
     });
+    this.#containerGC = new ContainerGC({
+      runtime: opts.runtime,
+      policy: opts.containerGC?.policy ?? DEFAULT_CONTAINER_GC_POLICY,
+      pods: async () => {
+        await this.pleg.relist();
+        const { lastError } = this.pleg.health();
+        if (lastError !== undefined) throw new Error(`failed to list containers: ${lastError}`);
+        return this.pleg.getPods();
+      },
+      allSourcesReady: () => this.#sourcesReady,
+      state: podStateProvider({
+        known: (uid) => {
+          const pod = opts.podManager.getPodByUID(uid);
+          return pod && { deleting: !!pod.metadata?.deletionTimestamp };
+        },
+        status: (uid) => opts.statusManager.getPodStatus(uid) ?? opts.podManager.getPodByUID(uid)?.status,
+        runtimePod: (uid) => this.pleg.getPod(uid),
+        allSourcesReady: () => this.#sourcesReady,
+      }),
+      warn: (reason, message) => opts.recorder.record(this.#nodeSubject(), 'Warning', reason, message),
+      log: opts.log.child({ component: 'container-gc' }),
+    });
   }
 
   start(): void {
@@ -156,6 +193,16 @@ export class Kubelet {
       this.#resyncTimer.unref();
     };
     resync();
+    this.#containerGC.start(this.#o.containerGC?.periodMs ?? CONTAINER_GC_PERIOD_MS);
+  }
+
+  /**
+   * The container GC's `DeleteAllUnusedContainers` (for the eviction manager's reclaim): every
+   * dead container and sandbox beyond the policy, and all of those of terminated pods. Rejects when
+   * the runtime cannot be listed.
+   */
+  deleteAllUnusedContainers(): Promise<void> {
+    return this.#containerGC.deleteAllUnusedContainers();
   }
 
   /** Stops the loops and waits for running syncs. Containers keep running, as with the kubelet. */
@@ -164,6 +211,7 @@ export class Kubelet {
     this.pleg.stop();
     this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
+    await this.#containerGC.stop();
     await this.#workers.stop();
   }
 
@@ -191,7 +239,7 @@ export class Kubelet {
         const uid = pod.metadata?.uid ?? '';
         shutdown.set(uid, shutdownGrace(pod, group));
         return new Promise<void>((resolve) => {
-          this.#shutdownDone.set(uid, resolve);
+          this.#endingDone.set(uid, resolve);
           this.#schedule(uid);
         });
       });
@@ -257,6 +305,8 @@ export class Kubelet {
         this.#admitted.delete(uid);
         this.#failed.delete(uid);
         this.#firstSeen.delete(uid);
+        this.#evictions.delete(uid);
+        this.#reclaimed.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
         this.prober.removePod(uid);
         this.#forgetBackoffs(uid);
@@ -266,6 +316,8 @@ export class Kubelet {
 
     const shutdownGrace = this.#shutdown?.get(uid);
     if (shutdownGrace !== undefined) return this.#terminate(pod, runtimePod, nodeShutdown, shutdownGrace);
+    const eviction = this.#evictions.get(uid);
+    if (eviction) return this.#terminate(pod, runtimePod, eviction.failure, eviction.graceSeconds);
     if (pod.metadata?.deletionTimestamp) return this.#terminate(pod, runtimePod);
     if (!runtimePod && this.#refuse(pod)) return;
     this.#admitted.add(uid);
@@ -280,6 +332,12 @@ export class Kubelet {
     this.#holdFailedStarts(pod, actions, now);
     this.#holdFailedSandbox(pod, actions, now);
     this.#publishStatus(pod, runtimePod, actions.waiting);
+    if (isTerminalPhase(this.#o.statusManager.getPodStatus(uid)?.phase)) {
+      // A pod in a terminal phase runs nothing again (the kubelet's SyncPod stops at a terminal
+      // status), even when the container GC has removed the dead containers that said it finished.
+      actions.createSandbox = undefined;
+      actions.start = [];
+    }
     if (actions.resyncAfterMs !== undefined) this.#scheduleAfter(uid, actions.resyncAfterMs);
     for (const [name, w] of actions.waiting) {
       if (w.reason === 'CrashLoopBackOff') this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'BackOff', 'Back-off restarting failed container');
@@ -311,7 +369,7 @@ export class Kubelet {
   #refuse(pod: Pod): boolean {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
-    const refusal = this.#shutdown ? nodeShutdownRefusal : admissionRefusal(pod, this.#activeAdmitted(uid), this.#o.allocatable?.());
+    const refusal = this.#shutdown ? nodeShutdownRefusal : (this.#o.admit?.(pod) ?? admissionRefusal(pod, this.#activeAdmitted(uid), this.#o.allocatable?.()));
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);
@@ -391,17 +449,21 @@ export class Kubelet {
    */
   async #terminate(pod: Pod, runtimePod: RuntimePod | undefined, failure?: PodFailure, graceOverride?: number): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
+    // An evicted pod whose content is gone keeps the status it ended with.
+    if (this.#reclaimed.has(uid)) return;
     const running = runtimePod?.containers.filter((c) => c.state === 'running') ?? [];
     const sandboxes = runtimePod?.sandboxes.filter((s) => s.ready) ?? [];
-    // An event says why the node failed the pod (its deadline); a shutdown says it in the status only.
-    if (failure && !failure.disruption && !this.#failed.has(uid)) {
+    // An event says why the node failed the pod (its deadline); a shutdown says it in the status
+    // only, and the eviction manager records its own.
+    if (failure && !failure.disruption && !failure.eventRecorded && !this.#failed.has(uid)) {
       this.#failed.add(uid);
       this.#o.recorder.record(pod, 'Normal', failure.reason, failure.message);
     }
     this.#publishStatus(pod, runtimePod, new Map(), running.length === 0, failure);
-    if (running.length === 0) this.#shutdownDone.get(uid)?.();
+    if (running.length === 0) this.#endingDone.get(uid)?.();
     if (running.length === 0 && sandboxes.length === 0) {
       if (!failure) this.#o.onPodTerminated?.(uid);
+      else if (this.#evictions.has(uid) && runtimePod) await this.#reclaimEvicted(runtimePod);
       return;
     }
     const grace = graceOverride ?? pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
@@ -490,9 +552,9 @@ export class Kubelet {
         else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
       }),
     );
-    // Garbage removal is best effort, as the kubelet's container GC: a container the runtime cannot
-    // remove (e.g. Docker's "device or resource busy" on a root filesystem it left mounted) is
-    // tried again at the next sync and never keeps the pod from starting its containers.
+    // Removal of what the sync replaces is best effort: a container the runtime cannot remove
+    // (e.g. Docker's "device or resource busy" on a root filesystem it left mounted) is tried again
+    // at the next sync, or by the container GC, and never keeps the pod from starting its containers.
     for (const id of actions.remove) {
       await runtime.removeContainer(id).catch((err: unknown) => plog.warn({ err, containerID: id }, 'Failed to remove container'));
     }
@@ -730,6 +792,60 @@ export class Kubelet {
   /** Once no container of the pod is left, its cgroup goes too (one with processes still exiting is retried). */
   async #removePodCgroup(uid: string, log: Logger): Promise<void> {
     await this.#o.podCgroups?.removePod(uid).catch((err: unknown) => log.warn({ err, podUID: uid }, 'Failed to remove pod cgroup'));
+  }
+
+  // ---- Eviction (src/eviction/, the kubelet's `killPodFunc`) ----
+
+  /**
+   * Ends an admitted pod for the eviction manager: its containers are stopped with `graceSeconds`
+   * (preStop hooks included, as every kill), it fails with the eviction's reason and message
+   * (`DisruptionTarget` for pressure evictions), and once nothing of it runs its containers,
+   * sandboxes, volumes and cgroup are removed — what the kubelet's container GC and volume manager
+   * do for an evicted pod (`ShouldPodContentBeRemoved`), done at once so the space it held is free
+   * for the manager's next observation. Resolves true once the pod stopped (false: not a pod of
+   * this node, or already ending).
+   */
+  evictPod(uid: string, eviction: Omit<PodFailure, 'eventRecorded'>, graceSeconds: number): Promise<boolean> {
+    const pod = this.#o.podManager.getPodByUID(uid);
+    if (!pod || this.#evictions.has(uid) || this.#stopped) return Promise.resolve(false);
+    this.#evictions.set(uid, { failure: { ...eviction, eventRecorded: true }, graceSeconds: Math.max(0, graceSeconds) });
+    return new Promise<boolean>((resolve) => {
+      this.#endingDone.set(uid, () => {
+        this.#endingDone.delete(uid);
+        resolve(true);
+      });
+      this.#schedule(uid);
+    });
+  }
+
+  /**
+   * The pods the eviction manager may rank and evict (the kubelet's `GetActivePods`): admitted,
+   * not in a terminal phase, not being deleted, not already evicted.
+   */
+  activePods(): Pod[] {
+    return this.#o.podManager.getPods().filter((pod) => {
+      const uid = pod.metadata?.uid ?? '';
+      const phase = this.#o.statusManager.getPodStatus(uid)?.phase;
+      return this.#admitted.has(uid) && !this.#evictions.has(uid) && !pod.metadata?.deletionTimestamp && phase !== 'Succeeded' && phase !== 'Failed';
+    });
+  }
+
+  /** Whether an evicted pod's resources are back (`podResourcesAreReclaimed`): nothing of it is left in the runtime. */
+  podCleanedUp(uid: string): boolean {
+    return this.#reclaimed.has(uid) || !this.pleg.getPod(uid);
+  }
+
+  async #reclaimEvicted(runtimePod: RuntimePod): Promise<void> {
+    const { runtime, log } = this.#o;
+    const uid = runtimePod.uid;
+    for (const c of [...runtimePod.containers, ...runtimePod.sandboxes]) {
+      await runtime.removeContainer(c.id).catch((err: unknown) => log.warn({ err, podUID: uid, containerID: c.id }, 'Failed to remove a container of an evicted pod'));
+    }
+    await this.#o.volumes?.tearDown(uid).catch((err: unknown) => log.warn({ err, podUID: uid }, 'Failed to tear down the volumes of an evicted pod'));
+    await this.#removePodCgroup(uid, log);
+    this.#reclaimed.add(uid);
+    this.prober.removePod(uid);
+    await this.pleg.relist();
   }
 
   // ---- Deleting a pod through the API (`kubectl delete pod` on a static pod) ----

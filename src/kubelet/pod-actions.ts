@@ -42,7 +42,10 @@ export interface PodActions {
   kill: ContainerKill[];
   /** Containers to start, in spec order, after `kill` and the sandbox. */
   start: ContainerStart[];
-  /** Dead containers and sandboxes to remove (garbage beyond the one previous instance kept for logs). */
+  /**
+   * Containers to remove because the sync replaces them: one created but never started, a
+   * running duplicate. Dead instances are the container GC's (src/kubelet/container-gc.ts).
+   */
   remove: string[];
   /** Containers that stay down for now and why (CrashLoopBackOff). */
   waiting: Map<string, Waiting>;
@@ -64,7 +67,8 @@ export type ProbeVerdict = (containerName: string, containerId: string) => 'live
  * a pod needs a ready sandbox; each spec container runs once, and after it exits it is
  * recreated with attempt+1 when the restart policy says so, subject to crash-loop back-off;
  * a running container whose spec hash changed is replaced; unknown containers are killed.
- * The newest dead instance of each container is kept (for `logs --previous`), older ones removed.
+ * Dead instances and sandboxes stay: the container GC removes them by its policy (as the
+ * kubelet's computePodActions, which only kills), keeping the previous one for `logs --previous`.
  *
  * Pure: it records the restart in `backoff` only for starts it decides on, and reads `now`.
  */
@@ -100,11 +104,10 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
       actions.createSandbox = current ? current.attempt + 1 : 0;
     }
   }
-  // Old sandboxes go; the current one too when it is replaced.
+  // Old sandboxes stop, the current one too when it is replaced; the container GC removes them.
   for (const [i, sb] of sandboxes.entries()) {
-    if (i > 0 || actions.createSandbox !== undefined) {
-      if (sb.ready) actions.kill.push({ id: sb.id, name: 'POD', message: 'Pod sandbox changed, it will be killed and re-created.' });
-      actions.remove.push(sb.id);
+    if ((i > 0 || actions.createSandbox !== undefined) && sb.ready) {
+      actions.kill.push({ id: sb.id, name: 'POD', message: 'Pod sandbox changed, it will be killed and re-created.' });
     }
   }
 
@@ -128,19 +131,14 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
       actions.waiting.set(c.name, { reason: 'PodInitializing', message: '' });
       continue;
     }
-    // Older duplicates: keep only the newest dead one besides the current instance.
-    for (const [i, old] of list.entries()) {
-      if (i === 0) continue;
-      if (old.state === 'running') actions.kill.push({ id: old.id, name: c.name, message: 'Duplicate container instance' });
-      if (i > 1 || old.state === 'running') actions.remove.push(old.id);
+    // Older instances that still run are duplicates: killed and removed. Dead ones are the GC's.
+    for (const old of list.slice(1)) {
+      if (old.state !== 'running') continue;
+      actions.kill.push({ id: old.id, name: c.name, message: 'Duplicate container instance' });
+      actions.remove.push(old.id);
     }
     const nextAttempt = newest ? newest.attempt + 1 : 0;
-    const replaceCurrent = (reason: ContainerStart['reason']) => {
-      actions.start.push({ container: c, attempt: nextAttempt, reason });
-      // The current instance becomes "previous"; the one before it is now garbage.
-      const previous = list[1];
-      if (previous && previous.state !== 'running' && !actions.remove.includes(previous.id)) actions.remove.push(previous.id);
-    };
+    const replaceCurrent = (reason: ContainerStart['reason']) => void actions.start.push({ container: c, attempt: nextAttempt, reason });
 
     if (!newest) {
       if (actions.createSandbox !== undefined || current?.ready) actions.start.push({ container: c, attempt: 0, reason: 'new' });
@@ -201,13 +199,12 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     }
   }
 
-  // Containers whose name is not in the spec any more.
+  // Containers whose name is not in the spec any more are killed (the GC removes them).
   const names = new Set([...specs, ...inits, ...ephemerals].map((c) => c.name));
   for (const [name, list] of instances) {
     if (names.has(name)) continue;
     for (const c of list) {
       if (c.state === 'running') actions.kill.push({ id: c.id, name, message: `Container ${name} is not in the pod spec any more` });
-      actions.remove.push(c.id);
     }
   }
   return actions;
@@ -239,11 +236,7 @@ function initContainerActions(
     const newest = fresh ? undefined : list[0];
     if (fresh && list[0]?.state === 'running') actions.kill.push({ id: list[0].id, name: c.name, message: 'Pod sandbox changed, it will be killed and re-created.' });
     const attempt = list[0] ? list[0].attempt + 1 : 0;
-    const start = (reason: ContainerStart['reason']) => {
-      actions.start.push({ container: c, attempt, reason });
-      const previous = list[1];
-      if (previous && previous.state !== 'running') actions.remove.push(previous.id);
-    };
+    const start = (reason: ContainerStart['reason']) => void actions.start.push({ container: c, attempt, reason });
     const sidecar = isRestartableInit(c);
     if (!newest || newest.state === 'created' || newest.state === 'unknown') {
       if (newest) actions.remove.push(newest.id);

@@ -16,6 +16,8 @@ export interface PodFailure {
   readonly message: string;
   /** `DisruptionTarget` True with this reason (the node, not the pod, ended it). */
   readonly disruption?: string;
+  /** The caller recorded the pod's event itself (the eviction manager's `Evicted`, with annotations). */
+  readonly eventRecorded?: boolean;
 }
 
 // pkg/kubelet/nodeshutdown/nodeshutdown_manager.go

@@ -20,10 +20,10 @@ export type NetworkHealth = { readonly ready: true } | { readonly ready: false; 
 /**
  * The node's health from the PLEG and the pod network: NotReady when the container runtime has
  * not been listed for `RUNTIME_STALE_MS` (or never), else when its network is not ready, with the
- * kubelet's messages (pkg/kubelet/runtime.go `runtimeErrors`, `networkErrors`). No pressure
- * conditions are computed (no eviction manager).
+ * kubelet's messages (pkg/kubelet/runtime.go `runtimeErrors`, `networkErrors`). The pressure
+ * conditions are the eviction manager's (`pressure`: the conditions it observes now).
  */
-export function healthFromRelist(h: RelistHealth, nowMs: number = Date.now(), network: NetworkHealth = { ready: true }): NodeHealth {
+export function healthFromRelist(h: RelistHealth, nowMs: number = Date.now(), network: NetworkHealth = { ready: true }, pressure: ReadonlySet<string> = new Set()): NodeHealth {
   const stale = h.relists === 0 || nowMs - h.lastSuccess > RUNTIME_STALE_MS;
   const notReadyReason = stale
     ? `container runtime is down: ${h.lastError ?? 'not listed yet'}`
@@ -32,9 +32,9 @@ export function healthFromRelist(h: RelistHealth, nowMs: number = Date.now(), ne
       : undefined;
   return {
     ...(notReadyReason !== undefined ? { notReadyReason } : {}),
-    memoryPressure: false,
-    diskPressure: false,
-    pidPressure: false,
+    memoryPressure: pressure.has('MemoryPressure'),
+    diskPressure: pressure.has('DiskPressure'),
+    pidPressure: pressure.has('PIDPressure'),
   };
 }
 

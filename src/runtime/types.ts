@@ -38,6 +38,11 @@ export interface RuntimeContainer {
   readonly message?: string;
   /** The pod's `terminationGracePeriodSeconds` when the instance was created (for orphans). */
   readonly gracePeriodSeconds?: number;
+  /**
+   * The sandbox the instance was created in (`io.kubernetes.sandbox.id`, the CRI's
+   * `PodSandboxId`): a sandbox that some container still names is kept by the container GC.
+   */
+  readonly sandboxId?: string;
 }
 
 /** One sandbox (infra container) instance of a pod. */

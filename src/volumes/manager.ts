@@ -194,6 +194,15 @@ export class VolumeManager {
     return v?.emptyDir ? this.volumeDir(pod.metadata?.uid ?? '', 'emptyDir', name) : undefined;
   }
 
+  /**
+   * The host directory of the pod's volume `name` when it counts in the pod's ephemeral storage on
+   * nodefs (the kubelet's `localVolumeNames`: an emptyDir not backed by memory); undefined for any other.
+   */
+  localEphemeralVolumeDir(pod: Pod, name: string): string | undefined {
+    const v = (pod.spec?.volumes ?? []).find((x) => x.name === name);
+    return v?.emptyDir && v.emptyDir.medium !== 'Memory' ? this.volumeDir(pod.metadata?.uid ?? '', 'emptyDir', name) : undefined;
+  }
+
   async etcHostsMount(pod: Pod, container: Container, podIPs: readonly string[]): Promise<Mount | undefined> {
     const uid = pod.metadata?.uid ?? '';
     if (!mountsEtcHosts(container) || !safeUID.test(uid)) return undefined;
@@ -362,8 +371,8 @@ export class VolumeManager {
       const sizeLimit = v.emptyDir?.sizeLimit !== undefined ? quantityOf(v.emptyDir.sizeLimit) / 1_000_000_000n : undefined;
       await mountTmpfs(dir, memoryVolumeSize(state.pod, state.info.allocatable.memoryBytes, sizeLimit), 0o777);
     }
-    // sizeLimit on a disk-backed emptyDir is recorded in the spec but not enforced (the kubelet
-    // enforces it by evicting the pod; nodelet has no eviction manager).
+    // sizeLimit on a disk-backed emptyDir is enforced by the eviction manager, which evicts the pod
+    // (src/eviction/local-storage.ts), as the kubelet does.
     const sc = state.pod.spec?.securityContext;
     if (sc?.fsGroup !== undefined) await setVolumeOwnership(dir, sc.fsGroup, { readOnly: false, policy: sc.fsGroupChangePolicy });
     await mkdir(metaDir, { recursive: true });

@@ -44,7 +44,7 @@ interface Teardown {
 export async function startTestNode(
   t: Teardown,
   overrides: Partial<Config> = {},
-  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs' | 'imageGCPeriodMs'> & { log?: Logger } = {},
+  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs' | 'imageGCPeriodMs' | 'evictionMonitoringPeriodMs'> & { log?: Logger } = {},
 ): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
@@ -106,8 +106,19 @@ export async function startTestNode(
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    maxPerPodContainerCount: 1,
+    maxContainerCount: -1,
+    minimumGCAgeMs: 0,
+    containerGCPeriodMs: 60_000,
     shutdownGracePeriodMs: 0,
     shutdownGracePeriodCriticalPodsMs: 0,
+    // Off in tests: every test file shares the machine's disk and memory (the eviction tests set their own).
+    evictionHard: {},
+    evictionSoft: {},
+    evictionSoftGracePeriod: {},
+    evictionMinimumReclaim: {},
+    evictionPressureTransitionPeriodMs: 300_000,
+    evictionMaxPodGracePeriod: 0,
     authenticationTokenWebhook: false,
     authenticationTokenWebhookCacheTTLMs: 120_000,
     authorizationMode: 'AlwaysAllow' as const,

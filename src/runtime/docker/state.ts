@@ -51,7 +51,7 @@ export function containerFromInspect(info: Docker.ContainerInspectInfo, name: Pa
 }
 
 /** What a container's name and labels say about it: identity, restart count, spec hash, grace period. */
-function fromLabels(labels: Record<string, string>, name: ParsedName): Pick<RuntimeContainer, 'name' | 'attempt' | 'restartCount' | 'hash' | 'gracePeriodSeconds'> {
+function fromLabels(labels: Record<string, string>, name: ParsedName): Pick<RuntimeContainer, 'name' | 'attempt' | 'restartCount' | 'hash' | 'gracePeriodSeconds' | 'sandboxId'> {
   const restartCount = Number(labels[Label.restartCount] ?? name.attempt);
   const grace = Number(labels[Label.terminationGracePeriod]);
   return {
@@ -60,6 +60,7 @@ function fromLabels(labels: Record<string, string>, name: ParsedName): Pick<Runt
     restartCount: Number.isFinite(restartCount) ? restartCount : name.attempt,
     hash: labels[Label.hash] ?? '',
     ...(Number.isFinite(grace) && labels[Label.terminationGracePeriod] ? { gracePeriodSeconds: grace } : {}),
+    ...(labels[Label.sandboxID] ? { sandboxId: labels[Label.sandboxID] } : {}),
   };
 }
 

@@ -64,8 +64,18 @@ t.test('defaults', async (t) => {
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    maxPerPodContainerCount: 1,
+    maxContainerCount: -1,
+    minimumGCAgeMs: 0,
+    containerGCPeriodMs: 60_000,
     shutdownGracePeriodMs: 0,
     shutdownGracePeriodCriticalPodsMs: 0,
+    evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%', 'imagefs.inodesFree': '5%' },
+    evictionSoft: {},
+    evictionSoftGracePeriod: {},
+    evictionMinimumReclaim: {},
+    evictionPressureTransitionPeriodMs: 300_000,
+    evictionMaxPodGracePeriod: 0,
     streamingConnectionIdleTimeoutMs: 4 * 3600_000,
     maxStreamingSessions: 1000,
     maxPortForwardConnectionsPerSession: 128,
@@ -172,6 +182,18 @@ t.test('image GC: thresholds between 0 and 100, low below high, maximum age abov
   fails(t, () => build(['--image-maximum-gc-age=1m']), /invalid image maximum GC age \(from --image-maximum-gc-age\): must be greater than the minimum GC age/);
 });
 
+t.test('container GC: the kubelet\'s flags and defaults (1 dead instance per container, no global limit, no minimum age), -1 the least', async (t) => {
+  const d = build([]);
+  t.same([d.maxPerPodContainerCount, d.maxContainerCount, d.minimumGCAgeMs, d.containerGCPeriodMs], [1, -1, 0, 60_000]);
+  const c = build(['--maximum-dead-containers-per-container=3', '--maximum-dead-containers=100', '--minimum-container-ttl-duration=1m30s', '--container-gc-period=2s']);
+  t.same([c.maxPerPodContainerCount, c.maxContainerCount, c.minimumGCAgeMs, c.containerGCPeriodMs], [3, 100, 90_000, 2000]);
+  t.same([build(['--maximum-dead-containers-per-container=-1']).maxPerPodContainerCount, build(['--maximum-dead-containers-per-container=0']).maxPerPodContainerCount], [-1, 0]);
+  fails(t, () => build(['--maximum-dead-containers-per-container=-2']), /invalid argument "-2" for "--maximum-dead-containers-per-container" flag: must be at least -1/);
+  fails(t, () => build(['--maximum-dead-containers=-5']), /invalid argument "-5" for "--maximum-dead-containers" flag: must be at least -1/);
+  fails(t, () => build(['--minimum-container-ttl-duration=-1s']), /invalid argument "-1s" for "--minimum-container-ttl-duration" flag: must not be negative/);
+  fails(t, () => build(['--container-gc-period=0s']), /invalid argument "0s" for "--container-gc-period" flag: must be greater than zero/);
+});
+
 t.test('graceful node shutdown: whole seconds, the critical part no longer than the whole', async (t) => {
   const c = build(['--shutdown-grace-period=30s', '--shutdown-grace-period-critical-pods=10s']);
   t.same([c.shutdownGracePeriodMs, c.shutdownGracePeriodCriticalPodsMs], [30_000, 10_000]);
@@ -180,6 +202,26 @@ t.test('graceful node shutdown: whole seconds, the critical part no longer than 
   const { shutdownGroups } = await import('../../../src/nodelet.js');
   t.same(shutdownGroups(30_000, 10_000), [{ priority: 0, graceSeconds: 20 }, { priority: 2_000_000_000, graceSeconds: 10 }], 'migrateConfig\'s two groups');
   t.same(shutdownGroups(0, 0), [], 'off');
+});
+
+t.test('eviction: map flags as cliflag\'s (first use replaces the default, later ones add), a file mapping replaces it whole', async (t) => {
+  const c = build(['--eviction-hard=memory.available<1Gi, nodefs.available < 5%', '--eviction-hard', 'pid.available<10%,', '--eviction-soft-grace-period=memory.available=1m30s', '--eviction-pressure-transition-period=30s', '--eviction-max-pod-grace-period=-1']);
+  t.same(c.evictionHard, { 'memory.available': '1Gi', 'nodefs.available': '5%', 'pid.available': '10%' }, 'defaults replaced, pairs trimmed, a second use adds');
+  t.same([c.evictionSoftGracePeriod, c.evictionPressureTransitionPeriodMs, c.evictionMaxPodGracePeriod], [{ 'memory.available': '1m30s' }, 30_000, -1]);
+  t.same(build(['--eviction-hard=']).evictionHard, {}, 'an empty value turns every hard threshold off');
+  fails(t, () => build(['--eviction-hard=memory.available=1Gi']), 'invalid argument "memory.available=1Gi" for "--eviction-hard" flag: malformed pair, expect string<string');
+  fails(t, () => build(['--eviction-minimum-reclaim=memory.available<1Gi']), 'invalid argument "memory.available<1Gi" for "--eviction-minimum-reclaim" flag: malformed pair, expect string=string');
+  const dir = t.testdir();
+  const path = join(dir, 'kubelet.yaml');
+  writeFileSync(path, FILE_HEAD + 'evictionHard:\n  memory.available: "200Mi"\nevictionSoft:\n  nodefs.available: "15%"\nevictionSoftGracePeriod:\n  nodefs.available: "2m"\nevictionMinimumReclaim:\n  nodefs.available: "1Gi"\nevictionPressureTransitionPeriod: 1m\n');
+  const f = build([`--config=${path}`]);
+  t.same([f.evictionHard, f.evictionSoft, f.evictionSoftGracePeriod, f.evictionMinimumReclaim, f.evictionPressureTransitionPeriodMs],
+    [{ 'memory.available': '200Mi' }, { 'nodefs.available': '15%' }, { 'nodefs.available': '2m' }, { 'nodefs.available': '1Gi' }, 60_000], 'KubeletConfiguration names; the file\'s evictionHard replaces the default');
+  t.same(build([`--config=${path}`, '--eviction-hard=imagefs.available<20%']).evictionHard, { 'imagefs.available': '20%' }, 'a flag replaces the file\'s map');
+  writeFileSync(path, FILE_HEAD + 'evictionHard:\n  memory.available: 100\n');
+  fails(t, () => build([`--config=${path}`]), /invalid value for evictionHard: expected a string for "memory.available", got number 100/);
+  writeFileSync(path, FILE_HEAD + 'evictionHard: ["memory.available<1Gi"]\n');
+  fails(t, () => build([`--config=${path}`]), /invalid value for evictionHard: expected a mapping of strings, got list/);
 });
 
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {

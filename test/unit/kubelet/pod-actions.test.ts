@@ -51,10 +51,10 @@ t.test('an exited container restarts with attempt+1, then crash-loops in back-of
   t.equal(second.waiting.get('a')?.reason, 'CrashLoopBackOff');
   t.match(second.waiting.get('a')?.message, /back-off 10s restarting failed container=a pod=p_ns\(u1\)/);
   t.equal(second.resyncAfterMs, 9500);
-  // After the delay it restarts, and the instance before the previous one is garbage.
+  // After the delay it restarts; the older dead instances stay for the container GC.
   const third = computePodActions(pod([c]), rpod([sandbox()], [inst(c, 1, 'exited', { finishedAt: new Date(NOW + 500) }), inst(c, 0, 'exited')]), backoff, NOW + 11_000);
   t.same(third.start.map((s) => s.attempt), [2]);
-  t.same(third.remove, ['a-0']);
+  t.same(third.remove, [], 'no dead instance removed by the sync');
   t.equal(backoff.delayOf(backoffKey(pod([c]), c)), 20_000, 'delay doubles');
 });
 
@@ -82,8 +82,24 @@ t.test('a dead sandbox is replaced and its containers restarted in the new one',
   const a = computePodActions(pod([c]), rpod([sandbox(0, false)], [inst(c, 0, 'running')]), new Backoff(), NOW);
   t.equal(a.createSandbox, 1);
   t.same(a.kill.map((k) => k.id), ['a-0']);
-  t.ok(a.remove.includes('sb0'));
+  t.same(a.remove, [], 'the dead sandbox stays for the container GC');
   t.same(a.start.map((s) => [s.attempt, s.reason]), [[1, 'sandbox']]);
+});
+
+t.test('old sandboxes still ready are stopped, not removed; the current one stays', async (t) => {
+  const c = spec('a');
+  const a = computePodActions(pod([c]), rpod([sandbox(2), sandbox(1), sandbox(0, false)], [inst(c, 0, 'running')]), new Backoff(), NOW);
+  t.equal(a.createSandbox, undefined);
+  t.same(a.kill.map((k) => [k.id, k.name]), [['sb1', 'POD']]);
+  t.same(a.remove, []);
+});
+
+t.test('older instances: running duplicates are killed and removed, dead ones stay for the container GC', async (t) => {
+  const c = spec('a');
+  const a = computePodActions(pod([c]), rpod([sandbox()], [inst(c, 3, 'running'), inst(c, 2, 'running'), inst(c, 1, 'exited'), inst(c, 0, 'exited')]), new Backoff(), NOW);
+  t.same(a.kill.map((k) => [k.id, k.message]), [['a-2', 'Duplicate container instance']]);
+  t.same(a.remove, ['a-2']);
+  t.same(a.start, []);
 });
 
 t.test('a finished Never pod gets no new sandbox', async (t) => {
@@ -93,12 +109,12 @@ t.test('a finished Never pod gets no new sandbox', async (t) => {
   t.same(a.start, []);
 });
 
-t.test('containers not in the spec are killed and removed', async (t) => {
+t.test('containers not in the spec are killed; the container GC removes them', async (t) => {
   const c = spec('a');
   const stray = inst(spec('gone'), 0, 'running');
-  const a = computePodActions(pod([c]), rpod([sandbox()], [inst(c, 0, 'running'), stray]), new Backoff(), NOW);
+  const a = computePodActions(pod([c]), rpod([sandbox()], [inst(c, 0, 'running'), stray, inst(spec('gone'), 1, 'exited')]), new Backoff(), NOW);
   t.same(a.kill.map((k) => k.id), ['gone-0']);
-  t.same(a.remove, ['gone-0']);
+  t.same(a.remove, []);
 });
 
 t.test('a container created but never started is removed and retried', async (t) => {

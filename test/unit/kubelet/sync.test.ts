@@ -7,7 +7,10 @@ import { startKubelet } from './fixtures/kubelet.js';
 const SANDBOX_BACKOFF_MS = 300;
 
 /** The sync of one pod, end to end inside the kubelet, against a runtime held in memory. */
-const setup = () => startKubelet({ sandboxBackoff: new Backoff({ initialMs: SANDBOX_BACKOFF_MS, maxMs: 2 * SANDBOX_BACKOFF_MS }) });
+const setup = (gcPeriodMs?: number) => startKubelet({
+  sandboxBackoff: new Backoff({ initialMs: SANDBOX_BACKOFF_MS, maxMs: 2 * SANDBOX_BACKOFF_MS }),
+  ...(gcPeriodMs ? { containerGC: { periodMs: gcPeriodMs } } : {}),
+});
 
 const pod = (restartPolicy: string, extra: Partial<NonNullable<Pod['spec']>> = {}): Pod => ({
   metadata: { uid: 'u1', name: 'p', namespace: 'default' },
@@ -86,7 +89,7 @@ t.test('a deletion stops the containers with the deletion grace period and publi
 });
 
 t.test('a failed sandbox creation waits out a back-off before the next, however many events arrive', async (t) => {
-  const { runtime, statusManager, kubelet, add } = setup();
+  const { runtime, statusManager, kubelet, add } = setup(100);
   t.teardown(() => kubelet.stop());
   runtime.failSandboxes = 2;
   const p = pod('Always');
@@ -103,24 +106,31 @@ t.test('a failed sandbox creation waits out a back-off before the next, however 
   t.ok(third - second >= 2 * SANDBOX_BACKOFF_MS - 20, `third attempt ${third - second} ms after the second (back-off doubled)`);
   await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
   t.equal(creations(), 3, 'one creation per back-off period');
-  t.ok(runtime.calls.includes('remove POD'), "the failed creations' sandboxes are removed");
+  // The container GC removes the dead sandboxes that are not the newest.
+  await waitFor("the failed creations' sandboxes removed", async () => ((await runtime.listPods())[0]?.sandboxes.length === 1 ? true : undefined), 5000, 5);
+  t.equal(runtime.calls.filter((c) => c === 'remove POD').length, 2, 'each failed sandbox removed once');
   t.ok(runtime.calls.includes('start app 0'));
 });
 
-t.test('a dead container the runtime cannot remove does not keep the pod from restarting its container', async (t) => {
-  const { runtime, statusManager, kubelet, add } = setup();
+t.test('dead instances wait for the container GC; one it cannot remove is tried again at its next run, and never holds a restart', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup(100);
   t.teardown(() => kubelet.stop());
   add(pod('Always'));
   await waitFor('first start', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
-  runtime.exit('u1', 'app', 1);
-  await waitFor('restarted', () => (runtime.calls.includes('start app 1') ? true : undefined), 5000, 5);
-  // The next restart removes the oldest instance (beyond the one kept for `logs --previous`): it fails.
   runtime.failRemovals = 1;
   runtime.exit('u1', 'app', 1);
+  await waitFor('restarted', () => (runtime.calls.includes('start app 1') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 1);
   await waitFor('restarted again', () => (runtime.calls.includes('start app 2') ? true : undefined), 5000, 5);
-  const removal = runtime.calls.indexOf('remove app');
-  t.ok(removal >= 0 && removal < runtime.calls.indexOf('start app 2'), 'the removal was tried (and failed) before the start');
+  // Two dead instances, one kept (`--maximum-dead-containers-per-container` 1): the first removal fails.
+  const apps = async () => (await runtime.listPods())[0]?.containers.map((c) => `${c.attempt}:${c.state}`);
+  t.same(await waitFor('the oldest removed', async () => {
+    const list = await apps();
+    return list?.length === 2 ? list : undefined;
+  }, 5000, 5), ['2:running', '1:exited'], 'the running instance and the previous one are kept');
+  t.equal(runtime.calls.filter((c) => c === 'remove app').length, 2, 'a failed removal, then the next run\'s');
   await waitFor('Running', () => (statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.state?.running ? true : undefined), 5000, 5);
+  t.equal(statusManager.getPodStatus('u1')?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 1, 'lastState still from the previous instance');
 });
 
 t.test('pod network not ready: no sandbox for a pod-network pod, a NetworkNotReady event; a host-network pod starts; the pod starts once the network is ready', async (t) => {

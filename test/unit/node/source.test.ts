@@ -41,6 +41,8 @@ t.test('health: a pod network that is not ready makes the node NotReady with the
     'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized',
   );
   t.equal(healthFromRelist(listed, now, { ready: true }).notReadyReason, undefined);
+  const pressed = healthFromRelist(listed, now, { ready: true }, new Set(['DiskPressure', 'PIDPressure']));
+  t.same([pressed.memoryPressure, pressed.diskPressure, pressed.pidPressure], [false, true, true], 'the eviction manager\'s conditions');
   t.match(healthFromRelist({ relists: 0, lastSuccess: 0, lastError: undefined }, now, notReady).notReadyReason, /^container runtime is down/);
 });
 
