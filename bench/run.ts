@@ -212,7 +212,7 @@ function parseOptions(argv: string[]): Options {
   };
 }
 
-/** `dd` writes 64 KiB blocks: one write per block, ≈ 16 KB Docker frames (perf-baselines.md §2). */
+/** `dd` writes 64 KiB blocks: one write per block, ≈ 16 KB Docker frames. */
 const stdoutCommand = (bytes: number): string[] => {
   if (bytes % 65536 !== 0) throw new Error('stdout size must be a multiple of 64 KiB');
   return ['sh', '-c', `dd if=/dev/zero bs=65536 count=${bytes / 65536} 2>/dev/null`];
@@ -406,7 +406,7 @@ async function main(): Promise<void> {
         }
       }
 
-      // The issue #6 / #4 figures beyond the exec relay (each beside its own baseline).
+      // The figures beyond the exec relay (each beside its own baseline).
       if (opts.only.has('http')) {
         if (await ensureWrk(log)) {
           log('HTTP serving: /pods and /podInfo vs a bare Fastify server; /podInfo latency with 10 vs 1000 pods');
@@ -696,7 +696,7 @@ function report(res: Results, meta: Record<string, string | number>, opts: Optio
       (missed.length ? `; MISSED: ${missed.map((m) => `${m.metric}[${m.variant}]`).join(', ')}` : ''),
   );
   const summary = markdownSummary(metrics);
-  if (summary) lines.push('', 'issue #11 figures (markdown, for bench/README.md):', '', summary);
+  if (summary) lines.push('', 'Summary figures (markdown, for bench/README.md):', '', summary);
   if (opts.svg) {
     const chart = svgChart(metrics, `nodelet bench ${String(meta.date).slice(0, 16).replace('T', ' ')} UTC, ${meta.cpu}; load ${meta.load_at_start} → ${meta.load_at_end}`);
     if (chart) {

@@ -1,7 +1,8 @@
-// The layering of src/ as a lint rule: DESIGN.md's "must not import" column, one row per folder.
+// The layering of src/ as a lint rule: the "must not import" column of docs/architecture.md's layer
+// table, one row per folder.
 // A relative import is resolved against the importing file, so `../server/x.js` from src/auth/
 // and `../../server/x.js` from src/kubelet/prober/ are the same edge; a bare specifier is checked
-// by its package name. Exceptions are listed per file with a reason and an issue.
+// by its package name. Exceptions are listed per file with a reason.
 import path from 'node:path';
 
 const srcRoot = path.resolve(import.meta.dirname, '..', 'src');
@@ -22,7 +23,7 @@ function packageOf(spec) {
 export const layeringRule = {
   meta: {
     type: 'problem',
-    docs: { description: "enforce DESIGN.md's must-not-import column per folder of src/" },
+    docs: { description: "enforce docs/architecture.md's must-not-import column per folder of src/" },
     schema: [{ type: 'object', additionalProperties: true }],
     messages: { forbidden: '{{from}}/ must not import {{what}} ({{why}})' },
   },

@@ -101,7 +101,7 @@ function networkPluginFor(config: Config, opts: StartOptions): NetworkPlugin | u
   return new CNINetworkPlugin({ confDir: config.cniConfDir, binDirs: config.cniBinDirs, cacheDir: config.cniCacheDir, log: opts.log.child({ component: 'cni' }) });
 }
 
-/** Wires the pieces of the architecture together and starts them (see DESIGN.md's data flow). */
+/** Wires the pieces of the architecture together and starts them (see docs/architecture.md, "Data flow"). */
 export async function startNodelet(config: Config, opts: StartOptions): Promise<Nodelet> {
   const { log } = opts;
   const startedAt = new Date();

@@ -1,5 +1,5 @@
 /**
- * The issue #6 / #4 figures beyond the exec relay: `/pods` and `/podInfo` serving rate vs a bare
+ * The figures beyond the exec relay: `/pods` and `/podInfo` serving rate vs a bare
  * Fastify server, `/podInfo` latency with 10 vs 1000 pods, status freshness after `docker kill`,
  * RSS per idle exec session, RSS growth under a slow reader, port-forward throughput vs a direct
  * connection inside the pod's netns. Each returns JSON metrics (the shape of run.ts's `Metric`)
@@ -8,6 +8,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { Agent, get as httpGet } from 'node:http';
+import type { Socket } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -95,7 +96,7 @@ interface Child {
 }
 async function startServeChild(args: string[]): Promise<Child> {
   const script = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'serve-child.js');
-  // Pinned to CPU 0 (wrk gets CPU 1) as in perf-baselines.md §4, when taskset exists.
+  // Pinned to CPU 0 (wrk gets CPU 1), when taskset exists, so the server and the load never share a core.
   const hasTaskset = await run('sh', ['-c', 'command -v taskset']).then(() => true, () => false);
   const cmd = hasTaskset ? 'taskset' : process.execPath;
   const argv = hasTaskset ? ['-c', '0', process.execPath, script, ...args] : [script, ...args];
@@ -319,7 +320,7 @@ export async function freshness(nodelet: NodeletProcess, docker: Docker, o: { sa
 /**
  * Opens `n` idle WebSocket v5 execs of `sh -c 'echo r; exec sleep …'` spread over the containers
  * of static pod `pod`; a session counts once its `r` arrived. 2 in flight per container: Docker
- * serialises execs per container (≈ 20/s, perf-baselines.md §1).
+ * serialises execs per container (≈ 20/s on this machine).
  */
 async function openIdleSessions(nodelet: NodeletProcess, pod: string, containers: number, n: number, log: Log): Promise<{ clients: WsChannelClient[]; seconds: number }> {
   const clients: WsChannelClient[] = [];
@@ -551,7 +552,7 @@ export async function scaleSessions(nodelet: NodeletProcess, o: { sessions: numb
     ['  no session open', f(idle.p50, 2), f(idle.p99, 2)],
     [`  ${n} sessions open`, f(busy.p50, 2), f(busy.p99, 2)],
   ];
-  return { metrics: [m, h], lines: [table(rows), table(hrows), ...(fdNote ? [`  ${fdNote}`] : []), '  (no target in issue #11.)', ''] };
+  return { metrics: [m, h], lines: [table(rows), table(hrows), ...(fdNote ? [`  ${fdNote}`] : []), '  (no target.)', ''] };
 }
 
 // ---- 5: RSS growth under a slow reader ----------------------------------------------------------
@@ -569,7 +570,7 @@ export async function slowReader(nodelet: NodeletProcess, o: { bytes: number; se
     let timer: NodeJS.Timeout | undefined;
     let done!: () => void;
     const closed = new Promise<void>((r) => (done = r));
-    let sock: import('node:net').Socket;
+    let sock: Socket;
     const onBytes = (n: number) => {
       got += n;
       if (!limited) return;

@@ -1,5 +1,5 @@
 /**
- * The issue #23 parts, about pod networking (`--network-plugin=cni`, src/network/cni):
+ * The pod networking parts (`--network-plugin=cni`, src/network/cni):
  *
  * - `cni`: N static pods (busybox `sleep` + the pause sandbox) → Running, on a nodelet with CNI
  *   (Debian's bridge + host-local + portmap in /usr/lib/cni) beside the same pods on a nodelet

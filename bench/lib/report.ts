@@ -1,6 +1,6 @@
 /**
- * The bench's report: the metric shape every part returns, the issue #11 targets, text tables, the
- * markdown summary (the figures of issue #11, in its order, ready for the README) and the chart
+ * The bench's report: the metric shape every part returns, the targets, text tables, the
+ * markdown summary (the summary figures, in their order, ready for bench/README.md) and the chart
  * (`bench/results.svg`: each relay figure as a bar beside its direct baseline).
  */
 
@@ -28,7 +28,7 @@ export interface PartResult {
   lines: string[];
 }
 
-/** Issue #11's targets (the earlier issues #3/#6 ones were looser), in one place. */
+/** The targets (the first ones were looser), in one place. */
 export const TARGETS = {
   /** exec stdout throughput ÷ direct dockerode. */
   stdoutRatio: 0.85,
@@ -42,13 +42,13 @@ export const TARGETS = {
   portForwardRatio: 0.7,
   /** `/pods` and `/podInfo` req/s ÷ a bare Fastify server sending the same bytes. */
   servingRatio: 0.9,
-  /** `/podInfo` p50 with 1000 pods ÷ with 10 (issue #6). */
+  /** `/podInfo` p50 with 1000 pods ÷ with 10. */
   podInfoFlat: 1.25,
-  /** ms from `docker kill` to the status (issue #6). */
+  /** ms from `docker kill` to the status. */
   freshnessMs: 100,
   /** KiB of nodelet RSS per idle exec session, after a forced GC. */
   idleSessionKiB: 12,
-  /** MiB of RSS growth under a slow reader (issue #6). */
+  /** MiB of RSS growth under a slow reader. */
   slowReaderMiB: 64,
 } as const;
 
@@ -89,7 +89,7 @@ interface SummaryRow {
 }
 
 /**
- * The issue #11 table as markdown: every figure beside its baseline from the same run, with the
+ * The summary table as markdown: every figure beside its baseline from the same run, with the
  * target and PASS/MISS. Figures whose part did not run are left out.
  */
 export function markdownSummary(ms: readonly Metric[]): string {
@@ -137,7 +137,7 @@ export function markdownSummary(ms: readonly Metric[]): string {
       figure: `${String(scale.sessions)} idle exec sessions: memory per session, after a forced GC`,
       cells: [`${fmt(scale.value, 1)} KiB (heap+external ${fmt(num(scale.heap_kib_per_session), 1)} KiB)`, ''],
       baseline: `RSS before ${fmt(scale.baseline, 1)} MiB`,
-      target: 'none (issue #11 asks for the figure)',
+      target: 'none (the figure alone is asked for)',
       result: '',
     });
   }

@@ -5,7 +5,7 @@
  * sandboxes keep the Docker network they are given (`--pod-network`, default `none`).
  */
 
-/** One `hostPort` of the pod, in CNI's `portMappings` capability form (CONVENTIONS.md). */
+/** One `hostPort` of the pod, in CNI's `portMappings` capability form (containernetworking/cni's CONVENTIONS.md). */
 export interface PortMapping {
   readonly hostPort: number;
   readonly containerPort: number;

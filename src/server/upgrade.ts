@@ -203,7 +203,7 @@ function handshake(request: FastifyRequest, socket: Duplex, head: Buffer, subpro
  * bad parameters or refused upgrades get ordinary HTTP answers that clients can read (kubectl
  * falls back from WebSocket to SPDY on any non-101). A handler that accepts the upgrade calls
  * `reply.hijack()` and owns the socket from then on. `@fastify/websocket` is not used because it
- * claims every Upgrade (SPDY included) for `ws` (ecosystem.md §1.3).
+ * claims every Upgrade, SPDY included, for `ws`.
  */
 export function routeUpgrades(app: FastifyInstance): void {
   if (nativeUnmask()) app.log.info('websocket: native unmasking (bufferutil) loaded');

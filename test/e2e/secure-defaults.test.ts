@@ -13,7 +13,7 @@ import { unmountUnder } from '../helpers/nodelet.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Issue 12, "secure by default on loopback too": the built CLI on its defaults (no credential
+ * Secure by default on loopback too: the built CLI on its defaults (no credential
  * flag) serves HTTPS only, refuses anonymous requests, and writes `<root-dir>/kubeconfig` that a
  * real kubectl uses as it is; a restart reuses the CA and the token; `--insecure-dev` brings the
  * plain-HTTP development posture back, with a warning.

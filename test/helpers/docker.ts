@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { dockerClient } from '../../src/runtime/docker/client.js';
 import { waitFor } from './wait.js';
 

@@ -49,7 +49,7 @@ async function podReady(node: TestNode): Promise<string> {
 }
 
 /**
- * The remote-command contract of issue #3, run with one kubectl per variant against a real
+ * The remote-command contract kubectl relies on, run with one kubectl per variant against a real
  * nodelet and Docker: echo, 1 MiB stdin round trip (sha256), exit codes, a TTY with resize,
  * attach, and `cp` of 5 MB both ways.
  */

@@ -1,7 +1,8 @@
 import { BUSYBOX } from './docker.js';
 
 /**
- * Hostile inputs shared by the regression tests and the soak's hostile-client phase (issue 22).
+ * Hostile inputs shared by the regression tests and the soak's hostile-client phase
+ * (test/soak/hostile.soak.ts).
  */
 
 /**

@@ -10,11 +10,11 @@ import { fuzzSeed, prng } from '../helpers/prng.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Bad input against a real nodelet and Docker (reliability-security.md §4, test plan §5 B1–B19).
- * One node for the whole file: a running `box` pod plus pods whose container is never running
- * (Created, Exited, crash-looping) for B19. The cases already covered elsewhere are listed in
- * the report; this file adds what needs a live server: WebSocket and SPDY frame fuzz on live exec
- * sessions, URL fuzz, header floods, slowloris, smuggling, exec into stopped containers.
+ * Bad input against a real nodelet and Docker, cases B1–B19 (the numbers in the test names; the
+ * others are covered by other test files). One node for the whole file: a running `box` pod plus
+ * pods whose container is never running (Created, Exited, crash-looping) for B19. This file adds
+ * what needs a live server: WebSocket and SPDY frame fuzz on live exec sessions, URL fuzz, header
+ * floods, slowloris, smuggling, exec into stopped containers.
  */
 
 const CREATION_TIMEOUT_MS = 300;

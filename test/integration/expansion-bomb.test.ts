@@ -6,7 +6,7 @@ import { expansionBombManifest } from '../helpers/hostile.js';
 import { startTestNode } from '../helpers/nodelet.js';
 
 /**
- * Issue 22 finding 4: a `$(VAR)` expansion bomb through a real nodelet and Docker. Twenty-two env
+ * A `$(VAR)` expansion bomb through a real nodelet and Docker. Twenty-two env
  * entries, `V0` 32 characters and each next `V{i}=$(V{i-1})$(V{i-1})`, used again by `args` and
  * a `subPathExpr`: about 1.5 KB of spec that, expanded, is a 64 Mi-character `V21` (and 128 Mi
  * in the whole env). nodelet must refuse the container cheaply (CreateContainerConfigError with

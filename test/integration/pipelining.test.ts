@@ -11,7 +11,7 @@ import { makePki } from '../helpers/pki.js';
 import { TOKENS } from '../unit/auth/fixtures/security.js';
 
 /**
- * Issue 22, finding 1: requests pipelined on one connection — an Upgrade among them — on every
+ * Requests pipelined on one connection — an Upgrade among them — on every
  * listener (plain HTTP, HTTPS with a token, the read-only port) and every route family. Node
  * parses pipelined requests ahead of their answers; an Upgrade handed over while an earlier
  * answer still owned the socket threw ERR_HTTP_SOCKET_ASSIGNED from an event listener and ended

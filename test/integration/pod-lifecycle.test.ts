@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Event, EventList, Pod } from '../../src/api/types.js';
 import { BUSYBOX } from '../helpers/docker.js';
-import { startTestNode, type TestNode } from '../helpers/nodelet.js';
+import { startTestNode } from '../helpers/nodelet.js';
 
 /**
  * The pod lifecycle against the real engine: liveness restarts with an Unhealthy event,

@@ -10,8 +10,8 @@ import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 import { cached, leaseHolder, leases, listing, natRules, type Net, nodeNet, veths } from '../helpers/pod-net.js';
 import { waitFor } from '../helpers/wait.js';
 
-// Issue 23: nodelet "releases what dead sandboxes held (host-local leases must not leak: a
-// thousand pod create/delete cycles leave the IPAM directory as it was)". Real engine, real
+// nodelet releases what dead sandboxes held: host-local leases must not leak, and a thousand pod
+// create/delete cycles leave the IPAM directory as it was. Real engine, real
 // Debian plugins (bridge + host-local + portmap), inside this file's sealed test netns; the
 // endings a node sees are mixed in: sandboxes stopped and removed by nodelet, killed behind its
 // back (their netns gone when nodelet's DEL runs), and removed behind its back (only the network

@@ -9,8 +9,7 @@ import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 import { cached, idOf, leaseHolder, leases, type Net, nodeNet, recordingPlugin, running, sandboxesOf } from '../helpers/pod-net.js';
 import { waitFor } from '../helpers/wait.js';
 
-// Issue 23: "the pod IP is the same after nodelet is killed and restarted and after Docker
-// restarts". nodelet's restart is in pod-network.test.ts; here the engine restarts under a running
+// The pod IP is the same after nodelet is killed and restarted and after Docker restarts. nodelet's restart is in pod-network.test.ts; here the engine restarts under a running
 // nodelet, as `systemctl restart docker` does (TestNetns.restartEngine: the same socket and
 // roots). With live-restore the sandbox runs through it and keeps its network: no second ADD.
 // Without, dockerd stops every container before it exits: the sandbox is dead when the engine is

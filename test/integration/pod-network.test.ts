@@ -2,7 +2,6 @@ import { createSocket } from 'node:dgram';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import type { Pod } from '../../src/api/types.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { insideTestNetns } from '../helpers/netns.js';
 import { nodeBaseImage } from '../helpers/node-base-image.js';

@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../helpers/net.js';
 
 /**
- * Issue 15, finding 1: port-forward against a nodelet CLI whose open-file limit is lowered with
+ * Port-forward against a nodelet CLI whose open-file limit is lowered with
  * prlimit. Every forwarded connection is one socket in nodelet (the pod's port-forward helper
  * connects it and hands it over); one session holding many connections used to exhaust the
  * descriptors and kill the process. Now a failed connection is reported on its own error stream,

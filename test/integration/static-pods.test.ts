@@ -193,7 +193,7 @@ t.test('huge manifests are refused once with an event, never retried against Doc
   const kib = 'v'.repeat(1024);
   const annotations = (n: number) => `  annotations:\n${Array.from({ length: n }, (_, i) => `    a${i}: ${kib}\n`).join('')}`;
   const withAnnotations = (name: string, n: number) => manifest(name).replace(`  labels: { app: ${name} }\n`, `  labels: { app: ${name} }\n${annotations(n)}`);
-  // The issue's 9 MiB manifest (9,000 annotations of 1 KB), and one under the file cap whose 300 KiB of annotations is not.
+  // A 9 MiB manifest (9,000 annotations of 1 KB), and one under the file cap whose 300 KiB of annotations is not.
   await node.writeManifest('huge.yaml', withAnnotations('huge', 9000));
   await node.writeManifest('annotated.yaml', withAnnotations('annotated', 300));
   await node.writeManifest('good.yaml', manifest('good'));

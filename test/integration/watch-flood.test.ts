@@ -8,7 +8,7 @@ import { makePki } from '../helpers/pki.js';
 import { TOKENS } from '../unit/auth/fixtures/security.js';
 
 /**
- * Issue 22, finding 5: an identity with only `get nodes/pods` opened ~20,000 never-reading watches
+ * An identity with only `get nodes/pods` once opened ~20,000 never-reading watches
  * and took every descriptor. Now the node holds at most --max-watches, one user at most
  * --max-watches-per-user; a refused watch is a 429 whose connection is closed, and an admin's
  * requests are served meanwhile.

@@ -1,5 +1,5 @@
 /**
- * Byte-exact bulk (reliability-security.md §5 L1, L2; issue 13 "Byte-exact bulk"): stdin → stdout
+ * Byte-exact bulk: stdin → stdout
  * through exec over WebSocket v5 and SPDY at client chunk sizes 1 KiB–128 KiB (sha256 in = out);
  * a large stdout to a slow reader with nodelet's RSS bounded and /healthz responsive meanwhile;
  * bulk both ways through kubectl port-forward (SPDY and SPDY-in-WebSocket), sha256 checked.
@@ -19,7 +19,7 @@ const CHUNKS = [1 * KiB, 4 * KiB, 64 * KiB, 128 * KiB];
 /** Slow reader: 1 MB/s for this long, then the rest at full speed. */
 const SLOW_MS = sized({ ci: 10_000, full: 120_000 });
 const SLOW_BPS = 1_000_000;
-/** Bounds: the slow reader may grow nodelet by at most this (§5 L2); /healthz p99 meanwhile. */
+/** Bounds: the slow reader may grow nodelet by at most this; /healthz p99 meanwhile. */
 const RSS_GROWTH_MAX = 64 * MiB;
 const HEALTHZ_P99_MAX_MS = 500;
 

@@ -1,5 +1,5 @@
 /**
- * A seeded chaos run (reliability-security.md §5; issue 13 "Chaos"): while clients keep exec'ing
+ * A seeded chaos run: while clients keep exec'ing
  * (WebSocket and SPDY: stdin loopbacks with sha256, exit codes, echoes) and following a container
  * log of numbered lines, faults are injected one after the other, chosen by the seed: Docker
  * stopped and started, nodelet SIGKILLed and restarted, clients killed mid-session, the manifest

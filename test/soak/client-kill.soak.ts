@@ -1,6 +1,6 @@
 /**
- * Clients SIGKILLed mid-session (reliability-security.md §5 F1, §3.2; issue 13 "clients SIGKILLed
- * mid-exec, mid-attach, mid-port-forward and mid-log-follow over both protocols"): real kubectl
+ * Clients SIGKILLed mid-session — mid-exec, mid-attach, mid-port-forward and mid-log-follow, over
+ * both protocols: real kubectl
  * processes (1.33: WebSocket, port-forward tunnelled in it; 1.27: SPDY) killed while streaming.
  * nodelet (a child, --exec-disconnect-grace-period 1s) must end the session, close the Docker
  * side, kill an abandoned exec after the grace period, leave an attached container running, and

@@ -1,8 +1,7 @@
 /**
  * Docker stopped and started again and again with pods running and sessions open
- * (reliability-security.md §5 F5, F6, L9; §3.3; issue 13 "Docker stopped and started five times in
- * a row"): the private engine gets SIGTERM as `systemctl stop docker` sends it (it stops every
- * container, no live-restore), then starts again. Each open session — exec over WebSocket and
+ * (up to five times in a row): the private engine gets SIGTERM as `systemctl stop docker` sends
+ * it (it stops every container, no live-restore), then starts again. Each open session — exec over WebSocket and
  * SPDY, kubectl attach, logs -f and port-forward — ends within a bound, an exec never with a fake
  * exit 0; while Docker is down /healthz fails and a new exec fails fast; once it is back /healthz
  * recovers and every pod re-converges to one sandbox and its containers; nodelet's descriptors and

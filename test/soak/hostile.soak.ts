@@ -1,9 +1,9 @@
 /**
- * A seeded hostile-client phase (issue 22): while honest clients keep using the node (a /healthz
+ * A seeded hostile-client phase: while honest clients keep using the node (a /healthz
  * probe, exec sessions over WebSocket and SPDY), hostile clients act one after the other, in an
  * order the seed deals (every action several times):
- * - pipelining: requests pipelined on one connection with an Upgrade among them (the issue's
- *   packet, and routes the seed picks: /healthz, /pods, /api/v1/pods, a pod, its log, events,
+ * - pipelining: requests pipelined on one connection with an Upgrade among them (a bare
+ *   `/healthz` Upgrade, the packet that once ended the process, and routes the seed picks: /healthz, /pods, /api/v1/pods, a pod, its log, events,
  *   nodes), in one write or split across writes at seeded byte offsets; the last an Upgrade of
  *   the same route or an exec WebSocket upgrade (v5.channel.k8s.io) into a running pod. The
  *   answers must come one per request, in order (each body the route's), and the exec upgrade
@@ -247,7 +247,7 @@ t.test(`${DURATION_MS / 1000} s of seeded hostile clients, seed ${seed}`, { time
 
   const pipeline = async () => {
     counts.pipelines++;
-    // The issue's packet itself, or seeded routes with an upgrade of one of them, or an exec upgrade, last.
+    // The bare /healthz Upgrade that once ended the process, or seeded routes with an upgrade of one of them, or an exec upgrade, last.
     const issue = random() < 0.25;
     const chosen = issue ? [routes[0]!] : range(int(1, 4)).map(() => pick(routes));
     const exec = !issue && random() < 0.5;

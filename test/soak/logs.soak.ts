@@ -1,6 +1,5 @@
 /**
- * Log follow fan-out (reliability-security.md §5 L7; issue 13 "200 log followers on one chatty
- * container"): many `containerLogs?follow=true` readers on one container writing numbered lines,
+ * Log follow fan-out (up to 200 followers of one chatty container): many `containerLogs?follow=true` readers on one container writing numbered lines,
  * which is then killed: every stream ends, and every stream holds exactly the container's log —
  * no line lost, duplicated or out of order. nodelet runs as a child: its RSS and descriptors.
  */

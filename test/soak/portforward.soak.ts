@@ -1,5 +1,5 @@
 /**
- * One port-forward session, several ports, one stalled backend (reliability-security.md §5 L6):
+ * One port-forward session, several ports, one stalled backend:
  * short HTTP requests on two healthy ports, first alone, then while connections to a third port
  * hang on a backend that accepts and never reads or answers. The healthy ports see no error and no
  * slowdown; the stalled connections stay open until the client lets go; nodelet's descriptors come

@@ -1,6 +1,6 @@
 /**
- * nodelet itself under faults (reliability-security.md §5 F16; issue 13 "nodelet SIGKILLed in the
- * middle of creating a pod", "the manifest directory replaced atomically while pods start"):
+ * nodelet itself under faults (SIGKILLed in the middle of creating a pod; the manifest directory
+ * replaced atomically while pods start):
  * - SIGKILL at a Docker event of a pod being created (its sandbox created, started, a container
  *   created…), then a restart: the pod converges with one sandbox and one of each container, and
  *   nothing orphaned or duplicated stays on Docker;

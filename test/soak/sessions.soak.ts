@@ -1,5 +1,5 @@
 /**
- * Many sessions (reliability-security.md §5 L4, L5; issue 13 "Many"): exec sessions up to the cap
+ * Many sessions: exec sessions up to the cap
  * held open at once, then more than the cap (429 + Retry-After before any upgrade), baseline
  * restored; then many short execs in a row with descriptors, heap and Docker exec objects back to
  * baseline. nodelet runs in-process here, so its sessions are counted directly and the heap is

@@ -1,7 +1,6 @@
 /**
- * Pod statuses under load and through an apiserver outage (reliability-security.md §5 L8, F13,
- * §3.6; issue 13 "pods changing state at once without the status manager falling behind
- * (freshness figure) or growing"), against a real control plane (scripts/control-plane.sh):
+ * Pod statuses under load and through an apiserver outage — pods changing state at once without
+ * the status manager falling behind (the freshness figure) or growing — against a real control plane (scripts/control-plane.sh):
  * - a storm: every pod of a batch finishes at the same instant (they wait on one file of a shared
  *   hostPath); the apiserver shows each Succeeded within a bound (the freshness figure), with at
  *   most a few status patches per pod, never going back, and nodelet's heap flat;

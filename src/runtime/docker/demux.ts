@@ -2,7 +2,8 @@
  * Docker's stdcopy framing for non-TTY attach/exec streams: each frame is an 8-byte header
  * `[stream, 0, 0, 0, size (uint32 BE)]` and `size` payload bytes; stream 0 stdin, 1 stdout,
  * 2 stderr, 3 system error. Payloads are emitted as `subarray`s of the input — zero copy, unlike
- * dockerode's `demuxStream` (perf-baselines.md §2) — and only a header split across chunks is
+ * dockerode's `demuxStream` (docker-modem's `lib/modem.js`), which concatenates every chunk into a
+ * new buffer — and only a header split across chunks is
  * gathered (8 bytes, no allocation).
  */
 export type StdStream = 1 | 2 | 3;

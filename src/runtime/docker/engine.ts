@@ -8,7 +8,7 @@ import { parseContainerUlimits, type Ulimit, type UlimitName } from '../../confi
  * rest of src/runtime/docker speaks the Docker API only, and asks `quirks` where engines differ.
  *
  * Measured with Debian 12's docker.io 20.10 and podman 4.3.1 (`podman system service`, runc,
- * cgroupfs), by the integration and kubectl e2e suites (README, "Runtimes").
+ * cgroupfs), by the integration and kubectl e2e suites (docs/running.md, "Runtimes").
  */
 export type EngineName = 'docker' | 'podman';
 

@@ -29,7 +29,7 @@ export function expectedStreams(version: RemoteCommandVersion, o: StreamOptions)
  * Serves one exec/attach over an accepted SPDY connection (the kubelet's `httpstream` remote
  * command handler). Every expected stream gets its SYN_REPLY before the command starts — kubectl
  * blocks reading stdout until all its streams are answered, so output racing ahead of a reply
- * would deadlock it (kubectl-contract.md §8). When the command ends: outputs are FINed, the
+ * would deadlock it. When the command ends: outputs are FINed, the
  * status goes on the error stream (v4 always, v1–v3 on failure only), then the client gets
  * `closeWaitMs` to hang up before nodelet does. Resolves (never rejects) once the session is over.
  */

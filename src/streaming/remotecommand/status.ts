@@ -15,7 +15,8 @@ const internalPrefix = (kind: SessionKind): string =>
 /**
  * The `metav1.Status` the kubelet writes on the error channel, with keys in Go's struct order
  * (kind/apiVersion omitted, `metadata`, `status`, `message`, `reason`, `details`, `code`) so
- * `JSON.stringify` yields the kubelet's bytes (1.29 `v4WriteStatusFunc`; kubectl-contract §6).
+ * `JSON.stringify` yields the kubelet's bytes (1.29 `v4WriteStatusFunc`,
+ * pkg/kubelet/cri/streaming/remotecommand/httpstream.go).
  *
  * - exec exit 0, attach that ended (exited or detached): `Success`. The kubelet's attach never
  *   reports exit codes (`ServeAttach` writes Success whenever the runtime returns no error).

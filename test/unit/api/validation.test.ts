@@ -186,7 +186,7 @@ t.test('filterInvalidPods: several errors aggregate, garbage identity is placeho
 t.test('labels and annotations: the apiserver limits (256 KiB of annotations, 63-character label names and values)', async (t) => {
   const meta = (m: Record<string, unknown>): Pod => ({ ...good(), metadata: { name: 'web', namespace: 'default', uid: 'u', ...m } });
   const kib = 'v'.repeat(1024);
-  // 9,000 annotations of 1 KB: the manifest of issue 15 (9 MiB).
+  // 9,000 annotations of 1 KB: a 9 MiB manifest.
   const huge = Object.fromEntries(Array.from({ length: 9000 }, (_, i) => [`a${i}`, kib]));
   t.same(validatePod(meta({ annotations: huge })), ['metadata.annotations: Too long: must have at most 262144 bytes']);
   const atLimit = { a: 'b'.repeat(256 * 1024 - 1) };

@@ -6,7 +6,7 @@ import { TokenFileAuthenticator } from '../../../src/auth/token-file.js';
 import { WebhookTokenAuthenticator } from '../../../src/auth/webhook-authn.js';
 import { parseKubeconfig } from '../../../src/config/kubeconfig.js';
 import { makePki } from '../../helpers/pki.js';
-import { kubeconfigYaml, startFakeApiserver, type FakeApiserver } from './fixtures/fake-apiserver.js';
+import { kubeconfigYaml, startFakeApiserver } from './fixtures/fake-apiserver.js';
 
 const req = (authorization?: string) => ({ headers: authorization === undefined ? {} : { authorization }, socket: {} }) as unknown as IncomingMessage;
 

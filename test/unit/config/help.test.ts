@@ -39,7 +39,7 @@ t.test('defaults are shown the way pflag shows them', async (t) => {
 });
 
 t.test('layout: usage header, sorted and aligned columns', async (t) => {
-  t.match(text, /^nodelet .*\n\nUsage:\n  nodelet \[flags\]\n\nFlags:\n/);
+  t.match(text, /^nodelet .*\n\nUsage:\n {2}nodelet \[flags\]\n\nFlags:\n/);
   const flagLines = lines.filter((l) => /^ {2}(-\w, | {4})--/.test(l));
   t.equal(flagLines.length, FLAGS.length);
   const names = flagLines.map((l) => /--([\w-]+)/.exec(l)?.[1] ?? '');

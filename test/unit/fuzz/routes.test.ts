@@ -18,6 +18,7 @@ function badLookups(calls: readonly string[]): string[] {
     const [what, arg = ''] = c.split(' ');
     if (!/^(getPodByName|resolveContainer|resolveLogContainer|exec|attach|logs|resolveSandbox|portForward)$/.test(what ?? '')) return false;
     const parts = what === 'resolveSandbox' || what === 'portForward' ? [arg] : arg.split('/');
+    // eslint-disable-next-line no-control-regex -- a control character in a path segment is what this looks for
     return parts.length > 2 || parts.some((p) => p === '' || p === '.' || p === '..' || /[\\\0-\x1f]/.test(p));
   });
 }

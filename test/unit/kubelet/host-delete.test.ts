@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { Pod } from '../../../src/api/types.js';
-import { StatusError } from '../../../src/api/errors.js';
+import type { StatusError } from '../../../src/api/errors.js';
 import { EventRecorder } from '../../../src/events/recorder.js';
 import { KubeletHost } from '../../../src/kubelet/host.js';
 import type { Kubelet } from '../../../src/kubelet/kubelet.js';

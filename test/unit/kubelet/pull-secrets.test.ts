@@ -2,7 +2,7 @@ import t from 'tap';
 import type { Secret } from 'kubernetes-types/core/v1.js';
 import type { Pod } from '../../../src/api/types.js';
 import { pullCredentials } from '../../../src/kubelet/pull-secrets.js';
-import type { ImageInfo, ImagePullPolicy, PullCredentials, RegistryAuth } from '../../../src/runtime/types.js';
+import type { ImageInfo, RegistryAuth } from '../../../src/runtime/types.js';
 import type { PodObjectSource } from '../../../src/volumes/source.js';
 import { waitFor } from '../../helpers/wait.js';
 import { startKubelet } from './fixtures/kubelet.js';

@@ -5,6 +5,7 @@ import t, { type Test } from 'tap';
 import { pino } from 'pino';
 import type { Pod } from '../../../src/api/types.js';
 import { StaticPodDirSource } from '../../../src/pod/file-source.js';
+import type * as FileSource from '../../../src/pod/file-source.js';
 
 const podYAML = (name: string, image = 'nginx:1.25') => `apiVersion: v1
 kind: Pod
@@ -231,7 +232,7 @@ t.test('a symlink to a secret file: its parse error names a position, never its 
 t.test('a manifest over 1.5 MiB (etcd\'s object limit) is refused unparsed; one under it is parsed once, not on every rescan', async (t) => {
   const real = await import('../../../src/pod/manifest.js');
   const parsedFiles: string[] = [];
-  const { StaticPodDirSource: Counting, MAX_MANIFEST_BYTES } = await t.mockImport<typeof import('../../../src/pod/file-source.js')>('../../../src/pod/file-source.js', {
+  const { StaticPodDirSource: Counting, MAX_MANIFEST_BYTES } = await t.mockImport<typeof FileSource>('../../../src/pod/file-source.js', {
     '../../../src/pod/manifest.js': { ...real, parseManifest: (text: string, file: string) => (parsedFiles.push(file), real.parseManifest(text, file)) },
   });
   t.equal(MAX_MANIFEST_BYTES, 1536 * 1024);

@@ -21,7 +21,7 @@ function recordingDocker() {
   return { docker, requests };
 }
 
-// The issue's 2.7 MB of env entries.
+// 2.7 MB of env entries.
 const Env = Array.from({ length: 36_000 }, (_, i) => `VAR_${i}=${'x'.repeat(64)}`);
 
 t.test('createContainer sends the config as the body only: the URL carries just the name', async (t) => {

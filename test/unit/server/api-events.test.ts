@@ -15,7 +15,7 @@ const reasons = (l: EventList) => l.items.map((e) => `${e.involvedObject.namespa
 
 t.test("kubectl describe's events request", async (t) => {
   const host = fixture();
-  // Exactly as kubectl describe encodes it (kubectl-contract §2).
+  // Exactly as kubectl describe encodes it.
   const url =
     '/api/v1/namespaces/ns1/events?fieldSelector=involvedObject.name%3Dmypod%2CinvolvedObject.namespace%3Dns1%2CinvolvedObject.uid%3Duid-ns1-mypod&limit=500';
   const res = await build(host).inject({ url, headers: { accept: 'application/vnd.kubernetes.protobuf,application/json' } });

@@ -3,7 +3,7 @@ import type { Namespace, Pod, PodList, Status } from '../../../src/api/types.js'
 import type { Table } from '../../../src/server/table.js';
 import { build, FakeHost, makePod } from './fixtures/fake-host.js';
 
-// kubectl get pods (kubectl-contract §2), byte for byte.
+// kubectl get pods, byte for byte.
 const tableAccept = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
 const protobufAccept = 'application/vnd.kubernetes.protobuf,application/json';
 

@@ -2,7 +2,7 @@ import t from 'tap';
 import type { APIResourceList } from '../../../src/api/types.js';
 import { build } from './fixtures/fake-host.js';
 
-// What kubectl 1.33 sends for /api and /apis (kubectl-contract §1).
+// What kubectl 1.33 sends for /api and /apis.
 const aggregatedAccept =
   'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
 

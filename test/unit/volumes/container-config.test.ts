@@ -39,7 +39,7 @@ t.test('refusals', async (t) => {
 t.test('an environment or command line execve could never take is refused before Docker (ARG_MAX, MAX_ARG_STRLEN)', async (t) => {
   const { MAX_ARG_STRLEN, MAX_EXEC_BYTES, checkExecLimits } = await import('../../../src/kubelet/container-config.js');
   const refused = { name: 'ContainerConfigError', reason: 'CreateContainerConfigError' };
-  // The issue's manifest: 2.7 MB of env entries.
+  // A manifest with 2.7 MB of env entries.
   const env = Array.from({ length: 36_000 }, (_, i) => ({ name: `VAR_${i}`, value: 'x'.repeat(64) }));
   const big = pod({}, { env });
   // The container's expansion share (expansion.ts) runs out first, before the strings are built.

@@ -216,7 +216,7 @@ const is =
 /** A SPDY session inside a WebSocket, the client writing every few bytes as its own message (as kubectl does). */
 async function tunnel(t: Test, forward: ForwardFn) {
   // No subprotocol here: `ws` clients refuse to offer one with a '/'; the plugin tests negotiate it.
-  const { server, socket, client } = await wsPair(t);
+  const { server, client } = await wsPair(t);
   const conn = new SpdyConnection(tunnelStream(server, log), {});
   const session = serveSpdyPortForward(conn, { forward, creationTimeoutMs: 5000, log });
   const clientStream = createWebSocketStream(client);

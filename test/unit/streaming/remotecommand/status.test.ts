@@ -3,7 +3,7 @@ import { remoteCommandStatus, statusPayload } from '../../../../src/streaming/re
 
 const SH = ['sh', '-c', 'exit 3'];
 
-// Bytes as in kubectl-contract.md §6 (observed with kubectl 1.27–1.33).
+// Bytes as the kubelet writes them (observed with kubectl 1.27–1.33).
 const SUCCESS = '{"metadata":{},"status":"Success"}';
 const exitPayload = (argv: string, n: number) =>
   `{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command [${argv}], exit code ${n}","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"${n}"}]}}`;
@@ -18,7 +18,7 @@ t.test('v4/v5 JSON Status bytes', async (t) => {
   t.equal(
     statusPayload('v4', 'exec', SH, { kind: 'exited', exitCode: 3 }),
     '{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}',
-    'verbatim from kubectl-contract.md §6',
+    'verbatim as the kubelet writes it',
   );
 });
 

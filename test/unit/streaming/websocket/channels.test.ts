@@ -23,7 +23,7 @@ const b64: Framing = { base64: true, supportsClose: false, channels: REMOTE_COMM
 
 t.test('binary framing round trip', async (t) => {
   const frame = encodeFrame(1, Buffer.from('hi\n'), false);
-  t.same(frame, Buffer.from([0x01, 0x68, 0x69, 0x0a]), 'kubectl-contract §5 bytes');
+  t.same(frame, Buffer.from([0x01, 0x68, 0x69, 0x0a]), 'the channel byte, then the payload');
   t.same(encodeFrame(1, Buffer.alloc(0), false), Buffer.from([0x01]), 'the "connected" frame');
   const payload = Buffer.from([0, 255, 1, 2, 3]);
   for (let ch = 0; ch < REMOTE_COMMAND_CHANNELS; ch++) {

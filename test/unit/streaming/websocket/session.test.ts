@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { mock } from 'node:test';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
 import { protocolInfo, selectWebSocketProtocol } from '../../../../src/streaming/remotecommand/negotiate.js';
@@ -153,11 +152,6 @@ async function echo(io: StreamIO): Promise<CommandResult> {
   return { kind: 'exited', exitCode: 7 };
 }
 
-/** Resolves once `w` drains (or immediately if it need not). */
-async function writeWithBackpressure(w: Writable, chunk: Buffer): Promise<void> {
-  if (!w.write(chunk)) await once(w, 'drain');
-}
-
 t.test('v5: first frame, stdin → stdout, CLOSE ends stdin, status then close 1000', async (t) => {
   const h = await harness({ options: { stdin: true, stdout: true, stderr: true }, run: echo });
   t.teardown(() => h.close());
@@ -301,6 +295,7 @@ t.test('no subprotocol offered: v1 binary', async (t) => {
   await h.opened;
   t.equal(h.client.protocol, '');
   t.same((await h.next()).data, Buffer.from([1]));
+  // eslint-disable-next-line no-control-regex -- the frame's first byte is the error channel, 3
   t.match((await h.next()).data.toString(), /^\x03command terminated with non-zero exit code: .*exit code 3$/);
 });
 
