@@ -12,6 +12,7 @@ import { startClusterNode } from '../helpers/cluster-node.js';
 import { startControlPlane } from '../helpers/control-plane.js';
 import { startTestNode } from '../helpers/nodelet.js';
 import { parseMeminfo } from '../../src/stats/node.js';
+import { parsePidReadings } from '../../src/stats/eviction-readings.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -21,7 +22,8 @@ import { waitFor } from '../helpers/wait.js';
  * resource, the `Evicted` event) while the other keeps running, its emptyDir goes with it and the
  * condition clears after the transition period. A static pod is critical and is never evicted.
  * An emptyDir over its `sizeLimit` is evicted without any node pressure. A memory threshold just
- * under what the machine has free evicts the BestEffort pod that grows, not the Guaranteed one.
+ * under what the machine has free evicts the BestEffort pod that grows, not the Guaranteed one;
+ * a PID threshold likewise the pod that spawns processes.
  */
 t.setTimeout(360_000);
 
@@ -186,5 +188,23 @@ t.test('cluster mode', async (t) => {
       return c?.status === 'False' && c.reason === 'KubeletHasSufficientMemory' ? c : undefined;
     }, 90_000);
     t.ok(seen, 'MemoryPressure False again once the pod\'s memory is freed');
+  });
+
+  t.test('PID pressure evicts the pod with the most processes', async (t) => {
+    const [pidMax, threadsMax, loadavg] = await Promise.all(['/proc/sys/kernel/pid_max', '/proc/sys/kernel/threads-max', '/proc/loadavg'].map((f) => readFile(f, 'utf8')));
+    const { available } = parsePidReadings(pidMax ?? '', threadsMax ?? '', loadavg ?? '');
+    // Met only once the spawner holds its 3000 processes: 1500 tasks of head room for the rest of the machine.
+    const node = await startClusterNode(t, cp, { evictionHard: { 'pid.available': String(available - 1500n) }, evictionPressureTransitionPeriodMs: 5_000 }, fastEviction);
+    await create(node.nodeName, 'quiet', 'while true; do sleep 1; done');
+    await running('quiet');
+    await create(node.nodeName, 'spawner', 'sleep 2; i=0; while [ $i -lt 3000 ]; do sleep 3600 & i=$((i+1)); done; wait');
+    const evicted = await waitForPod('spawner', (p) => p.status?.phase === 'Failed', 120_000);
+    t.equal(evicted.status?.reason, 'Evicted');
+    t.match(evicted.status?.message, /^The node was low on resource: pids\. Threshold quantity: \d+, available: \d+\. $/, 'the kubelet\'s message');
+    t.equal((await getPod('quiet'))?.status?.phase, 'Running', 'the quiet pod keeps running');
+    await waitFor('PIDPressure False again once the processes are gone', async () => {
+      const c = await condition(node.nodeName, 'PIDPressure');
+      return c?.status === 'False' && c.reason === 'KubeletHasSufficientPID' ? c : undefined;
+    }, 90_000);
   });
 });
