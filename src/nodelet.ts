@@ -305,6 +305,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       pod: (pod, type, reason, message, annotations) => recorder.record(pod, type, reason, message, annotations),
       node: (type, reason, message) => recorder.record(node, type, reason, message),
     },
+    counted: (signal) => metrics.evictions.inc({ eviction_signal: signal }),
     log: log.child({ component: 'eviction' }),
   });
   eviction.start();

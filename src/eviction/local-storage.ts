@@ -30,7 +30,20 @@ export function hasLocalStorageLimit(pod: Pod): boolean {
  * the kernel enforces it (and nodelet does not measure them).
  */
 export function localStorageViolation(pod: Pod, usage: PodUsage, dedicatedImageFs: boolean): string | undefined {
-  return emptyDirViolation(pod, usage) ?? podLimitViolation(pod, usage) ?? containerLimitViolation(pod, usage, dedicatedImageFs);
+  return localStorageBreach(pod, usage, dedicatedImageFs)?.message;
+}
+
+/** The limits' pseudo-signals, the `eviction_signal` label of `kubelet_evictions` (eviction_manager.go). */
+export type LocalStorageSignal = 'emptydirfs.limit' | 'ephemeralpodfs.limit' | 'ephemeralcontainerfs.limit';
+
+/** `localStorageViolation` with the pseudo-signal of the limit broken. */
+export function localStorageBreach(pod: Pod, usage: PodUsage, dedicatedImageFs: boolean): { readonly signal: LocalStorageSignal; readonly message: string } | undefined {
+  const emptyDir = emptyDirViolation(pod, usage);
+  if (emptyDir !== undefined) return { signal: 'emptydirfs.limit', message: emptyDir };
+  const podLimit = podLimitViolation(pod, usage);
+  if (podLimit !== undefined) return { signal: 'ephemeralpodfs.limit', message: podLimit };
+  const container = containerLimitViolation(pod, usage, dedicatedImageFs);
+  return container === undefined ? undefined : { signal: 'ephemeralcontainerfs.limit', message: container };
 }
 
 function emptyDirViolation(pod: Pod, usage: PodUsage): string | undefined {

@@ -8,7 +8,7 @@ import { isMirrorPod, isStaticPod } from '../api/annotations.js';
 import { getPodQOS } from '../api/qos.js';
 import type { Pod } from '../api/types.js';
 import type { Logger } from '../logging/index.js';
-import { hasLocalStorageLimit, localStorageViolation } from './local-storage.js';
+import { hasLocalStorageLimit, localStorageBreach } from './local-storage.js';
 import { evictionMessage, rankPods, usageNeeds, type UsageByPod } from './ranking.js';
 import {
   formatThreshold,
@@ -61,6 +61,8 @@ export interface EvictionManagerOptions {
     readonly pod: (pod: Pod, type: 'Warning' | 'Normal', reason: string, message: string, annotations?: Readonly<Record<string, string>>) => void;
     readonly node: (type: 'Warning' | 'Normal', reason: string, message: string) => void;
   };
+  /** Counts an eviction by its signal (`kubelet_evictions{eviction_signal}`; the local-storage limits' pseudo-signals). */
+  readonly counted?: (signal: string) => void;
   readonly log: Logger;
   readonly now?: () => number;
 }
@@ -297,7 +299,10 @@ export class EvictionManager {
         if (typeof own === 'number') grace = Math.min(grace, own);
       }
       const { message, annotations } = evictionMessage(resource, pod, stats.get(pod.metadata?.uid ?? ''), thresholds, observations);
-      if (await this.evictPod(pod, grace, { reason: 'Evicted', message, annotations, disruption: 'TerminationByKubelet' })) return [pod];
+      if (await this.evictPod(pod, grace, { reason: 'Evicted', message, annotations, disruption: 'TerminationByKubelet' })) {
+        this.opts.counted?.(threshold.signal);
+        return [pod];
+      }
     }
     log.info('Eviction manager: unable to evict any pods from the node');
     return [];
@@ -349,9 +354,12 @@ export class EvictionManager {
     for (const pod of limited) {
       const usage = stats.get(pod.metadata?.uid ?? '');
       if (usage === undefined) continue;
-      const message = localStorageViolation(pod, usage, dedicatedImageFs);
-      if (message === undefined) continue;
-      if (await this.evictPod(pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, { reason: 'Evicted', message, annotations: {} })) evicted.push(pod);
+      const breach = localStorageBreach(pod, usage, dedicatedImageFs);
+      if (breach === undefined) continue;
+      if (await this.evictPod(pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, { reason: 'Evicted', message: breach.message, annotations: {} })) {
+        this.opts.counted?.(breach.signal);
+        evicted.push(pod);
+      }
     }
     return evicted;
   }

@@ -107,6 +107,12 @@ export class Metrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly evictions = new Counter({
+    name: 'kubelet_evictions',
+    help: 'Cumulative number of pod evictions by eviction signal',
+    labelNames: ['eviction_signal'] as const,
+    registers: [this.registry],
+  });
   readonly dockerErrors = new Counter({
     name: 'nodelet_docker_api_errors_total',
     help: 'Docker Engine API calls that failed, by runtime operation',

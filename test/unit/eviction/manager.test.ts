@@ -27,6 +27,8 @@ class Harness {
   readonly evictions: { pod: string; eviction: Eviction; grace: number }[] = [];
   readonly podEvents: { pod: string; reason: string; message: string; annotations?: Readonly<Record<string, string>> }[] = [];
   readonly nodeEvents: string[] = [];
+  /** `kubelet_evictions` by signal, as counted. */
+  readonly counted: string[] = [];
   readonly logs: { level: number; msg: string }[] = [];
   evictResult: (pod: Pod) => Promise<boolean> = async () => true;
   failRead = false;
@@ -73,6 +75,7 @@ class Harness {
         },
         node: (type, reason, message) => this.nodeEvents.push(`${type} ${reason} ${message}`),
       },
+      counted: (signal) => this.counted.push(signal),
       log: pino({ level: 'debug' }, sink),
       now: () => this.now,
       ...opts,
@@ -166,6 +169,7 @@ t.test('disk pressure: reclaim first, then one pod per pass, the condition for t
   h.nodefs = 10n * Gi + 512n * Mi;
   t.same(await h.pass(), ['small']);
   t.equal(h.evictions.length, 2);
+  t.same(h.counted, ['nodefs.available', 'nodefs.available'], 'kubelet_evictions by signal, once per eviction');
 
   // Resolved: the condition stays for the transition period, and admission refuses pods.
   h.pods = [critical];
@@ -283,6 +287,7 @@ t.test('local-storage limits are enforced before thresholds, pod by pod', async 
   );
   t.same(h.podEvents.map((e) => e.annotations), [undefined, undefined], 'no annotations on local-storage events');
   t.same(h.nodeEvents, [], 'the threshold was not acted on in this pass');
+  t.same(h.counted, ['emptydirfs.limit', 'ephemeralpodfs.limit'], 'kubelet_evictions by the limits\' pseudo-signals');
 });
 
 t.test('nothing configured: no reading at all', async (t) => {
