@@ -104,9 +104,11 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
       actions.createSandbox = current ? current.attempt + 1 : 0;
     }
   }
-  // Old sandboxes stop, the current one too when it is replaced; the container GC removes them.
+  // Old sandboxes still ready stop. A replacement stops every sandbox of the pod, dead ones too,
+  // as the kubelet's KillPod does (StopPodSandbox on each): a dead sandbox's pod network is torn
+  // down then, though the container GC removes it only once no kept container names it.
   for (const [i, sb] of sandboxes.entries()) {
-    if ((i > 0 || actions.createSandbox !== undefined) && sb.ready) {
+    if (actions.createSandbox !== undefined || (i > 0 && sb.ready)) {
       actions.kill.push({ id: sb.id, name: 'POD', message: 'Pod sandbox changed, it will be killed and re-created.' });
     }
   }

@@ -81,7 +81,7 @@ t.test('a dead sandbox is replaced and its containers restarted in the new one',
   const c = spec('a');
   const a = computePodActions(pod([c]), rpod([sandbox(0, false)], [inst(c, 0, 'running')]), new Backoff(), NOW);
   t.equal(a.createSandbox, 1);
-  t.same(a.kill.map((k) => k.id), ['a-0']);
+  t.same(a.kill.map((k) => k.id), ['sb0', 'a-0'], 'the dead sandbox is stopped too (its pod network torn down)');
   t.same(a.remove, [], 'the dead sandbox stays for the container GC');
   t.same(a.start.map((s) => [s.attempt, s.reason]), [[1, 'sandbox']]);
 });
