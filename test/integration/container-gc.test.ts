@@ -39,7 +39,7 @@ async function gcNode(overrides: Partial<Config>): Promise<TestNode> {
 async function instances(node: TestNode): Promise<string[]> {
   return (await containersOfNode(docker, node.nodeName))
     .filter((c) => c.Labels['io.kubernetes.container.name'] === 'app')
-    .map((c) => ({ attempt: Number(c.Labels['io.kubernetes.container.restartCount']), state: c.State }))
+    .map((c) => ({ attempt: Number(c.Labels['annotation.io.kubernetes.container.restartCount']), state: c.State }))
     .sort((a, b) => b.attempt - a.attempt)
     .map((c) => `${c.attempt}:${c.state}`);
 }
