@@ -81,7 +81,7 @@ function splitOldest<T extends GCInfo>(items: readonly T[], toRemove: number): {
  * Each remaining unit keeps its newest `maxPerPodContainer`; then, over `maxContainers` in all,
  * each unit keeps an equal share (at least 1), and if still over, the oldest across units go.
  *
- * `evictSandboxes`: a sandbox is active while ready or while a container that is kept names it;
+ * `evictSandboxes`: a sandbox is active while ready (or running) or while a container that is kept names it;
  * a pod whose content (or runtime) should be removed loses every inactive sandbox, any other pod
  * every inactive sandbox but its newest.
  *
@@ -148,7 +148,7 @@ export function planContainerGC(input: ContainerGCInput): ContainerGCPlan {
     // A container that does not say its sandbox (made before the label) keeps all of its pod's.
     const holdsAll = kept.some((c) => c.sandboxId === undefined);
     const held = new Set(kept.map((c) => c.sandboxId));
-    const active = (s: RuntimeSandbox) => s.ready || holdsAll || held.has(s.id);
+    const active = (s: RuntimeSandbox) => s.ready || s.running === true || holdsAll || held.has(s.id);
     const toRemove = removePod(pod.uid) ? pod.sandboxes.length : pod.sandboxes.length - 1;
     for (const s of splitOldest(pod.sandboxes, toRemove).remove) if (!active(s)) sandboxes.push(s.id);
   }

@@ -119,6 +119,8 @@ t.test('dead sandboxes: each pod keeps its newest; a ready one, or one a kept co
   t.same(plan([dead]).sandboxes, ['u2/sb0'], 'the newest dead sandbox of a pod that still exists stays');
   const unlabelled = rpod('u3', [sb('u3', 2, true), sb('u3', 1), sb('u3', 0)], [ctr('u3', 'a', 0, 'exited', { sandboxId: undefined })]);
   t.same(plan([unlabelled]).sandboxes, [], 'a container that does not name its sandbox holds them all');
+  const running = rpod('u4', [sb('u4', 1, true), sb('u4', 0, false, { running: true })], []);
+  t.same(plan([running]).sandboxes, [], 'a running sandbox that is not ready (no pod network) is active');
 });
 
 t.test('evictNonDeletedPods (DeleteAllUnusedContainers): terminated pods lose all their dead containers and sandboxes too', async (t) => {
