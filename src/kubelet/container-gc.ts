@@ -169,16 +169,13 @@ export interface PodStateSources {
 /**
  * The kubelet's answers (pkg/kubelet/pod_workers.go `ShouldPodContentBeRemoved`,
  * `ShouldPodRuntimeBeRemoved`), from what nodelet keeps instead of pod workers' sync statuses: a pod
- * is evicted when its status is `Failed` with reason `Evicted`; it is terminated when nothing of
- * it runs (no running container, no ready sandbox) and it is being deleted or its phase is
- * terminal. A pod no source knows is removed only once every source is ready (the pod workers'
+ * is evicted when its status is `Failed` with reason `Evicted`; it is terminated when none of its
+ * containers runs and it is being deleted or its phase is terminal (nodelet leaves a finished
+ * pod's sandbox running; the GC never removes a running sandbox anyway). A pod no source knows is removed only once every source is ready (the pod workers'
  * `podsSynced`): before that, a restarted nodelet has not yet been told about the pods it will adopt.
  */
 export function podStateProvider(src: PodStateSources): PodStateProvider {
-  const nothingRuns = (uid: string) => {
-    const rp = src.runtimePod(uid);
-    return !rp || (!rp.containers.some((c) => c.state === 'running') && !rp.sandboxes.some((s) => s.ready));
-  };
+  const nothingRuns = (uid: string) => !src.runtimePod(uid)?.containers.some((c) => c.state === 'running');
   return {
     shouldPodContentBeRemoved(uid) {
       const pod = src.known(uid);

@@ -162,11 +162,11 @@ t.test('podStateProvider: evicted, deleted with nothing running, terminal, unkno
   });
   const answers = () => [...pods.keys(), 'unknown'].filter((uid) => provider.shouldPodContentBeRemoved(uid));
   const runtime = () => [...pods.keys(), 'unknown'].filter((uid) => provider.shouldPodRuntimeBeRemoved(uid));
-  t.same(answers(), ['evicted', 'deleted']);
-  t.same(runtime(), ['failed', 'succeeded', 'deleted']);
+  t.same(answers(), ['evicted', 'deleted', 'deleted-sandbox']);
+  t.same(runtime(), ['failed', 'failed-ready', 'succeeded', 'deleted', 'deleted-sandbox'], 'a sandbox left running does not count');
   sourcesReady = true;
-  t.same(answers(), ['evicted', 'deleted', 'unknown'], 'a pod no source knows, once every source is ready');
-  t.same(runtime(), ['failed', 'succeeded', 'deleted', 'unknown']);
+  t.same(answers(), ['evicted', 'deleted', 'deleted-sandbox', 'unknown'], 'a pod no source knows, once every source is ready');
+  t.same(runtime(), ['failed', 'failed-ready', 'succeeded', 'deleted', 'deleted-sandbox', 'unknown']);
 });
 
 /** A runtime that records removals, fails the ones asked to, and can fail its listing. */
