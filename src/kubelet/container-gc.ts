@@ -81,7 +81,7 @@ function splitOldest<T extends GCInfo>(items: readonly T[], toRemove: number): {
  * Each remaining unit keeps its newest `maxPerPodContainer`; then, over `maxContainers` in all,
  * each unit keeps an equal share (at least 1), and if still over, the oldest across units go.
  *
- * `evictSandboxes`: a sandbox is active while ready or while a container that is kept names it;
+ * `evictSandboxes`: a sandbox is active while ready (or running) or while a container that is kept names it;
  * a pod whose content (or runtime) should be removed loses every inactive sandbox, any other pod
  * every inactive sandbox but its newest.
  *
@@ -148,7 +148,7 @@ export function planContainerGC(input: ContainerGCInput): ContainerGCPlan {
     // A container that does not say its sandbox (made before the label) keeps all of its pod's.
     const holdsAll = kept.some((c) => c.sandboxId === undefined);
     const held = new Set(kept.map((c) => c.sandboxId));
-    const active = (s: RuntimeSandbox) => s.ready || holdsAll || held.has(s.id);
+    const active = (s: RuntimeSandbox) => s.ready || s.running === true || holdsAll || held.has(s.id);
     const toRemove = removePod(pod.uid) ? pod.sandboxes.length : pod.sandboxes.length - 1;
     for (const s of splitOldest(pod.sandboxes, toRemove).remove) if (!active(s)) sandboxes.push(s.id);
   }
@@ -169,16 +169,13 @@ export interface PodStateSources {
 /**
  * The kubelet's answers (pkg/kubelet/pod_workers.go `ShouldPodContentBeRemoved`,
  * `ShouldPodRuntimeBeRemoved`), from what nodelet keeps instead of pod workers' sync statuses: a pod
- * is evicted when its status is `Failed` with reason `Evicted`; it is terminated when nothing of
- * it runs (no running container, no ready sandbox) and it is being deleted or its phase is
- * terminal. A pod no source knows is removed only once every source is ready (the pod workers'
+ * is evicted when its status is `Failed` with reason `Evicted`; it is terminated when none of its
+ * containers runs and it is being deleted or its phase is terminal (nodelet leaves a finished
+ * pod's sandbox running; the GC never removes a running sandbox anyway). A pod no source knows is removed only once every source is ready (the pod workers'
  * `podsSynced`): before that, a restarted nodelet has not yet been told about the pods it will adopt.
  */
 export function podStateProvider(src: PodStateSources): PodStateProvider {
-  const nothingRuns = (uid: string) => {
-    const rp = src.runtimePod(uid);
-    return !rp || (!rp.containers.some((c) => c.state === 'running') && !rp.sandboxes.some((s) => s.ready));
-  };
+  const nothingRuns = (uid: string) => !src.runtimePod(uid)?.containers.some((c) => c.state === 'running');
   return {
     shouldPodContentBeRemoved(uid) {
       const pod = src.known(uid);

@@ -104,9 +104,12 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
       actions.createSandbox = current ? current.attempt + 1 : 0;
     }
   }
-  // Old sandboxes stop, the current one too when it is replaced; the container GC removes them.
+  // Old sandboxes stop, the current one too when it is replaced (the kubelet's KillPod:
+  // StopPodSandbox on each), when they run or still report IPs, i.e. their pod network is not torn
+  // down yet (cri-dockerd tears it down once): the container GC removes a dead sandbox only once no
+  // kept container names it, and its IP must not wait for that.
   for (const [i, sb] of sandboxes.entries()) {
-    if ((i > 0 || actions.createSandbox !== undefined) && sb.ready) {
+    if ((i > 0 || actions.createSandbox !== undefined) && (sb.ready || sb.running === true || sb.ips.length > 0)) {
       actions.kill.push({ id: sb.id, name: 'POD', message: 'Pod sandbox changed, it will be killed and re-created.' });
     }
   }

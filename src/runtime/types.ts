@@ -50,6 +50,11 @@ export interface RuntimeSandbox {
   readonly id: string;
   readonly attempt: number;
   readonly ready: boolean;
+  /**
+   * The sandbox's container runs (it may still not be ready: no pod network); absent where the
+   * runtime does not say, read as `ready`.
+   */
+  readonly running?: boolean;
   readonly createdAt: Date;
   /**
    * The pod's `status.startTime` as recorded on the sandbox when it was created (nodelet's label

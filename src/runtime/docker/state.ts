@@ -74,6 +74,7 @@ export function sandboxFromInspect(info: Docker.ContainerInspectInfo, name: Pars
     id: info.Id,
     attempt: name.attempt,
     ready: info.State.Running,
+    running: info.State.Running,
     createdAt: new Date(info.Created),
     ...podStartTimeOf(info.Config?.Labels),
     ips,
@@ -110,5 +111,5 @@ export function containerFromListEntry(entry: Docker.ContainerInfo, name: Parsed
 }
 
 export function sandboxFromListEntry(entry: Docker.ContainerInfo, name: ParsedName): RuntimeSandbox {
-  return { id: entry.Id, attempt: name.attempt, ready: entry.State === 'running', createdAt: new Date(entry.Created * 1000), ...podStartTimeOf(entry.Labels), ips: [] };
+  return { id: entry.Id, attempt: name.attempt, ready: entry.State === 'running', running: entry.State === 'running', createdAt: new Date(entry.Created * 1000), ...podStartTimeOf(entry.Labels), ips: [] };
 }

@@ -81,16 +81,21 @@ t.test('a dead sandbox is replaced and its containers restarted in the new one',
   const c = spec('a');
   const a = computePodActions(pod([c]), rpod([sandbox(0, false)], [inst(c, 0, 'running')]), new Backoff(), NOW);
   t.equal(a.createSandbox, 1);
-  t.same(a.kill.map((k) => k.id), ['a-0']);
+  t.same(a.kill.map((k) => k.id), ['a-0'], 'a dead sandbox without IPs has no pod network left to tear down');
   t.same(a.remove, [], 'the dead sandbox stays for the container GC');
+  const attached = computePodActions(pod([c]), rpod([{ ...sandbox(0, false), ips: ['10.244.0.9'] }], [inst(c, 0, 'running')]), new Backoff(), NOW);
+  t.same(attached.kill.map((k) => k.id), ['sb0', 'a-0'], 'a dead sandbox still holding its IP is stopped (its pod network torn down)');
+  t.same(attached.remove, []);
+  const unattached = computePodActions(pod([c]), rpod([{ ...sandbox(0, false), running: true }], [inst(c, 0, 'running')]), new Backoff(), NOW);
+  t.same(unattached.kill.map((k) => k.id), ['sb0', 'a-0'], 'a running sandbox without its pod network (not ready) is stopped');
   t.same(a.start.map((s) => [s.attempt, s.reason]), [[1, 'sandbox']]);
 });
 
-t.test('old sandboxes still ready are stopped, not removed; the current one stays', async (t) => {
+t.test('old sandboxes still ready (or still holding IPs) are stopped, not removed; the current one stays', async (t) => {
   const c = spec('a');
-  const a = computePodActions(pod([c]), rpod([sandbox(2), sandbox(1), sandbox(0, false)], [inst(c, 0, 'running')]), new Backoff(), NOW);
+  const a = computePodActions(pod([c]), rpod([sandbox(3), sandbox(2), { ...sandbox(1, false), ips: ['10.244.0.9'] }, sandbox(0, false)], [inst(c, 0, 'running')]), new Backoff(), NOW);
   t.equal(a.createSandbox, undefined);
-  t.same(a.kill.map((k) => [k.id, k.name]), [['sb1', 'POD']]);
+  t.same(a.kill.map((k) => [k.id, k.name]), [['sb2', 'POD'], ['sb1', 'POD']], 'the ready one, and the dead one whose network is still set up');
   t.same(a.remove, []);
 });
 

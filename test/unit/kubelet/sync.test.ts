@@ -88,6 +88,42 @@ t.test('a deletion stops the containers with the deletion grace period and publi
   await waitFor('status forgotten', () => (statusManager.getPodStatus('u1') === undefined ? true : undefined), 5000, 5);
 });
 
+t.test('a pod in a terminal phase starts nothing again once the container GC has removed its dead container', async (t) => {
+  const { runtime, statusManager, kubelet, add } = startKubelet({ containerGC: { policy: { minAgeMs: 0, maxPerPodContainer: 0, maxContainers: -1 }, periodMs: 50 } });
+  t.teardown(() => kubelet.stop());
+  const p = pod('Never');
+  add(p);
+  await waitFor('started', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 3);
+  await waitFor('Failed', () => (statusManager.getPodStatus('u1')?.phase === 'Failed' ? true : undefined), 5000, 5);
+  await waitFor('the dead container removed (0 kept per container)', () => (runtime.calls.includes('remove app') ? true : undefined), 5000, 5);
+  // Syncs of the pod after the removal (an update, and the GC's relists), counted, not timed.
+  kubelet.handlePodChanges({ added: [], updated: [p], removed: [] });
+  const relists = kubelet.pleg.health().relists;
+  await waitFor('five more relists', () => (kubelet.pleg.health().relists >= relists + 5 ? true : undefined), 5000, 5);
+  t.same(runtime.calls, ['runSandbox 0', 'start app 0', 'remove app'], 'no new sandbox, no start');
+  const status = statusManager.getPodStatus('u1');
+  t.equal(status?.phase, 'Failed');
+  t.equal(status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 3, 'the terminated state stays as reported');
+});
+
+t.test('deleteAllUnusedContainers: a terminated pod loses its dead container, a running one keeps its previous instance', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  add(pod('OnFailure'));
+  add({ ...pod('Always'), metadata: { uid: 'u2', name: 'q', namespace: 'default' } });
+  await waitFor('both started', () => (runtime.calls.filter((c) => c === 'start app 0').length === 2 ? true : undefined), 5000, 5);
+  runtime.exit('u1', 'app', 0);
+  runtime.exit('u2', 'app', 1);
+  await waitFor('u1 Succeeded, u2 restarted', () => (statusManager.getPodStatus('u1')?.phase === 'Succeeded' && runtime.calls.includes('start app 1') ? true : undefined), 5000, 5);
+  await waitFor('u1\'s container exited', async () => ((await runtime.listPods()).find((p) => p.uid === 'u1')?.containers.every((c) => c.state !== 'running') ? true : undefined), 5000, 5);
+  await kubelet.deleteAllUnusedContainers();
+  const pods = await runtime.listPods();
+  t.same(pods.find((p) => p.uid === 'u1')?.containers ?? [], [], 'the Succeeded pod\'s dead container removed');
+  t.same(pods.find((p) => p.uid === 'u2')?.containers.map((c) => `${c.attempt}:${c.state}`), ['1:running', '0:exited'], 'the running pod keeps its previous instance');
+  t.equal(statusManager.getPodStatus('u1')?.phase, 'Succeeded');
+});
+
 t.test('a failed sandbox creation waits out a back-off before the next, however many events arrive', async (t) => {
   const { runtime, statusManager, kubelet, add } = setup(100);
   t.teardown(() => kubelet.stop());

@@ -22,7 +22,7 @@ t.test('a container from its list entry when Docker is too busy to inspect it', 
   const created = containerFromListEntry(entry('created', 'Created'), name);
   t.same([created.state, created.startedAt, created.exitCode], ['created', undefined, undefined]);
   t.equal(containerFromListEntry(entry('dead', 'Dead'), name).state, 'exited');
-  t.same(sandboxFromListEntry(entry('running', 'Up'), { ...name, container: 'POD' }), { id: 'abc', attempt: 2, ready: true, createdAt: new Date(1_800_000_000_000), ips: [] });
+  t.same(sandboxFromListEntry(entry('running', 'Up'), { ...name, container: 'POD' }), { id: 'abc', attempt: 2, ready: true, running: true, createdAt: new Date(1_800_000_000_000), ips: [] });
   t.equal(sandboxFromListEntry(entry('created', 'Created'), name).ready, false);
 });
 
