@@ -1,5 +1,6 @@
 import t from 'tap';
-import type { Event, Pod } from 'kubernetes-types/core/v1.js';
+import type { Event } from 'kubernetes-types/core/v1.js';
+import type { Pod } from '../../src/api/types.js';
 import { ApiError, KubeClient } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { startControlPlane } from '../helpers/control-plane.js';
