@@ -182,9 +182,12 @@ export class ResizeManager {
           await this.#o.podCgroups?.resizePod(allocated, fields);
         },
         podMemoryUsage: async () => {
+          // The pod cgroup's usage, as the sum of its running containers'. One stopped since the
+          // listing (killed by this sync for its own resize policy) uses nothing.
           let total = 0;
           for (const c of runtime?.containers ?? []) {
-            if (c.state === 'running') total += (await this.#o.runtime.containerStats(c.id)).memoryUsageBytes;
+            if (c.state !== 'running') continue;
+            total += await this.#o.runtime.containerStats(c.id).then((s) => s.memoryUsageBytes, () => 0);
           }
           return total;
         },
