@@ -243,8 +243,8 @@ export interface ResizeDecisionInput {
   readonly others: readonly Pod[];
   /** The node's `status.allocatable`; undefined before it was first built. */
   readonly allocatable: Readonly<Record<string, string>> | undefined;
-  /** Whether the runtime can update a running container's resources. */
-  readonly runtimeCanUpdate: boolean;
+  /** Why the runtime cannot update a running container's resources; undefined when it can. */
+  readonly runtimeRefusal?: string | undefined;
 }
 
 /**
@@ -264,7 +264,7 @@ export function resizeDecision(input: ResizeDecisionInput): ResizeDecision {
   if (isStaticPod(desired)) return { kind: 'pending', reason: 'Infeasible', message: 'In-place resize of static-pods is not supported' };
   const unsupported = unsupportedResize(desired, allocated);
   if (unsupported) return { kind: 'pending', reason: 'Infeasible', message: unsupported };
-  if (!input.runtimeCanUpdate) return { kind: 'pending', reason: 'Infeasible', message: 'the container runtime cannot update the resources of a running container' };
+  if (input.runtimeRefusal) return { kind: 'pending', reason: 'Infeasible', message: input.runtimeRefusal };
   const allocatable = input.allocatable;
   if (!allocatable) return { kind: 'pending', reason: 'Deferred', message: 'the node\'s allocatable resources are not known yet' };
   const requests = podRequests(desired);

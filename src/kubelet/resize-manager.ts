@@ -5,6 +5,7 @@ import type { CgroupResources } from '../cgroups/pod-resources.js';
 import { observedGenerationOf } from '../status/generation.js';
 import { containerHashMatches, hashContainer, legacyHashContainer } from '../runtime/hash.js';
 import type { Runtime, RuntimeContainer, RuntimePod } from '../runtime/types.js';
+import { UpdateUnsupportedError } from '../runtime/update-unsupported.js';
 import { resizableContainers, resizeDecision, type AllocationManager } from './allocation.js';
 import {
   applyPodResize,
@@ -48,6 +49,8 @@ export const RESIZE_RETRY_MS = 10_000;
 export class ResizeManager {
   readonly #o: ResizeManagerOptions;
   readonly #conditions = new Map<string, ResizeConditions>();
+  /** The engine turned out to have no container update (`UpdateUnsupportedError`): why. */
+  #unsupported: string | undefined;
   /** Pods whose last resize attempt failed: when the next may be made. */
   readonly #retryAt = new Map<string, number>();
 
@@ -84,7 +87,7 @@ export class ResizeManager {
       allocated,
       others: others.map((p) => allocation.allocatedPod(p)),
       allocatable,
-      runtimeCanUpdate: this.#o.runtime.updateContainerResources !== undefined,
+      runtimeRefusal: this.#runtimeRefusal(),
     });
     const generation = observedGenerationOf(pod);
     const current = this.#conditions.get(uid);
@@ -124,9 +127,15 @@ export class ResizeManager {
     };
   }
 
+  /** Why in-place resizes cannot be applied on this node's runtime, or undefined. */
+  #runtimeRefusal(): string | undefined {
+    if (!this.#o.runtime.updateContainerResources) return 'the container runtime cannot update the resources of a running container';
+    return this.#unsupported;
+  }
+
   /** Whether the pod may be resized in place at all (`IsInPlacePodVerticalScalingAllowed`: not a static pod). */
   resizeAllowed(pod: Pod): boolean {
-    return !isStaticPod(pod) && this.#o.runtime.updateContainerResources !== undefined;
+    return !isStaticPod(pod);
   }
 
   /**
@@ -164,7 +173,7 @@ export class ResizeManager {
   async apply(allocated: Pod, runtime: RuntimePod | undefined): Promise<'applied' | 'error' | 'none'> {
     const uid = allocated.metadata?.uid ?? '';
     const update = this.#o.runtime.updateContainerResources?.bind(this.#o.runtime);
-    if (!update || !this.resizeAllowed(allocated)) return 'none';
+    if (!update || this.#unsupported !== undefined || !this.resizeAllowed(allocated)) return 'none';
     const hold = this.#retryAt.get(uid);
     if (hold !== undefined && Date.now() < hold) return 'none';
     const plan = planPodResize(allocated, runtime);
@@ -194,6 +203,7 @@ export class ResizeManager {
       });
     } catch (err) {
       const message = (err as Error).message;
+      if (err instanceof UpdateUnsupportedError) this.#unsupported = message;
       const was = this.#conditions.get(uid);
       this.#set(uid, { ...was, inProgress: resizeCondition('PodResizeInProgress', was?.inProgress, 'Error', message, generation, this.#now()) });
       this.#retryAt.set(uid, Date.now() + RESIZE_RETRY_MS);

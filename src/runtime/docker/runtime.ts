@@ -26,6 +26,7 @@ import { dockerSecurity } from './security.js';
 import { PrivilegedMode } from './privileged.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
+import { UpdateUnsupportedError } from '../update-unsupported.js';
 import { logConfig, type ContainerLogRotation } from './log-config.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
@@ -648,6 +649,14 @@ export class DockerRuntime implements Runtime {
     const update = { ...resources, ...(resources.Memory ? { MemorySwap: resources.Memory * 2 } : {}) };
     try {
       await this.#docker.getContainer(containerId).update(update);
+    } catch (err) {
+      // 404 for a container that exists: the engine has no such endpoint (Podman before its
+      // compat update), not a missing container.
+      if (statusCodeOf(err) === 404 && (await this.#docker.getContainer(containerId).inspect().then(() => true, () => false))) {
+        const engine = this.#probe.current;
+        throw new UpdateUnsupportedError(`the container engine${engine ? ` (${engine.name} ${engine.version})` : ''} has no container update (POST /containers/{id}/update answered 404): in-place resize is not supported on it`, { cause: err });
+      }
+      throw err;
     } finally {
       this.#stale.add(containerId);
     }

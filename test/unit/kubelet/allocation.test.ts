@@ -44,7 +44,7 @@ t.test('a damaged checkpoint is logged and ignored, never a crash', async (t) =>
 t.test('resize decisions: unchanged, admitted, Deferred beside other pods, Infeasible beyond the node', async (t) => {
   const allocated = pod('u1', [ctr('a', { cpu: '500m', memory: '1Gi' }, { cpu: '500m', memory: '1Gi' })]);
   const other = pod('u2', [ctr('b', { cpu: '1', memory: '2Gi' })]);
-  const decide = (desired: Pod, others: Pod[] = [other]) => resizeDecision({ desired, allocated, others, allocatable, runtimeCanUpdate: true });
+  const decide = (desired: Pod, others: Pod[] = [other]) => resizeDecision({ desired, allocated, others, allocatable });
   t.same(decide(allocated), { kind: 'unchanged' });
   t.same(decide(pod('u1', [ctr('a', { cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })])), { kind: 'admit' }, '1 + 1 cpu fits in 2');
   t.same(decide(pod('u1', [ctr('a', { cpu: '1500m', memory: '1Gi' }, { cpu: '1500m', memory: '1Gi' })])), {
@@ -65,7 +65,7 @@ t.test('resize decisions: unchanged, admitted, Deferred beside other pods, Infea
   }, 'memory is named first, as the kubelet does');
   const staticPod = (p: Pod): Pod => ({ ...p, metadata: { ...p.metadata, annotations: { 'kubernetes.io/config.source': 'file' } } });
   t.same(decide(staticPod(pod('u1', [ctr('a', { cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })]))), { kind: 'pending', reason: 'Infeasible', message: 'In-place resize of static-pods is not supported' });
-  t.match(resizeDecision({ desired: pod('u1', [ctr('a', { cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })]), allocated, others: [], allocatable, runtimeCanUpdate: false }), { kind: 'pending', reason: 'Infeasible' }, 'a runtime without the update');
+  t.match(resizeDecision({ desired: pod('u1', [ctr('a', { cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })]), allocated, others: [], allocatable, runtimeRefusal: 'no update here' }), { kind: 'pending', reason: 'Infeasible', message: 'no update here' }, 'a runtime without the update');
 });
 
 t.test('what nodelet refuses to resize in place, with the reason', async (t) => {

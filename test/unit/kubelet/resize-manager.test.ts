@@ -3,6 +3,7 @@ import type { Container, Pod, PodStatus } from '../../../src/api/types.js';
 import { AllocationManager } from '../../../src/kubelet/allocation.js';
 import { ResizeManager } from '../../../src/kubelet/resize-manager.js';
 import { hashContainer, legacyHashContainer } from '../../../src/runtime/hash.js';
+import { UpdateUnsupportedError } from '../../../src/runtime/update-unsupported.js';
 import type { RuntimeContainer, RuntimeContainerResources, RuntimePod } from '../../../src/runtime/types.js';
 
 const MiB = 1024 * 1024;
@@ -12,14 +13,14 @@ const running = (c: Container, resources: RuntimeContainerResources): RuntimeCon
 const rpod = (c: RuntimeContainer): RuntimePod => ({ uid: 'u1', name: 'p', namespace: 'ns', sandboxes: [], containers: [c] });
 const allocatable = { cpu: '2', memory: '1Gi', pods: '10' };
 
-function setup(fail?: string) {
+function setup(fail?: string | Error) {
   const events: string[] = [];
   const updates: string[] = [];
   const m = new ResizeManager({
     allocation: new AllocationManager(),
     runtime: {
       updateContainerResources: async (id: string, c: Container) => {
-        if (fail) throw new Error(fail);
+        if (fail) throw typeof fail === 'string' ? new Error(fail) : fail;
         updates.push(`${id} ${JSON.stringify(c.resources)}`);
       },
       containerStats: async () => ({ timestamp: new Date(), cpuUsageCoreNanoSeconds: 0, memoryUsageBytes: 10 * MiB, memoryWorkingSetBytes: 0 }),
@@ -83,4 +84,21 @@ t.test('a container with the legacy hash is recognised, before and after a resiz
   t.ok(m.sameSpec('u1')(small, instance));
   t.ok(m.sameSpec('u1')(ctr('200m', '96Mi'), instance), 'the resources it was recognised with were recorded');
   t.notOk(m.sameSpec('u1')({ ...ctr('200m', '96Mi'), image: 'other' }, instance));
+});
+
+t.test('an engine without the update: the resize stays in progress with the error, later ones are Infeasible', async (t) => {
+  const { m, events } = setup(new UpdateUnsupportedError('no update on this engine'));
+  const small = ctr('100m', '64Mi');
+  m.allocate(pod(small, 1), [], allocatable);
+  const big = pod(ctr('200m', '64Mi'), 2);
+  const allocated = m.allocate(big, [], allocatable);
+  const rp = rpod(running(small, { cpuRequestMilli: 100, cpuLimitMilli: 100, memoryLimitBytes: 64 * MiB }));
+  t.equal(await m.apply(allocated, rp), 'error');
+  m.observe(big, allocated, rp);
+  t.same(conditions(m, big), [['PodResizeInProgress', 'Error', 2]], 'never reported as completed');
+  const bigger = pod(ctr('300m', '64Mi'), 3);
+  m.allocate(bigger, [], allocatable);
+  t.match(m.status(bigger, rp, {}).conditions, [{ type: 'PodResizePending', reason: 'Infeasible', message: 'no update on this engine' }]);
+  t.equal(await m.apply(allocated, rp), 'none', 'not tried again');
+  t.same(events, ['Normal ResizeStarted', 'Warning ResizeError', 'Warning ResizeInfeasible']);
 });
