@@ -2,7 +2,7 @@ import type { Pod } from '../api/types.js';
 import type { PodQOSClass } from '../api/qos.js';
 import type { Logger } from '../logging/index.js';
 import { Cgroupfs } from './cgroupfs.js';
-import { MIN_SHARES, milliCPUToShares, podCgroupPath, podCgroupResources, podCPURequestMilli } from './pod-resources.js';
+import { MIN_SHARES, milliCPUToShares, podCgroupPath, podCgroupResources, podCPURequestMilli, type CgroupResources } from './pod-resources.js';
 
 export interface PodCgroupsOptions {
   /** `cgroupRoot` (`/`): the cgroup `kubepods` is made in, as names (`[]` for the root). */
@@ -90,6 +90,23 @@ export class PodCgroups {
   async processes(uid: string): Promise<bigint | undefined> {
     const known = this.#pods.get(uid);
     return known ? this.#fs.processes(this.#path(podCgroupPath(known.qos, uid))) : undefined;
+  }
+
+  /**
+   * Writes only `fields` of the pod's cgroup values (computed from `pod`, its resized spec) to its
+   * existing cgroup (the kubelet's `SetPodCgroupConfig` in `doPodResizeAction`): an in-place resize
+   * changes cpu and memory one at a time, in the order that keeps a container's limit within its
+   * pod's. The burstable class's shares follow the pod's new cpu request.
+   */
+  async resizePod(pod: Pod, fields: readonly (keyof CgroupResources)[]): Promise<void> {
+    await this.start();
+    const uid = pod.metadata?.uid ?? '';
+    const { qos, ...resources } = podCgroupResources(pod, { podPidsLimit: this.#o.podPidsLimit });
+    const picked: Record<string, unknown> = {};
+    for (const f of fields) if (resources[f] !== undefined) picked[f] = resources[f];
+    await this.#fs.apply(this.#path(podCgroupPath(qos, uid)), picked as CgroupResources);
+    this.#pods.set(uid, { qos, cpuMilli: podCPURequestMilli(pod) });
+    if (qos === 'Burstable' && fields.includes('cpuShares')) await this.#updateBurstable();
   }
 
   /** The engine's `CgroupParent` for the pod (its cgroup made by `ensurePod`). */

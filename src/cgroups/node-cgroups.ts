@@ -2,6 +2,7 @@ import type { Pod } from '../api/types.js';
 import type { Logger } from '../logging/index.js';
 import { Cgroupfs } from './cgroupfs.js';
 import { cgroupRootPath, PodCgroups, type PodCgroupsOptions } from './manager.js';
+import type { CgroupResources } from './pod-resources.js';
 
 export interface NodeCgroupsOptions extends Omit<PodCgroupsOptions, 'root'> {
   /** `cgroupRoot`, as configured (`/`). */
@@ -50,6 +51,15 @@ export class NodeCgroups {
       return undefined;
     }
     return pods.ensurePod(pod);
+  }
+
+  /**
+   * Writes `fields` of a resized pod's cgroup values (see `PodCgroups.resizePod`); nothing when
+   * pods have no cgroups of their own.
+   */
+  async resizePod(pod: Pod, fields: readonly (keyof CgroupResources)[]): Promise<void> {
+    const pods = await this.#decide();
+    if (typeof pods !== 'string') await pods.resizePod(pod, fields);
   }
 
   /** Removes a torn-down pod's cgroup (nothing when pods have none). */

@@ -2,7 +2,7 @@ import type { Pod, PodStatus } from 'kubernetes-types/core/v1.js';
 import { isStaticPod } from '../api/annotations.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
-import { KUBELET_POD_CONDITIONS } from '../status/conditions.js';
+import { KUBELET_POD_CONDITIONS, RESIZE_POD_CONDITIONS } from '../status/conditions.js';
 import { DeliveryDeferred, type StatusManager, type StatusUpdate, type Subscription } from '../status/manager.js';
 import { jsonEqual, normalizeStatus, withoutEmpty } from '../status/normalize.js';
 import { isTerminalPhase } from '../status/transitions.js';
@@ -252,6 +252,16 @@ export function statusPatch(uid: string, current: PodStatus | undefined, next: P
       const old = current?.conditions?.find((o) => o.type === c.type);
       return { ...c, ...(old?.reason && !c.reason ? { reason: null } : {}), ...(old?.message && !c.message ? { message: null } : {}) };
     });
+  // A resize condition gone from ours is deleted (the kubelet's two-way patch does the same).
+  for (const c of current?.conditions ?? []) {
+    if (RESIZE_POD_CONDITIONS.has(c.type) && !next.conditions?.some((n) => n.type === c.type)) (status.conditions as unknown[]).push({ type: c.type, $patch: 'delete' });
+  }
+  // `allocatedResources` is reported only with InPlacePodVerticalScalingAllocatedStatus (off and
+  // deprecated since 1.33); the apiserver drops it, so it is not sent (nodelet's own API shows it).
+  for (const key of ['containerStatuses', 'initContainerStatuses'] as const) {
+    const list = next[key];
+    if (list) status[key] = list.map(({ allocatedResources: _a, ...rest }) => rest);
+  }
   for (const key of OWNED_FIELDS) if (current && key in current && !(key in next)) status[key] = null;
   return { metadata: { uid }, status };
 }
@@ -276,8 +286,18 @@ export function podStatusNeedsReconcile(held: PodStatus | undefined, ours: PodSt
     const hc = h.conditions?.find((x) => x.type === c.type);
     if (!hc || hc.status !== c.status || (hc.reason ?? '') !== (c.reason ?? '') || (hc.message ?? '') !== (c.message ?? '')) return true;
   }
+  if (h.conditions?.some((c) => RESIZE_POD_CONDITIONS.has(c.type) && !o.conditions?.some((x) => x.type === c.type))) return true;
   for (const key of new Set<string>([...Object.keys(o), ...OWNED_FIELDS])) {
-    if (key !== 'conditions' && !jsonEqual(withoutEmpty(h[key]), withoutEmpty(o[key]))) return true;
+    const ours = key === 'containerStatuses' || key === 'initContainerStatuses' ? withoutAllocated(o[key]) : o[key];
+    if (key !== 'conditions' && !jsonEqual(withoutEmpty(h[key]), withoutEmpty(ours))) return true;
   }
   return false;
+}
+
+/** Container statuses without `allocatedResources`, which `statusPatch` does not send. */
+function withoutAllocated(list: unknown): unknown {
+  return Array.isArray(list) ? list.map((s: Record<string, unknown>) => {
+    const { allocatedResources: _a, ...rest } = s;
+    return rest;
+  }) : list;
 }

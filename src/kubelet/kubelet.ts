@@ -33,6 +33,8 @@ import type { NodeCgroups } from '../cgroups/node-cgroups.js';
 import { containerOOMScoreAdjust, POD_INFRA_OOM_ADJ, settableOOMScore } from '../cgroups/oom-score.js';
 import { CONTAINER_GC_PERIOD_MS, ContainerGC, DEFAULT_CONTAINER_GC_POLICY, podStateProvider, type ContainerGCPolicy } from './container-gc.js';
 import { isTerminalPhase } from '../status/transitions.js';
+import { AllocationManager } from './allocation.js';
+import { RESIZE_RETRY_MS, ResizeManager } from './resize-manager.js';
 
 export interface KubeletOptions {
   nodeName: string;
@@ -72,7 +74,7 @@ export interface KubeletOptions {
    */
   allocatable?: () => Readonly<Record<string, string>> | undefined;
   /** Pod cgroups (`cgroupsPerQOS`, src/cgroups/); absent: pods run in the engine's default cgroups. */
-  podCgroups?: Pick<NodeCgroups, 'ensurePod' | 'removePod'>;
+  podCgroups?: Pick<NodeCgroups, 'ensurePod' | 'removePod'> & Partial<Pick<NodeCgroups, 'resizePod'>>;
   /**
    * OOM scores by QoS (pkg/kubelet/qos/policy.go): the node's memory capacity, and whether scores
    * below 0 can be set here (`CAP_SYS_RESOURCE`); absent: the engine's default score.
@@ -138,9 +140,19 @@ export class Kubelet {
   readonly #firstSeen = new Map<string, number>();
   /** Dead containers and sandboxes go through it, never through a pod's sync (src/kubelet/container-gc.ts). */
   readonly #containerGC: ContainerGC;
+  /** Allocated resources and in-place resizes (src/kubelet/resize-manager.ts). */
+  readonly #resize: ResizeManager;
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
+    const cgroups = opts.podCgroups;
+    this.#resize = new ResizeManager({
+      allocation: new AllocationManager({ ...(opts.rootDir ? { rootDir: opts.rootDir } : {}), log: opts.log }),
+      runtime: opts.runtime,
+      podCgroups: cgroups?.resizePod ? { resizePod: (pod, fields) => cgroups.resizePod?.(pod, fields) ?? Promise.resolve() } : undefined,
+      record: (pod, type, reason, message) => opts.recorder.record(pod, type, reason, message),
+      log: opts.log,
+    });
     this.#backoff = opts.backoff ?? new Backoff();
     this.#sandboxBackoff = opts.sandboxBackoff ?? new Backoff({ initialMs: 1000, maxMs: 10_000 });
     this.#workers = new PodWorkers({
@@ -269,6 +281,9 @@ export class Kubelet {
     this.#sourcesReady = true;
     void this.pleg.relist().then(() => {
       for (const rp of this.pleg.getPods()) this.#schedule(rp.uid);
+      // Allocations of pods that are gone from every source and the runtime (`RemoveOrphanedPods`).
+      const live = new Set([...this.#o.podManager.getPods().map((p) => p.metadata?.uid ?? ''), ...this.pleg.getPods().map((p) => p.uid)]);
+      this.#resize.allocation.removeOrphans(live);
     });
   }
 
@@ -310,6 +325,9 @@ export class Kubelet {
         this.#o.statusManager.deletePodStatus(uid);
         this.prober.removePod(uid);
         this.#forgetBackoffs(uid);
+        this.#resize.removePod(uid);
+        // Resources were freed: deferred resizes are tried again (`RetryPendingResizes`).
+        for (const other of this.#resize.deferred()) this.#schedule(other);
       }
       return;
     }
@@ -321,6 +339,8 @@ export class Kubelet {
     if (pod.metadata?.deletionTimestamp) return this.#terminate(pod, runtimePod);
     if (!runtimePod && this.#refuse(pod)) return;
     this.#admitted.add(uid);
+    // The pod as the node runs it: its allocated resources, a pending resize decided (resize-manager.ts).
+    const allocated = this.#resize.allocate(pod, this.#activeAdmitted(uid), this.#o.allocatable?.());
     const deadlineLeft = this.#activeDeadlineLeft(pod);
     if (deadlineLeft === 0) return this.#terminate(pod, runtimePod, deadlineExceeded);
     if (deadlineLeft !== undefined) this.#scheduleAfter(uid, deadlineLeft);
@@ -328,7 +348,11 @@ export class Kubelet {
     const now = Date.now();
     if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
     this.prober.syncPod(pod, runtimePod);
-    const actions = computePodActions(pod, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id));
+    const actions = computePodActions(allocated, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id), {
+      sameSpec: this.#resize.sameSpec(uid),
+      resize: this.#resize.resizeAllowed(pod),
+    });
+    this.#resize.observe(pod, allocated, runtimePod);
     this.#holdFailedStarts(pod, actions, now);
     this.#holdFailedSandbox(pod, actions, now);
     this.#publishStatus(pod, runtimePod, actions.waiting);
@@ -342,9 +366,12 @@ export class Kubelet {
     for (const [name, w] of actions.waiting) {
       if (w.reason === 'CrashLoopBackOff') this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'BackOff', 'Back-off restarting failed container');
     }
-    if (!actions.kill.length && !actions.start.length && !actions.remove.length && actions.createSandbox === undefined) return;
+    if (!actions.kill.length && !actions.start.length && !actions.remove.length && actions.createSandbox === undefined) {
+      if ((await this.#resizeInPlace(allocated, runtimePod)) === 'applied') await this.pleg.relist();
+      return;
+    }
 
-    await this.#apply(pod, runtimePod, actions);
+    await this.#apply(allocated, runtimePod, actions);
     // The changes come back as PLEG events, which sync this pod again and publish its status.
     await this.pleg.relist();
   }
@@ -369,7 +396,8 @@ export class Kubelet {
   #refuse(pod: Pod): boolean {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
-    const refusal = this.#shutdown ? nodeShutdownRefusal : (this.#o.admit?.(pod) ?? admissionRefusal(pod, this.#activeAdmitted(uid), this.#o.allocatable?.()));
+    const others = this.#activeAdmitted(uid).map((p) => this.#resize.allocation.allocatedPod(p));
+    const refusal = this.#shutdown ? nodeShutdownRefusal : (this.#o.admit?.(pod) ?? admissionRefusal(pod, others, this.#o.allocatable?.()));
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);
@@ -529,7 +557,7 @@ export class Kubelet {
       }
     }
     const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? '') });
-    const status = failure ? failedStatus(generated, failure, pod) : generated;
+    const status = this.#resize.status(pod, runtimePod, failure ? failedStatus(generated, failure, pod) : generated);
     this.#o.statusManager.setPodStatus(recorded, status);
     const uid = pod.metadata?.uid ?? '';
     const firstSeen = this.#firstSeen.get(uid);
@@ -613,9 +641,24 @@ export class Kubelet {
     }
     if (!sandbox) return;
 
+    // In-place resizes of the running containers, after the kills and before the starts (SyncPod's step 7).
+    if (actions.createSandbox === undefined) await this.#resizeInPlace(pod, runtimePod);
     for (const s of actions.start) {
       await this.#startContainer(pod, s.container, sandbox, s.attempt, plog);
     }
+  }
+
+  /**
+   * Applies a pod's admitted resize to its running containers and cgroup (`ResizeManager.apply`).
+   * After a change the pod is synced again to read the new values back; after a failure, once
+   * now (its `Error` condition published) and once the retry hold is over.
+   */
+  async #resizeInPlace(pod: Pod, runtimePod: RuntimePod | undefined): Promise<'applied' | 'error' | 'none'> {
+    const result = await this.#resize.apply(pod, runtimePod);
+    const uid = pod.metadata?.uid ?? '';
+    if (result !== 'none') this.#schedule(uid);
+    if (result === 'error') this.#scheduleAfter(uid, RESIZE_RETRY_MS);
+    return result;
   }
 
   /**

@@ -1,15 +1,16 @@
 import type { Container, Pod } from '../api/types.js';
-import { hashContainer } from '../runtime/hash.js';
+import { containerHashMatches, hashContainer } from '../runtime/hash.js';
 import type { RuntimeContainer, RuntimePod } from '../runtime/types.js';
 import type { Backoff } from './backoff.js';
+import { containerResizeAction } from './resize.js';
 
 export interface ContainerStart {
   /** A regular, init or ephemeral container (`targetContainerName` is set only on the last). */
   container: Container & { targetContainerName?: string };
   /** Attempt and restart count of the new instance. */
   attempt: number;
-  /** Why it starts: first start, restart after exit, spec change, new sandbox, or failed probe. */
-  reason: 'new' | 'restart' | 'changed' | 'sandbox' | 'unhealthy';
+  /** Why it starts: first start, restart after exit, spec change, new sandbox, failed probe, or a resize under `RestartContainer`. */
+  reason: 'new' | 'restart' | 'changed' | 'sandbox' | 'unhealthy' | 'resize';
 }
 
 export interface ContainerKill {
@@ -62,6 +63,22 @@ export const backoffKey = (pod: Pod, container: Container) => `${pod.metadata?.u
 /** Which probe says a running container instance must be restarted (from the prober). */
 export type ProbeVerdict = (containerName: string, containerId: string) => 'liveness' | 'startup' | undefined;
 
+/** How `computePodActions` treats running containers beyond their state. */
+export interface PodActionOptions {
+  /**
+   * Whether a running instance was created from this spec (default: its hash label is the
+   * container's hash, or its legacy whole-spec hash; runtime/hash.ts `containerHashMatches`).
+   */
+  readonly sameSpec?: (container: Container, instance: RuntimeContainer) => boolean;
+  /**
+   * In-place resize is allowed for this pod (`IsInPlacePodVerticalScalingAllowed`): a running
+   * container whose resources differ from the spec's (its allocation) under a `RestartContainer`
+   * resize policy is restarted (`computePodResizeAction`); in-place updates are the caller's
+   * (src/kubelet/resize.ts `planPodResize`).
+   */
+  readonly resize?: boolean;
+}
+
 /**
  * The kubelet's `computePodActions` for Docker (the seed's SyncPod, with the modern rules):
  * a pod needs a ready sandbox; each spec container runs once, and after it exits it is
@@ -72,8 +89,9 @@ export type ProbeVerdict = (containerName: string, containerId: string) => 'live
  *
  * Pure: it records the restart in `backoff` only for starts it decides on, and reads `now`.
  */
-export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, backoff: Backoff, now: number, unhealthy: ProbeVerdict = () => undefined): PodActions {
+export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, backoff: Backoff, now: number, unhealthy: ProbeVerdict = () => undefined, opts: PodActionOptions = {}): PodActions {
   const actions: PodActions = { createSandbox: undefined, kill: [], start: [], remove: [], waiting: new Map(), resyncAfterMs: undefined };
+  const sameSpec = opts.sameSpec ?? ((c: Container, instance: RuntimeContainer) => containerHashMatches(instance.hash, c));
   const policy = pod.spec?.restartPolicy ?? 'Always';
   const specs = pod.spec?.containers ?? [];
   const inits = pod.spec?.initContainers ?? [];
@@ -117,9 +135,10 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   // Init containers run one at a time, in order, to completion (sidecars: until started) before
   // any regular container; a new sandbox runs them again. Once a regular container has started
   // in the current sandbox, initialisation is over.
-  const initState = inits.length === 0 || (regularStarted && actions.createSandbox === undefined)
+  const initialised = inits.length === 0 || (regularStarted && actions.createSandbox === undefined);
+  const initState = initialised
     ? 'done'
-    : initContainerActions(pod, inits, instances, actions, backoff, now, policy, unhealthy);
+    : initContainerActions(pod, inits, instances, actions, backoff, now, policy, unhealthy, opts.resize === true);
   // Init containers that have not run yet wait with `PodInitializing`, as the kubelet reports them.
   if (initState !== 'done') {
     for (const c of inits) if (!instances.get(c.name)?.length && !actions.waiting.has(c.name)) actions.waiting.set(c.name, { reason: 'PodInitializing', message: '' });
@@ -155,7 +174,8 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     switch (newest.state) {
       case 'running': {
         const probe = unhealthy(c.name, newest.id);
-        if (newest.hash && newest.hash !== hashContainer(c)) {
+        const resize = opts.resize ? containerResizeAction(c, newest) : undefined;
+        if (newest.hash && !sameSpec(c, newest)) {
           actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
           replaceCurrent('changed');
         } else if (probe) {
@@ -163,6 +183,10 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
           // is the restart policy's call, as after any exit.
           actions.kill.push(probeKill(c, newest.id, probe));
           if (policy !== 'Never') replaceCurrent('unhealthy');
+        } else if (resize?.kind === 'restart') {
+          // Restarted whatever the pod's restart policy: the container is meant to keep running.
+          actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
+          replaceCurrent('resize');
         }
         break;
       }
@@ -190,6 +214,20 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
         replaceCurrent('restart');
         break;
       }
+    }
+  }
+
+  // Sidecars keep running once initialisation is over; one whose resize needs a restart gets it.
+  if (initialised && opts.resize) {
+    for (const c of inits) {
+      const newest = instances.get(c.name)?.[0];
+      if (!isRestartableInit(c) || !newest) continue;
+      const resize = containerResizeAction(c, newest);
+      if (resize.kind !== 'restart') continue;
+      actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
+      actions.start.push({ container: c, attempt: newest.attempt + 1, reason: 'resize' });
+      const previous = instances.get(c.name)?.[1];
+      if (previous && previous.state !== 'running') actions.remove.push(previous.id);
     }
   }
 
@@ -232,6 +270,7 @@ function initContainerActions(
   now: number,
   policy: string,
   unhealthy: ProbeVerdict,
+  resizeAllowed: boolean,
 ): 'done' | 'pending' | 'failed' {
   const fresh = actions.createSandbox !== undefined;
   for (const c of inits) {
@@ -251,6 +290,14 @@ function initContainerActions(
       if (probe) {
         actions.kill.push(probeKill(c, newest.id, probe));
         start('unhealthy');
+        return 'pending';
+      }
+      // A sidecar resizes as a regular container does (`computePodResizeAction` with
+      // `isRestartableInitContainer`); other init containers are never resized while they run.
+      const resize = sidecar && resizeAllowed ? containerResizeAction(c, newest) : undefined;
+      if (resize?.kind === 'restart') {
+        actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
+        start('resize');
         return 'pending';
       }
       if (sidecar) continue;

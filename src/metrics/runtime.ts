@@ -17,6 +17,7 @@ const operationOf = {
   logs: 'container_logs',
   portForward: 'port_forward',
   containerStats: 'container_stats',
+  updateContainerResources: 'update_container',
 } as const satisfies Partial<Record<keyof Runtime, string>>;
 
 type Timed = keyof typeof operationOf;
@@ -28,7 +29,7 @@ type Timed = keyof typeof operationOf;
 export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
   const timed = <K extends Timed>(name: K): Runtime[K] => {
     const operation_type = operationOf[name];
-    const fn = runtime[name] as (...args: unknown[]) => Promise<unknown>;
+    const fn = runtime[name] as unknown as (...args: unknown[]) => Promise<unknown>;
     return (async (...args: unknown[]) => {
       metrics.runtimeOperations.inc({ operation_type });
       const end = metrics.runtimeOperationDuration.startTimer({ operation_type });
@@ -58,6 +59,8 @@ export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
     logs: timed('logs'),
     portForward: timed('portForward'),
     containerStats: timed('containerStats'),
+    // Optional: a runtime without it refuses in-place resizes, and so does the wrapper.
+    ...(runtime.updateContainerResources ? { updateContainerResources: timed('updateContainerResources') } : {}),
     watch: (onChange) => runtime.watch(onChange),
     networkStatus: () => runtime.networkStatus(),
   };

@@ -43,6 +43,22 @@ export interface RuntimeContainer {
    * `PodSandboxId`): a sandbox that some container still names is kept by the container GC.
    */
   readonly sandboxId?: string;
+  /**
+   * The cpu and memory settings the runtime holds for the instance, read back (the CRI's
+   * `ContainerResources` as the kubelet converts them, pkg/kubelet/kuberuntime/
+   * kuberuntime_container_linux.go `toKubeContainerResources`); absent when not inspected.
+   */
+  readonly resources?: RuntimeContainerResources;
+}
+
+/** A container's applied cpu and memory, in the API's units. */
+export interface RuntimeContainerResources {
+  /** The cpu request the cgroup's shares stand for (`sharesToMilliCPU`), in millicores. */
+  readonly cpuRequestMilli: number;
+  /** The cpu limit its CFS quota stands for (`quotaToMilliCPU`), in millicores; 0: none. */
+  readonly cpuLimitMilli: number;
+  /** The memory limit in bytes; 0: none. */
+  readonly memoryLimitBytes: number;
 }
 
 /** One sandbox (infra container) instance of a pod. */
@@ -263,4 +279,10 @@ export interface Runtime {
   portForward(sandboxId: string, port: number, stream: Duplex, signal: AbortSignal, host?: string): Promise<void>;
   /** One reading of a running container's CPU and memory counters; rejects for a stopped one. */
   containerStats(containerId: string): Promise<ContainerStatsSample>;
+  /**
+   * Applies `container`'s cpu and memory resources to the running container in place (CRI
+   * `UpdateContainerResources`), with the conversions its creation used; rejects with the
+   * engine's error (an engine without the update refuses it). Absent: in-place resize is refused.
+   */
+  updateContainerResources?(containerId: string, container: Container): Promise<void>;
 }

@@ -5,7 +5,14 @@ import type { ContainerStatus, PodCondition, PodSpec } from '../api/types.js';
  * `pkg/kubelet/status/generate.go`. Times are left to the caller: the status manager keeps a
  * condition's `lastTransitionTime` while its status does not change.
  */
-export const KUBELET_POD_CONDITIONS: ReadonlySet<string> = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers']);
+export const KUBELET_POD_CONDITIONS: ReadonlySet<string> = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers', 'PodResizePending', 'PodResizeInProgress']);
+
+/**
+ * The in-place resize conditions (`PodConditionByKubelet` counts them as the kubelet's with
+ * InPlacePodVerticalScaling): present only while a resize is pending or in progress, so the
+ * kubelet deletes them from the apiserver's status once they are gone from its own.
+ */
+export const RESIZE_POD_CONDITIONS: ReadonlySet<string> = new Set(['PodResizePending', 'PodResizeInProgress']);
 
 /** Go's `%s` of a `[]string`, which the kubelet's messages use: `[a b]`. */
 const list = (names: readonly string[]) => `[${names.join(' ')}]`;

@@ -27,6 +27,7 @@ import { dockerSecurity } from './security.js';
 import { PrivilegedMode } from './privileged.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
+import { UpdateUnsupportedError } from '../update-unsupported.js';
 import { logConfig, type ContainerLogRotation } from './log-config.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
@@ -549,7 +550,6 @@ export class DockerRuntime implements Runtime {
     const meta = pod.metadata ?? {};
     const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
     const sandboxMode = `container:${sandbox.id}`;
-    const limits = container.resources?.limits ?? {};
     const security = dockerSecurity(config.security);
     const ulimits = await this.#ulimitsConfig();
     const engine = (await this.#detect()).engine.name;
@@ -582,9 +582,7 @@ export class DockerRuntime implements Runtime {
         ...(config.pidNamespaceOf ? { PidMode: `container:${config.pidNamespaceOf}` } : pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
         RestartPolicy: { Name: 'no' },
         ...(config.mounts.length ? { Mounts: config.mounts.map(dockerMount) } : {}),
-        ...(limits.memory ? { Memory: Number(ceilUnits(quantityOf(limits.memory))) } : {}),
-        ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
-        CpuShares: cpuShares(container),
+        ...containerResourceConfig(container),
         ...cgroupHostConfig(config),
         ...ulimits,
         ...logConfig(engine, this.#opts.containerLogs),
@@ -690,6 +688,31 @@ export class DockerRuntime implements Runtime {
     return containerStats(this.#docker, containerId);
   }
 
+  /**
+   * An in-place resize (`POST /containers/{id}/update`, the CRI's `UpdateContainerResources`):
+   * the same `CpuShares`, `NanoCpus` and `Memory` its creation set from the spec, and
+   * `MemorySwap` at twice the memory limit — the engine's default for a container created with a
+   * limit and no swap setting, which it also requires to stay at or above the new limit. The next
+   * listing inspects the container again, so the values read back are the engine's.
+   */
+  async updateContainerResources(containerId: string, container: Container): Promise<void> {
+    const resources = containerResourceConfig(container);
+    const update = { ...resources, ...(resources.Memory ? { MemorySwap: resources.Memory * 2 } : {}) };
+    try {
+      await this.#docker.getContainer(containerId).update(update);
+    } catch (err) {
+      // 404 for a container that exists: the engine has no such endpoint (Podman before its
+      // compat update), not a missing container.
+      if (statusCodeOf(err) === 404 && (await this.#docker.getContainer(containerId).inspect().then(() => true, () => false))) {
+        const engine = this.#probe.current;
+        throw new UpdateUnsupportedError(`the container engine${engine ? ` (${engine.name} ${engine.version})` : ''} has no container update (POST /containers/{id}/update answered 404): in-place resize is not supported on it`, { cause: err });
+      }
+      throw err;
+    } finally {
+      this.#stale.add(containerId);
+    }
+  }
+
   watch(onChange: (podUID: string) => void): () => void {
     return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, (id, attrs) => {
       // Docker's container list lags its events (a `die` can still list as running for a
@@ -714,6 +737,20 @@ export function dockerMount(m: Mount): Docker.MountSettings {
     Target: m.containerPath,
     ReadOnly: m.readOnly,
     BindOptions: { Propagation: 'rprivate', ...recursive } as Docker.MountSettings['BindOptions'],
+  };
+}
+
+/**
+ * The cgroup settings a container gets from its spec's resources, at creation and at an in-place
+ * resize alike: the memory limit in bytes, the cpu limit as `NanoCpus` (the engine sets the CFS
+ * quota over a 100 ms period from it) and the shares of its cpu request.
+ */
+export function containerResourceConfig(container: Container): { Memory?: number; NanoCpus?: number; CpuShares: number } {
+  const limits = container.resources?.limits ?? {};
+  return {
+    ...(limits.memory ? { Memory: Number(ceilUnits(quantityOf(limits.memory))) } : {}),
+    ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
+    CpuShares: cpuShares(container),
   };
 }
 

@@ -47,7 +47,30 @@ export function containerFromInspect(info: Docker.ContainerInspectInfo, name: Pa
     ...(state === 'exited' ? { exitCode: s.ExitCode } : {}),
     ...(reason ? { reason } : {}),
     ...(s.Error ? { message: s.Error } : {}),
+    ...resourcesOf(info.HostConfig),
   };
+}
+
+/** Shares per core and the floor of shares (pkg/kubelet/cm/helpers_linux.go). */
+const SHARES_PER_CPU = 1024;
+const MIN_SHARES = 2;
+
+/**
+ * The cpu and memory settings of an inspected container in the API's units, as the kubelet reads
+ * a container's resources back (pkg/kubelet/kuberuntime/kuberuntime_container_linux.go
+ * `toKubeContainerResources`, `sharesToMilliCPU`, `quotaToMilliCPU`): the request from the shares
+ * (rounded up), the limit from `NanoCpus` or the CFS quota over its period, the memory limit.
+ */
+export function resourcesOf(host: Docker.ContainerInspectInfo['HostConfig'] | undefined): Pick<RuntimeContainer, 'resources'> {
+  if (!host) return {};
+  const shares = host.CpuShares ?? 0;
+  const cpuRequestMilli = shares >= MIN_SHARES ? Math.ceil((shares * 1000) / SHARES_PER_CPU) : 0;
+  const nano = host.NanoCpus ?? 0;
+  const quota = host.CpuQuota ?? 0;
+  const period = host.CpuPeriod || 100_000;
+  const cpuLimitMilli = nano > 0 ? Math.floor(nano / 1_000_000) : quota > 0 ? Math.floor((quota * 1000) / period) : 0;
+  const memoryLimitBytes = host.Memory && host.Memory > 0 ? host.Memory : 0;
+  return { resources: { cpuRequestMilli, cpuLimitMilli, memoryLimitBytes } };
 }
 
 /** What a container's name and labels say about it: identity, restart count, spec hash, grace period. */

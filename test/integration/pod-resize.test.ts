@@ -1,0 +1,183 @@
+import t from 'tap';
+import type { Event } from 'kubernetes-types/core/v1.js';
+import type { Pod } from '../../src/api/types.js';
+import { ApiError, KubeClient } from '../../src/apiserver/client.js';
+import { loadKubeconfig } from '../../src/config/kubeconfig.js';
+import { startControlPlane } from '../helpers/control-plane.js';
+import { startClusterNode } from '../helpers/cluster-node.js';
+import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
+
+/**
+ * In-place pod resize against a real control plane (v1.34, InPlacePodVerticalScaling beta and on):
+ * `kubectl patch pod --subresource resize` (kubectl 1.33) changes a running container's cgroup
+ * values — read inside the container, this machine is cgroup v1 — without restarting it; a
+ * `RestartContainer` resize policy restarts only that container; a resize beyond the node's
+ * allocatable stays pending, `Infeasible`.
+ */
+t.setTimeout(300_000);
+
+const cp = await startControlPlane(t);
+const admin = new KubeClient(loadKubeconfig(cp.adminKubeconfig));
+t.teardown(() => admin.close());
+const node = await startClusterNode(t, cp, {}, {});
+
+const podPath = (name: string) => `/api/v1/namespaces/default/pods/${name}`;
+const getPod = (name: string) => admin.request<Pod>('GET', podPath(name)).catch((err: unknown) => (err instanceof ApiError && err.code === 404 ? undefined : Promise.reject(err)));
+const MiB = 1024 * 1024;
+
+type Amounts = { cpu: string; memory: string };
+const resources = (a: Amounts) => ({ requests: { ...a }, limits: { ...a } });
+
+function podOf(name: string, containers: { name: string; amounts: Amounts; resizePolicy?: { resourceName: string; restartPolicy: string }[] }[]): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: {
+      automountServiceAccountToken: false,
+      nodeName: node.nodeName,
+      terminationGracePeriodSeconds: 1,
+      containers: containers.map((c) => ({
+        name: c.name,
+        image: BUSYBOX,
+        command: ['sh', '-c', 'sleep 3600'],
+        resources: resources(c.amounts),
+        ...(c.resizePolicy ? { resizePolicy: c.resizePolicy } : {}),
+      })),
+    },
+  };
+}
+
+async function runningPod(name: string): Promise<Pod> {
+  return node.waitFor(`${name} Running`, async () => {
+    const p = await getPod(name);
+    return p?.status?.phase === 'Running' && p.status.containerStatuses?.every((s) => s.state?.running) ? p : undefined;
+  }, 60_000);
+}
+
+/** `kubectl patch pod NAME --subresource resize` with new requests = limits for each named container. */
+async function resize(name: string, containers: Record<string, Amounts>): Promise<void> {
+  const patch = { spec: { containers: Object.entries(containers).map(([c, a]) => ({ name: c, resources: resources(a) })) } };
+  const r = await cp.kubectl(['patch', 'pod', name, '--subresource', 'resize', '--patch', JSON.stringify(patch)]);
+  if (r.code !== 0) throw new Error(`kubectl patch --subresource resize failed: ${r.stderr}`);
+}
+
+/** The container's cgroup v1 values, read inside it. */
+async function cgroupInside(containerID: string): Promise<{ shares: number; quota: number; memory: number }> {
+  const id = containerID.replace(/^docker:\/\//, '');
+  const out = await dockerCLI('exec', id, 'cat', '/sys/fs/cgroup/cpu/cpu.shares', '/sys/fs/cgroup/cpu/cpu.cfs_quota_us', '/sys/fs/cgroup/memory/memory.limit_in_bytes');
+  const [shares, quota, memory] = out.trim().split(/\s+/).map(Number);
+  return { shares: shares ?? NaN, quota: quota ?? NaN, memory: memory ?? NaN };
+}
+
+const condition = (p: Pod | undefined, type: string) => p?.status?.conditions?.find((c) => c.type === type);
+
+/**
+ * Set by the first test when the engine turned out to have no container update (Podman 4.3's
+ * compat API): the resize in flight fails with that reason and every later one is Infeasible.
+ */
+let updateUnsupported: string | undefined;
+const NO_UPDATE = /^the container engine \(podman [^)]+\) has no container update/;
+
+t.test('cpu and memory are resized in place: same container, no restart, new cgroup values, status resources', async (t) => {
+  await admin.request('POST', '/api/v1/namespaces/default/pods', { body: podOf('inplace', [{ name: 'main', amounts: { cpu: '100m', memory: '64Mi' } }]) });
+  const before = await runningPod('inplace');
+  const id = before.status?.containerStatuses?.[0]?.containerID ?? '';
+  t.match(id, /^docker:\/\//);
+  t.same(await cgroupInside(id), { shares: 102, quota: 10_000, memory: 64 * MiB }, 'created with the spec\'s values');
+  t.same(before.status?.containerStatuses?.[0]?.resources, resources({ cpu: '100m', memory: '64Mi' }), 'status.resources reports them');
+
+  await resize('inplace', { main: { cpu: '200m', memory: '96Mi' } });
+  const after = await node.waitFor('resized status (or the engine\'s refusal)', async () => {
+    const p = await getPod('inplace');
+    const s = p?.status?.containerStatuses?.[0];
+    if (condition(p, 'PodResizeInProgress')?.reason === 'Error') return p;
+    return s?.resources?.limits?.cpu === '200m' && s.resources.limits.memory === '96Mi' && !condition(p, 'PodResizeInProgress') ? p : undefined;
+  }, 60_000);
+  const failed = condition(after, 'PodResizeInProgress');
+  if (failed) {
+    // Only an engine without the update may refuse; it is said, and nothing is restarted for it.
+    t.equal(node.nodelet.runtime.currentEngine?.name, 'podman', `refused: ${failed.message}`);
+    t.match(failed.message, NO_UPDATE);
+    updateUnsupported = failed.message;
+    t.equal(after.status?.containerStatuses?.[0]?.containerID, id, 'the same container');
+    t.same(await cgroupInside(id), { shares: 102, quota: 10_000, memory: 64 * MiB }, 'with its old values');
+    return;
+  }
+  const s = after.status?.containerStatuses?.[0];
+  t.same(s?.resources, resources({ cpu: '200m', memory: '96Mi' }));
+  t.equal(s?.containerID, id, 'the same container');
+  t.equal(s?.restartCount, 0, 'not restarted');
+  t.same(await cgroupInside(id), { shares: 204, quota: 20_000, memory: 96 * MiB }, 'the cgroup inside the container has the new values');
+  t.notOk(condition(after, 'PodResizePending'), 'nothing pending');
+  t.equal(after.status?.qosClass, 'Guaranteed');
+
+  // Smaller again: memory and cpu shrink in place too.
+  await resize('inplace', { main: { cpu: '150m', memory: '80Mi' } });
+  await node.waitFor('shrunk', async () => {
+    const p = await getPod('inplace');
+    return p?.status?.containerStatuses?.[0]?.resources?.limits?.memory === '80Mi' && !condition(p, 'PodResizeInProgress') ? p : undefined;
+  }, 60_000);
+  t.same(await cgroupInside(id), { shares: 153, quota: 15_000, memory: 80 * MiB });
+
+  const events = await node.waitFor('resize events', async () => {
+    const list = await admin.request<{ items: Event[] }>('GET', '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dinplace');
+    const reasons = list.items.map((e) => e.reason);
+    return reasons.includes('ResizeStarted') && reasons.includes('ResizeCompleted') ? list.items : undefined;
+  }, 30_000);
+  t.match(events.find((e) => e.reason === 'ResizeStarted')?.message, /^Pod resize started: \{"containers":\[\{"name":"main"/);
+});
+
+t.test('a RestartContainer memory policy restarts only that container', async (t) => {
+  await admin.request('POST', '/api/v1/namespaces/default/pods', {
+    body: podOf('restart', [
+      { name: 'restarts', amounts: { cpu: '100m', memory: '64Mi' }, resizePolicy: [{ resourceName: 'memory', restartPolicy: 'RestartContainer' }] },
+      { name: 'stays', amounts: { cpu: '100m', memory: '64Mi' } },
+    ]),
+  });
+  const before = await runningPod('restart');
+  const idOf = (p: Pod | undefined, name: string) => p?.status?.containerStatuses?.find((s) => s.name === name)?.containerID;
+  await resize('restart', { restarts: { cpu: '100m', memory: '128Mi' }, stays: { cpu: '100m', memory: '128Mi' } });
+  if (updateUnsupported) {
+    const pending = await node.waitFor('PodResizePending', async () => condition(await getPod('restart'), 'PodResizePending'), 60_000);
+    t.same([pending.reason, pending.message], ['Infeasible', updateUnsupported], 'an engine without the update: Infeasible');
+    const p = await getPod('restart');
+    t.same(p?.status?.containerStatuses?.map((s) => [s.containerID, s.restartCount]), before.status?.containerStatuses?.map((s) => [s.containerID, 0]), 'nothing restarted');
+    return;
+  }
+  const after = await node.waitFor('restarted with the new memory', async () => {
+    const p = await getPod('restart');
+    const r = p?.status?.containerStatuses?.find((s) => s.name === 'restarts');
+    const k = p?.status?.containerStatuses?.find((s) => s.name === 'stays');
+    return r?.restartCount === 1 && r.state?.running && k?.resources?.limits?.memory === '128Mi' && !condition(p, 'PodResizeInProgress') ? p : undefined;
+  }, 60_000);
+  const restarted = after.status?.containerStatuses?.find((s) => s.name === 'restarts');
+  const stayed = after.status?.containerStatuses?.find((s) => s.name === 'stays');
+  t.not(restarted?.containerID, idOf(before, 'restarts'), 'a new container');
+  t.equal(restarted?.resources?.limits?.memory, '128Mi');
+  t.equal((await cgroupInside(restarted?.containerID ?? '')).memory, 128 * MiB);
+  t.equal(stayed?.containerID, idOf(before, 'stays'), 'the other container is untouched');
+  t.equal(stayed?.restartCount, 0);
+  t.equal((await cgroupInside(stayed?.containerID ?? '')).memory, 128 * MiB, 'and resized in place');
+});
+
+t.test('a resize beyond the node\'s allocatable is Infeasible and changes nothing', async (t) => {
+  await admin.request('POST', '/api/v1/namespaces/default/pods', { body: podOf('toobig', [{ name: 'main', amounts: { cpu: '100m', memory: '64Mi' } }]) });
+  const before = await runningPod('toobig');
+  await resize('toobig', { main: { cpu: '1000', memory: '64Mi' } });
+  const pending = await node.waitFor('PodResizePending', async () => condition(await getPod('toobig'), 'PodResizePending'), 60_000);
+  t.equal(pending.status, 'True');
+  t.equal(pending.reason, 'Infeasible');
+  t.match(pending.message, updateUnsupported ? NO_UPDATE : /^Node didn't have enough capacity: cpu, requested: 1000000, capacity: \d+$/);
+  const p = await getPod('toobig');
+  t.equal(pending.observedGeneration, p?.metadata?.generation, 'observedGeneration is the resize\'s generation');
+  const s = p?.status?.containerStatuses?.[0];
+  t.equal(s?.containerID, before.status?.containerStatuses?.[0]?.containerID);
+  t.same(s?.resources, resources({ cpu: '100m', memory: '64Mi' }), 'still the allocated resources');
+  t.equal((await cgroupInside(s?.containerID ?? '')).quota, 10_000);
+
+  // Asking for what fits again clears the condition.
+  await resize('toobig', { main: { cpu: '100m', memory: '64Mi' } });
+  await node.waitFor('pending cleared', async () => (condition(await getPod('toobig'), 'PodResizePending') ? undefined : true), 30_000);
+  t.pass('cleared');
+});

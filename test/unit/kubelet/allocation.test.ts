@@ -1,0 +1,78 @@
+import t from 'tap';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Container, Pod } from '../../../src/api/types.js';
+import { ALLOCATED_PODS_STATE_FILE, AllocationManager, resizeDecision, unsupportedResize } from '../../../src/kubelet/allocation.js';
+
+const ctr = (name: string, requests: Record<string, string>, limits: Record<string, string> = {}, extra: Partial<Container> = {}): Container => ({ name, image: 'img', resources: { requests, limits }, ...extra });
+const pod = (uid: string, containers: Container[], extra: Partial<Pod> = {}): Pod => ({ metadata: { name: uid, namespace: 'ns', uid, generation: 2 }, spec: { containers }, ...extra });
+const allocatable = { cpu: '2', memory: '4Gi', pods: '110' };
+
+t.test('the allocation is what the node runs; a changed spec is measured against it, and it survives a restart', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'alloc-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const m = new AllocationManager({ rootDir: dir });
+  const admitted = pod('u1', [ctr('a', { cpu: '100m' }, { cpu: '200m' })], { spec: { containers: [ctr('a', { cpu: '100m' }, { cpu: '200m' })], initContainers: [ctr('side', { cpu: '50m' }, {}, { restartPolicy: 'Always' }), ctr('init', { cpu: '1' })] } });
+  m.setAllocated(admitted);
+  const resized: Pod = { ...admitted, spec: { ...admitted.spec, containers: [ctr('a', { cpu: '500m' }, { cpu: '1' })], initContainers: [ctr('side', { cpu: '80m' }, {}, { restartPolicy: 'Always' }), ctr('init', { cpu: '2' })] } };
+  const allocated = m.allocatedPod(resized);
+  t.same(allocated.spec?.containers[0]?.resources, { requests: { cpu: '100m' }, limits: { cpu: '200m' } }, 'the regular container keeps its allocation');
+  t.same(allocated.spec?.initContainers?.[0]?.resources, { requests: { cpu: '50m' }, limits: {} }, 'so does a sidecar');
+  t.same(allocated.spec?.initContainers?.[1]?.resources, { requests: { cpu: '2' }, limits: {} }, 'an init container follows its spec');
+  t.equal(m.allocatedPod(admitted), admitted, 'nothing differs: the same object');
+  await m.flush();
+  const file = JSON.parse(await readFile(join(dir, ALLOCATED_PODS_STATE_FILE), 'utf8')) as { pods: Record<string, unknown> };
+  t.ok(file.pods.u1, 'checkpointed under the root dir');
+  const again = new AllocationManager({ rootDir: dir });
+  t.same(again.allocatedPod(resized).spec?.containers[0]?.resources, { requests: { cpu: '100m' }, limits: { cpu: '200m' } }, 'a restarted manager reads it back');
+  again.removeOrphans(new Set(['other']));
+  await again.flush();
+  t.notOk(new AllocationManager({ rootDir: dir }).isAllocated('u1'), 'orphans are forgotten, on disk too');
+});
+
+t.test('a damaged checkpoint is logged and ignored, never a crash', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'alloc-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, ALLOCATED_PODS_STATE_FILE), '{"version":1,"pods":{"u":{"containers":{"a":{"limits":{"cpu":5}}}}}}');
+  const warnings: string[] = [];
+  const m = new AllocationManager({ rootDir: dir, log: { warn: (_o, msg) => warnings.push(msg) } });
+  t.notOk(m.isAllocated('u'));
+  t.match(warnings, [/damaged/]);
+});
+
+t.test('resize decisions: unchanged, admitted, Deferred beside other pods, Infeasible beyond the node', async (t) => {
+  const allocated = pod('u1', [ctr('a', { cpu: '500m', memory: '1Gi' }, { cpu: '500m', memory: '1Gi' })]);
+  const other = pod('u2', [ctr('b', { cpu: '1', memory: '2Gi' })]);
+  const decide = (desired: Pod, others: Pod[] = [other]) => resizeDecision({ desired, allocated, others, allocatable });
+  t.same(decide(allocated), { kind: 'unchanged' });
+  t.same(decide(pod('u1', [ctr('a', { cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })])), { kind: 'admit' }, '1 + 1 cpu fits in 2');
+  t.same(decide(pod('u1', [ctr('a', { cpu: '1500m', memory: '1Gi' }, { cpu: '1500m', memory: '1Gi' })])), {
+    kind: 'pending',
+    reason: 'Deferred',
+    message: "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000",
+  }, 'fits the node, not beside the other pod: deferred with the admission message');
+  t.same(decide(pod('u1', [ctr('a', { cpu: '1500m', memory: '1Gi' }, { cpu: '1500m', memory: '1Gi' })]), []), { kind: 'admit' }, 'once the other pod is gone it fits');
+  t.same(decide(pod('u1', [ctr('a', { cpu: '3', memory: '1Gi' }, { cpu: '3', memory: '1Gi' })])), {
+    kind: 'pending',
+    reason: 'Infeasible',
+    message: "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000",
+  });
+  t.same(decide(pod('u1', [ctr('a', { cpu: '3', memory: '5Gi' }, { cpu: '3', memory: '5Gi' })])), {
+    kind: 'pending',
+    reason: 'Infeasible',
+    message: "Node didn't have enough capacity: memory, requested: 5368709120, capacity: 4294967296",
+  }, 'memory is named first, as the kubelet does');
+  const staticPod = (p: Pod): Pod => ({ ...p, metadata: { ...p.metadata, annotations: { 'kubernetes.io/config.source': 'file' } } });
+  t.same(decide(staticPod(pod('u1', [ctr('a', { cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })]))), { kind: 'pending', reason: 'Infeasible', message: 'In-place resize of static-pods is not supported' });
+  t.match(resizeDecision({ desired: pod('u1', [ctr('a', { cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })]), allocated, others: [], allocatable, runtimeRefusal: 'no update here' }), { kind: 'pending', reason: 'Infeasible', message: 'no update here' }, 'a runtime without the update');
+});
+
+t.test('what nodelet refuses to resize in place, with the reason', async (t) => {
+  const was = pod('u1', [ctr('a', { cpu: '500m', memory: '1Gi' }, { cpu: '500m', memory: '1Gi' })]);
+  t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '500m', memory: '1Gi' }, { cpu: '500m' })]), was), 'container "a": removing the memory limit in place is not supported');
+  t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '500m', memory: '1Gi' }, { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1Gi' })]), was), 'container "a": limits of ephemeral-storage cannot be resized in place, only cpu and memory');
+  t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '200m', memory: '1Gi' }, { cpu: '500m', memory: '1Gi' })]), was), 'Pod QOS Class may not change as a result of resizing', 'Guaranteed to Burstable');
+  t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '1', memory: '2Gi' }, { cpu: '1', memory: '2Gi' })]), was), undefined, 'Guaranteed stays Guaranteed');
+  t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '500m', memory: '1024Mi' }, { cpu: '0.5', memory: '1Gi' })]), was), undefined, 'the same amounts spelled otherwise');
+});
