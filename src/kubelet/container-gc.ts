@@ -46,7 +46,7 @@ export interface ContainerGCInput {
   readonly state: PodStateProvider;
 }
 
-/** What one GC run removes: dead containers first, then sandboxes (IDs, oldest last in each list's unit order). */
+/** What one GC run removes, by ID: dead containers, then sandboxes (removed in that order). */
 export interface ContainerGCPlan {
   readonly containers: string[];
   readonly sandboxes: string[];
@@ -287,6 +287,7 @@ export class ContainerGC {
     const { runtime, log } = this.#o;
     const failed = new Set<string>();
     for (const id of plan.containers) {
+      log.debug({ containerID: id }, 'Removing container');
       try {
         await runtime.removeContainer(id);
       } catch (err) {
