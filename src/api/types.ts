@@ -53,10 +53,23 @@ export interface EnvVar extends Omit<EnvVarV130, 'valueFrom'> {
   valueFrom?: EnvVarSource;
 }
 
-/** A container; its `lifecycle` with `stopSignal`, its `env` with `fileKeyRef`. */
+/** `restartPolicyRules[]` (ContainerRestartRules, beta and on since 1.35): how an exit of the container is handled. */
+export interface ContainerRestartRule {
+  /** `Restart` (the only action of 1.35; `RestartAllContainers` came later behind its own gate). */
+  action: string;
+  exitCodes?: {
+    /** `In` or `NotIn`. */
+    operator: string;
+    /** At most 255. */
+    values?: number[];
+  };
+}
+
+/** A container; its `lifecycle` with `stopSignal`, its `env` with `fileKeyRef`, its `restartPolicyRules`. */
 export interface Container extends Omit<ContainerV130, 'lifecycle' | 'env'> {
   lifecycle?: Lifecycle;
   env?: EnvVar[];
+  restartPolicyRules?: ContainerRestartRule[];
 }
 
 export interface PodSpec extends Omit<PodSpecV130, 'containers' | 'initContainers'> {

@@ -173,10 +173,10 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
   // Container names must be unique across init and regular containers (the apiserver's allNames).
   const names = new Set<string>();
   const init = optList(spec.initContainers, `${path}.initContainers`, errs);
-  init?.forEach((c, i) => validateContainer(c, `${path}.initContainers[${i}]`, names, volumes, errs));
+  init?.forEach((c, i) => validateContainer(c, `${path}.initContainers[${i}]`, names, volumes, errs, ['Always']));
   const containers = optList(spec.containers, `${path}.containers`, errs);
   if (containers && containers.length === 0) errs.required(`${path}.containers`);
-  containers?.forEach((c, i) => validateContainer(c, `${path}.containers[${i}]`, names, volumes, errs));
+  containers?.forEach((c, i) => validateContainer(c, `${path}.containers[${i}]`, names, volumes, errs, restartPolicies));
   if (spec.hostNetwork === true) validateHostNetworkPorts(containers, `${path}.containers`, errs);
 
   validateEnum(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errs);
@@ -442,7 +442,11 @@ function validateVolumeItems(vol: Record<string, unknown>, path: string, errs: F
   });
 }
 
-function validateContainer(c: unknown, path: string, names: Set<string>, volumes: Set<string>, errs: FieldErrors): void {
+/**
+ * One container; `restartPolicy` may be one of `containerRestartPolicies`: `Always` for an init
+ * container (a sidecar), any pod policy for a regular one (ContainerRestartRules, on since 1.35).
+ */
+function validateContainer(c: unknown, path: string, names: Set<string>, volumes: Set<string>, errs: FieldErrors, containerRestartPolicies: readonly string[]): void {
   if (!isRecord(c)) return errs.invalid(path, c, 'must be an object');
   const name = optString(c.name, `${path}.name`, errs);
   if (name === undefined || name === '') errs.required(`${path}.name`);
@@ -455,6 +459,7 @@ function validateContainer(c: unknown, path: string, names: Set<string>, volumes
   if (image === undefined || image === '') errs.required(`${path}.image`);
   else if (image !== null && image !== image.trim()) errs.invalid(`${path}.image`, image, 'must not have leading or trailing whitespace');
   validateEnum(c.imagePullPolicy, `${path}.imagePullPolicy`, pullPolicies, errs);
+  validateEnum(c.restartPolicy, `${path}.restartPolicy`, containerRestartPolicies, errs);
   validatePorts(c.ports, `${path}.ports`, errs);
   validateEnv(c.env, `${path}.env`, errs);
   optList(c.volumeMounts, `${path}.volumeMounts`, errs)?.forEach((m, i) => {

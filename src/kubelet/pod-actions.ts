@@ -1,3 +1,4 @@
+import { containerShouldRestart } from '../api/restart.js';
 import type { Container, Pod } from '../api/types.js';
 import { containerHashMatches, hashContainer } from '../runtime/hash.js';
 import type { RuntimeContainer, RuntimePod } from '../runtime/types.js';
@@ -89,6 +90,9 @@ export interface PodActionOptions {
  *
  * Pure: it records the restart in `backoff` only for starts it decides on, and reads `now`.
  */
+/** The exit code of a container killed by SIGKILL (128 + 9), what a liveness kill leaves. */
+const KILLED_EXIT_CODE = 137;
+
 export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, backoff: Backoff, now: number, unhealthy: ProbeVerdict = () => undefined, opts: PodActionOptions = {}): PodActions {
   const actions: PodActions = { createSandbox: undefined, kill: [], start: [], remove: [], waiting: new Map(), resyncAfterMs: undefined };
   const sameSpec = opts.sameSpec ?? ((c: Container, instance: RuntimeContainer) => containerHashMatches(instance.hash, c));
@@ -107,7 +111,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     const newest = instances.get(c.name)?.[0];
     if (!newest || newest.state === 'created') return true;
     if (newest.state === 'running') return true;
-    return policy === 'Always' || (policy === 'OnFailure' && newest.exitCode !== 0);
+    return containerShouldRestart(c, pod.spec, newest.exitCode ?? 0);
   };
 
   const current = sandboxes[0];
@@ -182,7 +186,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
           // The seed's "restart when the container is unhealthy": kill it; whether it comes back
           // is the restart policy's call, as after any exit.
           actions.kill.push(probeKill(c, newest.id, probe));
-          if (policy !== 'Never') replaceCurrent('unhealthy');
+          if (containerShouldRestart(c, pod.spec, KILLED_EXIT_CODE)) replaceCurrent('unhealthy');
         } else if (resize?.kind === 'restart') {
           // Restarted whatever the pod's restart policy: the container is meant to keep running.
           actions.kill.push({ id: newest.id, name: c.name, message: resize.message });

@@ -1,3 +1,4 @@
+import { containerShouldRestart } from '../api/restart.js';
 import { getPodQOS } from '../api/qos.js';
 import type { Container, ContainerState, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus } from '../api/types.js';
 import type { RuntimeContainer, RuntimePod } from '../runtime/types.js';
@@ -49,9 +50,8 @@ export interface PodStatusOptions {
  */
 export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opts: PodStatusOptions): PodStatus {
   const spec: PodSpec = pod.spec ?? { containers: [] };
-  const policy = spec.restartPolicy || 'Always';
   const instances = instancesByName(runtime?.containers ?? []);
-  const statusOf = (c: Container, kind: Kind) => containerStatus(c, instances.get(c.name) ?? [], opts.waiting?.get(c.name), policy, kind, opts.probes);
+  const statusOf = (c: Container, kind: Kind) => containerStatus(c, spec, instances.get(c.name) ?? [], opts.waiting?.get(c.name), kind, opts.probes);
   const initContainerStatuses = (spec.initContainers ?? []).map((c) => statusOf(c, isRestartableInit(c) ? 'sidecar' : 'init'));
   const containerStatuses = spec.containers.map((c) => statusOf(c, 'regular'));
   const ephemeralContainerStatuses = (spec.ephemeralContainers ?? []).map((c) => statusOf(c, 'ephemeral'));
@@ -114,14 +114,14 @@ function instancesByName(containers: readonly RuntimeContainer[]): Map<string, R
 type Kind = 'regular' | 'init' | 'sidecar' | 'ephemeral';
 
 /** `ShouldContainerBeRestarted` for an exited container: will it run again? */
-function restarts(kind: Kind, policy: string, exitCode: number): boolean {
+function restarts(kind: Kind, c: Container, spec: PodSpec, exitCode: number): boolean {
   if (kind === 'sidecar') return true;
   if (kind === 'ephemeral') return false;
   if (kind === 'init' && exitCode === 0) return false;
-  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
+  return containerShouldRestart(c, spec, exitCode);
 }
 
-function containerStatus(c: Container, instances: readonly RuntimeContainer[], waiting: WaitingReason | undefined, policy: string, kind: Kind, probes: PodStatusOptions['probes']): ContainerStatus {
+function containerStatus(c: Container, spec: PodSpec, instances: readonly RuntimeContainer[], waiting: WaitingReason | undefined, kind: Kind, probes: PodStatusOptions['probes']): ContainerStatus {
   const [newest, ...older] = instances;
   const previousExit = older.find((x) => x.state === 'exited');
   let state: ContainerState;
@@ -138,7 +138,7 @@ function containerStatus(c: Container, instances: readonly RuntimeContainer[], w
     case 'exited': {
       const terminated = terminatedOf(newest);
       // A waiting reason (back-off) applies only to a container that will run again.
-      if (waiting && restarts(kind, policy, terminated.exitCode)) {
+      if (waiting && restarts(kind, c, spec, terminated.exitCode)) {
         state = waitingState(waiting);
         lastState = { terminated };
       } else {
@@ -223,6 +223,8 @@ export function getPhase(spec: PodSpec, initStatuses: readonly ContainerStatus[]
   let running = 0;
   let waiting = 0;
   let stopped = 0;
+  /** Stopped containers that will not run again (`ContainerShouldRestart` says no). */
+  let stoppedForGood = 0;
   let succeeded = 0;
   for (const c of spec.containers) {
     const s = statuses.find((x) => x.name === c.name);
@@ -230,10 +232,14 @@ export function getPhase(spec: PodSpec, initStatuses: readonly ContainerStatus[]
     else if (s?.state?.terminated) {
       stopped++;
       if (s.state.terminated.exitCode === 0) succeeded++;
+      if (!containerShouldRestart(c, spec, s.state.terminated.exitCode)) stoppedForGood++;
     } else if (s?.state?.waiting) {
       // A container waiting to restart has run before: it counts as stopped, not as never started.
-      if (s.lastState?.terminated) stopped++;
-      else waiting++;
+      const last = s.lastState?.terminated;
+      if (last) {
+        stopped++;
+        if (!containerShouldRestart(c, spec, last.exitCode)) stoppedForGood++;
+      } else waiting++;
     } else unknown++;
   }
 
@@ -241,10 +247,9 @@ export function getPhase(spec: PodSpec, initStatuses: readonly ContainerStatus[]
   if ((pendingInitialization > 0 && !hasAnyRegularContainerStarted(spec, statuses)) || waiting > 0) return 'Pending';
   if (running > 0 && unknown === 0) return 'Running';
   if (running === 0 && stopped > 0 && unknown === 0) {
-    if (policy === 'Always') return 'Running';
-    if (stopped === succeeded) return 'Succeeded';
-    if (policy === 'Never') return 'Failed';
-    return 'Running';
+    // Some container is in the process of restarting (its own policy or rules, or the pod's).
+    if (stopped !== stoppedForGood) return 'Running';
+    return stopped === succeeded ? 'Succeeded' : 'Failed';
   }
   return 'Pending';
 }

@@ -19,8 +19,9 @@ export interface SandboxRefusal {
  *   With a runtimeClassName, that refusal comes first.
  * - `resourceClaims` (and a container's `resources.claims`): dynamic resource allocation, which the
  *   kubelet prepares before the sandbox (`FailedPrepareDynamicResources`); nodelet has no DRA.
- * - a regular container's `restartPolicy` and any container's `restartPolicyRules`
- *   (ContainerRestartRules, on since 1.35): not implemented yet.
+ * - `restartPolicyRules` beyond 1.35's ContainerRestartRules: on init containers, without the
+ *   container's own `restartPolicy` (where upstream never reads them), an action other than
+ *   `Restart`, exit codes without `In`/`NotIn` or with more than 255 values.
  * - `ports[].hostPort` on a pod without `hostNetwork`: the kubelet's network plugin publishes it
  *   when it sets up the sandbox's network (`FailedCreatePodSandBox` when it cannot). nodelet does
  *   too with `--network-plugin=cni` when the network declares the `portMappings` capability (the
@@ -53,17 +54,22 @@ export function unsupportedFieldRefusal(pod: Pod, network: { readonly hostPorts:
       message: `resourceClaim ${JSON.stringify(claim)}: dynamic resource allocation (resourceClaims) is not supported by nodelet`,
     };
   }
-  // ContainerRestartRules (beta, on since 1.35): a regular container's own restartPolicy, and
-  // restartPolicyRules on any container, change when the kubelet restarts it and the pod's phase.
+  // ContainerRestartRules (beta, on since 1.35): applied (src/api/restart.ts) on regular
+  // containers with a container-level restartPolicy; what 1.35 does not allow is refused.
   for (const c of containers) {
-    const rules = (c as { restartPolicyRules?: unknown[] }).restartPolicyRules;
+    const rules = c.restartPolicyRules ?? [];
+    if (!rules.length) continue;
     const regular = (spec.containers ?? []).includes(c);
-    if ((regular && c.restartPolicy) || (rules && rules.length)) {
-      return {
-        reason: 'FailedCreatePodSandBox',
-        message: `container ${JSON.stringify(c.name)}: ${regular && c.restartPolicy ? 'a container-level restartPolicy' : 'restartPolicyRules'} (ContainerRestartRules) is not supported by nodelet yet; use the pod's restartPolicy`,
-      };
-    }
+    const refusal = !regular
+      ? 'restartPolicyRules are only applied to regular containers'
+      : !c.restartPolicy
+        ? 'restartPolicyRules need the container\'s own restartPolicy'
+        : rules.find((r) => r.action !== 'Restart')
+          ? `restartPolicyRules action ${JSON.stringify(rules.find((r) => r.action !== 'Restart')?.action)} is not supported (only "Restart"; RestartAllContainers is a later feature)`
+          : rules.find((r) => !r.exitCodes || (r.exitCodes.operator !== 'In' && r.exitCodes.operator !== 'NotIn') || (r.exitCodes.values?.length ?? 0) > 255)
+            ? 'restartPolicyRules exitCodes need the operator "In" or "NotIn" and at most 255 values'
+            : undefined;
+    if (refusal) return { reason: 'FailedCreatePodSandBox', message: `container ${JSON.stringify(c.name)}: ${refusal}` };
   }
   if (!spec.hostNetwork) {
     const inits = new Set(spec.initContainers ?? []);

@@ -222,3 +222,18 @@ t.test('ephemeral containers start once in the running sandbox and are never res
   const fresh = computePodActions(withDebug, undefined, new Backoff(), NOW);
   t.same(fresh.start.map((s) => s.container.name), ['app'], 'not in a sandbox being created');
 });
+
+t.test('container restart rules (ContainerRestartRules): the container\'s own policy and rules decide its restart', async (t) => {
+  const never = spec('n', { restartPolicy: 'Never' });
+  const exited = (c: Container, exitCode: number) => inst(c, 0, 'exited', { exitCode, finishedAt: new Date(NOW - 60_000) });
+  const a = computePodActions(pod([never]), rpod([sandbox()], [exited(never, 1)]), new Backoff(), NOW);
+  t.same(a.start, [], 'restartPolicy Never on the container beats the pod\'s Always');
+  const retry = spec('r', { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] } }] });
+  const b = computePodActions(pod([retry], 'Never'), rpod([sandbox()], [exited(retry, 42)]), new Backoff(), NOW);
+  t.same(b.start.map((s) => [s.container.name, s.attempt, s.reason]), [['r', 1, 'restart']], 'exit 42 matches the rule: restarted');
+  const c = computePodActions(pod([retry], 'Never'), rpod([sandbox()], [exited(retry, 1)]), new Backoff(), NOW);
+  t.same(c.start, [], 'exit 1 matches no rule: the container\'s Never');
+  const always = spec('w', { restartPolicy: 'Always' });
+  const d = computePodActions(pod([always], 'Never'), rpod([sandbox()], [exited(always, 0)]), new Backoff(), NOW);
+  t.same(d.start.map((s) => s.container.name), ['w'], 'Always on the container in a Never pod');
+});

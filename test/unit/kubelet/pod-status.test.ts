@@ -295,3 +295,13 @@ t.test('conditions carry the generation they were computed from; others\' condit
   const static_ = generate(mkPod(['a']), rpod([ctr('a', 0, 'running')]));
   t.ok(static_.conditions?.every((c) => !('observedGeneration' in c)), 'a pod without a generation: no observedGeneration at all');
 });
+
+t.test('getPhase with container restart policies: Running while any stopped container will restart, else by exit codes', async (t) => {
+  const term = (name: string, exitCode: number) => ({ name, ready: false, restartCount: 0, image: '', imageID: '', state: { terminated: { exitCode } } });
+  const rules = [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] } }];
+  t.equal(getPhase({ restartPolicy: 'Always', containers: [{ name: 'a', restartPolicy: 'Never' }] }, [], [term('a', 3)]), 'Failed', 'its own Never: done for good, failed');
+  t.equal(getPhase({ restartPolicy: 'Always', containers: [{ name: 'a', restartPolicy: 'Never' }] }, [], [term('a', 0)]), 'Succeeded');
+  t.equal(getPhase({ restartPolicy: 'Never', containers: [{ name: 'a', restartPolicy: 'Never', restartPolicyRules: rules }] }, [], [term('a', 42)]), 'Running', 'a matching rule: it restarts');
+  t.equal(getPhase({ restartPolicy: 'Never', containers: [{ name: 'a', restartPolicy: 'Never', restartPolicyRules: rules }, { name: 'b' }] }, [], [term('a', 1), term('b', 0)]), 'Failed', 'no rule matches: by exit codes');
+  t.equal(getPhase({ restartPolicy: 'Never', containers: [{ name: 'a', restartPolicy: 'OnFailure' }, { name: 'b' }] }, [], [term('a', 1), term('b', 0)]), 'Running', 'OnFailure on one container keeps the pod running');
+});
