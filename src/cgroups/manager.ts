@@ -92,6 +92,18 @@ export class PodCgroups {
     return known ? this.#fs.processes(this.#path(podCgroupPath(known.qos, uid))) : undefined;
   }
 
+  /**
+   * Where the stats readers find the pod's cgroup (or, with `containerID`, the cgroup the engine
+   * made for that container below it: `<pod cgroup>/<id>` with the cgroupfs driver); undefined
+   * for a pod without one. The directories may not exist yet (or any more).
+   */
+  statsLocation(uid: string, containerID?: string): { version: 1 | 2; dir: (controller: string) => string } | undefined {
+    const known = this.#pods.get(uid);
+    if (!known) return undefined;
+    const path = [...this.#path(podCgroupPath(known.qos, uid)), ...(containerID ? [containerID] : [])];
+    return { version: this.#fs.mounts.version, dir: (controller) => this.#fs.dirOf(controller, path) };
+  }
+
   /** The engine's `CgroupParent` for the pod (its cgroup made by `ensurePod`). */
   parentOf(pod: Pod, qos: PodQOSClass): string {
     return Cgroupfs.nameOf(this.#path(podCgroupPath(qos, pod.metadata?.uid ?? '')));

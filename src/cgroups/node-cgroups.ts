@@ -62,6 +62,11 @@ export class NodeCgroups {
     return this.#pods?.processes(uid);
   }
 
+  /** Where the stats readers find the pod's (or its container's) cgroup; undefined without one. */
+  statsLocation(uid: string, containerID?: string): { version: 1 | 2; dir: (controller: string) => string } | undefined {
+    return this.#pods?.statsLocation(uid, containerID);
+  }
+
   close(): void {
     this.#pods?.close();
   }
