@@ -112,7 +112,6 @@ export class StatsSampler implements StatsSource {
     let lastError: unknown;
     const node = this.#sampleNode();
     const host = this.#sampleHost();
-    const cgroups = this.#samplePodCgroups(targets);
     await forEachLimited(targets, this.#o.concurrency, async (target) => {
       try {
         const sample = await this.#o.runtime.containerStats(target.id);
@@ -129,7 +128,10 @@ export class StatsSampler implements StatsSource {
         this.#o.log.debug(key, 'Reading container stats failed');
       }
     });
-    await Promise.all([node, host, cgroups]);
+    // Pod cgroups after their containers: the counters only grow, so a pod's reading taken later
+    // than its containers' is never below their sum.
+    await this.#samplePodCgroups(targets);
+    await Promise.all([node, host]);
     this.#rounds++;
 
     const containers: SampledContainer[] = [];
