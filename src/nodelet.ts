@@ -29,6 +29,7 @@ import { Metrics } from './metrics/registry.js';
 import { instrumentRuntime } from './metrics/runtime.js';
 import { StreamingSessions } from './server/upgrade.js';
 import { StatusManager } from './status/manager.js';
+import { getPodQOS } from './api/qos.js';
 import { readCgroupPressure, readCgroupStats, type CgroupLocation } from './stats/cgroup-stats.js';
 import { DiskStatsCache } from './stats/disk-stats.js';
 import { hostReader } from './stats/host.js';
@@ -283,6 +284,11 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
 
   // Samples what the PLEG last saw running; its first round runs at once (before any pod starts).
   const localImageFsRoot = async () => (config.dockerEndpoint.startsWith('unix://') ? dockerRuntime.imageFsRoot() : undefined);
+  /** The class of a pod not synced since a restart, whose cgroup the pod cgroups do not know yet. */
+  const qosOf = (uid: string) => {
+    const pod = podManager.getPodByUID(uid);
+    return pod ? getPodQOS(pod) : undefined;
+  };
   const readCgroup = (location: CgroupLocation | undefined) => (location ? readCgroupStats(location, readText) : Promise.resolve(undefined));
   const stats = new StatsSampler({
     runtime,
@@ -292,9 +298,9 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     readHost: hostReader({ rootDir: config.rootDir, imageFsRoot: localImageFsRoot }),
     ...(podCgroups
       ? {
-        readPodCgroup: (uid: string) => readCgroup(podCgroups.statsLocation(uid)),
+        readPodCgroup: (uid: string) => readCgroup(podCgroups.statsLocation(uid, undefined, qosOf(uid))),
         readContainerPressure: async (uid: string, id: string) => {
-          const location = podCgroups.statsLocation(uid, id);
+          const location = podCgroups.statsLocation(uid, id, qosOf(uid));
           return location ? readCgroupPressure(location, readText) : undefined;
         },
       }

@@ -95,12 +95,13 @@ export class PodCgroups {
   /**
    * Where the stats readers find the pod's cgroup (or, with `containerID`, the cgroup the engine
    * made for that container below it: `<pod cgroup>/<id>` with the cgroupfs driver); undefined
-   * for a pod without one. The directories may not exist yet (or any more).
+   * for a pod without one. `qos` places a pod this nodelet has not synced yet (one found running
+   * at start-up). The directories may not exist yet (or any more).
    */
-  statsLocation(uid: string, containerID?: string): { version: 1 | 2; dir: (controller: string) => string } | undefined {
-    const known = this.#pods.get(uid);
-    if (!known) return undefined;
-    const path = [...this.#path(podCgroupPath(known.qos, uid)), ...(containerID ? [containerID] : [])];
+  statsLocation(uid: string, containerID?: string, qos?: PodQOSClass): { version: 1 | 2; dir: (controller: string) => string } | undefined {
+    const cls = this.#pods.get(uid)?.qos ?? qos;
+    if (!cls) return undefined;
+    const path = [...this.#path(podCgroupPath(cls, uid)), ...(containerID ? [containerID] : [])];
     return { version: this.#fs.mounts.version, dir: (controller) => this.#fs.dirOf(controller, path) };
   }
 

@@ -1,3 +1,4 @@
+import type { PodQOSClass } from '../api/qos.js';
 import type { Pod } from '../api/types.js';
 import type { Logger } from '../logging/index.js';
 import { Cgroupfs } from './cgroupfs.js';
@@ -63,8 +64,8 @@ export class NodeCgroups {
   }
 
   /** Where the stats readers find the pod's (or its container's) cgroup; undefined without one. */
-  statsLocation(uid: string, containerID?: string): { version: 1 | 2; dir: (controller: string) => string } | undefined {
-    return this.#pods?.statsLocation(uid, containerID);
+  statsLocation(uid: string, containerID?: string, qos?: PodQOSClass): { version: 1 | 2; dir: (controller: string) => string } | undefined {
+    return this.#pods?.statsLocation(uid, containerID, qos);
   }
 
   close(): void {

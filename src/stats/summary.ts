@@ -86,8 +86,7 @@ function ephemeralStorage(containers: readonly ContainerStats[], volumes: readon
     used += v.usedBytes ?? 0;
     inodes += v.inodesUsed ?? 0;
   }
-  const { time: _t, ...fs } = fsFigures(time, nodefs);
-  return { time, ...fs, usedBytes: used, inodesUsed: inodes };
+  return { ...fsFigures(time, nodefs), usedBytes: used, inodesUsed: inodes };
 }
 
 /** A filesystem's capacity and free figures (no `usedBytes`: what uses it is the caller's). */

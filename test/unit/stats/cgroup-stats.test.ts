@@ -46,9 +46,12 @@ t.test('v1 pod cgroup on a fake tree: the pod\'s path under kubepods, cpuacct, m
   const fs = new Cgroupfs({ version: 1, controllers: new Map(['cpu', 'cpuacct', 'memory', 'pids'].map((c) => [c, mount(c === 'cpuacct' ? 'cpu' : c)])), mountPoints: ['cpu', 'memory', 'pids'].map(mount) });
   const cgroups = new PodCgroups(fs, { root: ['nodelet'], podPidsLimit: -1, allocatableMilliCPU: 2000n, podsMemoryLimit: 1n << 32n, log });
   t.equal(cgroups.statsLocation('uid-1'), undefined, 'no location before the pod has a cgroup');
+  // A pod found running at start-up, not synced yet: placed by the class it is given.
+  t.equal(cgroups.statsLocation('uid-2', undefined, 'BestEffort')?.dir('memory'), join(mount('memory'), 'nodelet', 'kubepods', 'besteffort', 'poduid-2'));
+  t.equal(cgroups.statsLocation('uid-2', 'c9', 'Guaranteed')?.dir('pids'), join(mount('pids'), 'nodelet', 'kubepods', 'poduid-2', 'c9'));
   await cgroups.ensurePod(pod);
-  const loc = cgroups.statsLocation('uid-1');
-  t.ok(loc);
+  const loc = cgroups.statsLocation('uid-1', undefined, 'BestEffort');
+  t.ok(loc, 'the class nodelet recorded wins over the one given');
   if (!loc) return;
   const podDir = (c: string) => join(mount(c), 'nodelet', 'kubepods', 'burstable', 'poduid-1');
   t.equal(loc.dir('memory'), podDir('memory'));
