@@ -82,6 +82,22 @@ t.test('a refresh: running containers\' sizes, local volumes walked with at most
   t.same([...cache.snapshot().pods.keys()], ['b'], 'a pod gone from the PLEG is dropped');
 });
 
+t.test('an engine that fails a pod\'s size call keeps that pod\'s last sizes', async (t) => {
+  const { opts } = fakes(() => [runtimePod('a', [container('a1', 'app')])], { a: spec('a', []) });
+  let fail = false;
+  const cache = new DiskStatsCache({
+    ...opts,
+    containerDiskUsage: async (ids) => {
+      if (fail) throw new Error('engine down');
+      return opts.containerDiskUsage(ids);
+    },
+  });
+  await cache.refreshNow();
+  fail = true;
+  await cache.refreshNow();
+  t.same(cache.snapshot().pods.get('a')?.containers.get('a1'), { rootfsBytes: 4096, logsBytes: 2048, logsInodes: 1 });
+});
+
 t.test('a pod whose spec is unknown (a static pod being replaced) still gets its containers\' sizes', async (t) => {
   const { opts } = fakes(() => [runtimePod('x', [container('x1', 'app')])], {});
   const cache = new DiskStatsCache(opts);

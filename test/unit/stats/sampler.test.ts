@@ -320,6 +320,24 @@ t.test('pod cgroups: two readings give the pod its rate; pods without one, gone 
   t.same(podReads.filter((u) => u === 'a').length, 3, 'a gone pod is not read');
 });
 
+t.test('a failing host reader is counted and keeps the last reading', async (t) => {
+  let fail = false;
+  const sampler = new StatsSampler({
+    runtime: new FakeStatsRuntime(),
+    pods: () => [pod('a', [])],
+    log,
+    readHost: async () => {
+      if (fail) throw new Error('statfs failed');
+      return { timestamp: t0, rlimit: { maxpid: 1, curproc: 1 } };
+    },
+  });
+  await sampler.sampleNow();
+  fail = true;
+  await sampler.sampleNow();
+  t.same(sampler.snapshot().host?.rlimit, { maxpid: 1, curproc: 1 });
+  t.equal(sampler.counts().errors, 1);
+});
+
 t.test('without cgroup readers the snapshot has no pod cgroups or pressure maps', async (t) => {
   const sampler = new StatsSampler({ runtime: new FakeStatsRuntime(), pods: () => [pod('a', [])], log });
   await sampler.sampleNow();
