@@ -124,18 +124,18 @@ export class DiskStatsCache {
     }
     const before = this.#snapshot.pods;
     const pods = new Map<string, PodDisk>();
-    // Each pod's local volumes, in spec order, holding their previous figures until walked again;
-    // the walks of every pod share one limit.
+    // Each pod's local volumes, in spec order, holding their previous figures until walked again
+    // (none for a volume never walked yet); the walks of every pod share one limit.
     const walks: { uid: string; index: number; name: string; dir: string }[] = [];
-    const volumes = new Map<string, VolumeDisk[]>();
+    const volumes = new Map<string, (VolumeDisk | undefined)[]>();
     for (const uid of byPod.keys()) {
       const pod = this.#o.podSpec(uid);
-      const list: VolumeDisk[] = [];
+      const list: (VolumeDisk | undefined)[] = [];
       for (const v of pod?.spec?.volumes ?? []) {
         const dir = pod ? this.#o.localVolumeDir(pod, v.name) : undefined;
         if (dir === undefined) continue;
         walks.push({ uid, index: list.length, name: v.name, dir });
-        list.push(before.get(uid)?.volumes.find((x) => x.name === v.name) ?? { name: v.name, usedBytes: 0, inodesUsed: 0 });
+        list.push(before.get(uid)?.volumes.find((x) => x.name === v.name));
       }
       volumes.set(uid, list);
     }
@@ -162,7 +162,7 @@ export class DiskStatsCache {
         const size = containerSizes.get(id) ?? before.get(uid)?.containers.get(id);
         if (size) containers.set(id, size);
       }
-      pods.set(uid, { time, containers, volumes: volumes.get(uid) ?? [] });
+      pods.set(uid, { time, containers, volumes: (volumes.get(uid) ?? []).filter((v): v is VolumeDisk => v !== undefined) });
     }
     this.#snapshot = { takenAt, pods, ...(imagesBytes !== undefined ? { imagesBytes } : {}) };
   }

@@ -55,7 +55,8 @@ function fakes(pods: () => RuntimePod[], specs: Record<string, Pod>) {
 
 t.test('a refresh: running containers\' sizes, local volumes walked with at most walkConcurrency at once, the images\' size', async (t) => {
   let pods = [runtimePod('a', [container('a1', 'app'), container('a0', 'app', 'exited')]), runtimePod('b', [container('b1', 'app')])];
-  const { state, opts } = fakes(() => pods, { a: spec('a', ['v1', 'v2', 'v3']), b: spec('b', ['w1', 'w2']) });
+  const specs: Record<string, Pod> = { a: spec('a', ['v1', 'v2', 'v3']), b: spec('b', ['w1', 'w2']) };
+  const { state, opts } = fakes(() => pods, specs);
   const cache = new DiskStatsCache({ ...opts, walkConcurrency: 2 });
   t.same(cache.snapshot(), { pods: new Map() }, 'empty before the first refresh');
   await cache.refreshNow();
@@ -75,6 +76,12 @@ t.test('a refresh: running containers\' sizes, local volumes walked with at most
   await cache.refreshNow();
   const again = cache.snapshot();
   t.same(again.pods.get('a')?.volumes.map((v) => v.usedBytes), [5 << 20, 8192, 8192], 'v1 grew; v2 kept its last walk');
+  // A volume whose first walk fails is left out rather than shown empty.
+  pods = [...pods, runtimePod('c', [])];
+  specs.c = spec('c', ['u1', 'u2']);
+  state.failWalk.add('/root/pods/c/volumes/u1');
+  await cache.refreshNow();
+  t.same(cache.snapshot().pods.get('c')?.volumes.map((v) => v.name), ['u2']);
   t.equal(again.imagesBytes, 7_000_000);
 
   pods = [runtimePod('b', [container('b1', 'app')])];
