@@ -29,7 +29,11 @@ import { Metrics } from './metrics/registry.js';
 import { instrumentRuntime } from './metrics/runtime.js';
 import { StreamingSessions } from './server/upgrade.js';
 import { StatusManager } from './status/manager.js';
-import { readNodeStats } from './stats/node.js';
+import { getPodQOS } from './api/qos.js';
+import { readCgroupPressure, readCgroupStats, type CgroupLocation } from './stats/cgroup-stats.js';
+import { DiskStatsCache } from './stats/disk-stats.js';
+import { hostReader } from './stats/host.js';
+import { readNodeStats, readText } from './stats/node.js';
 import { StatsSampler } from './stats/sampler.js';
 import { serverVersion } from './version.js';
 import { podRuntimeInfo } from './kubelet/container-config.js';
@@ -55,6 +59,8 @@ export interface Nodelet {
   readonly sessions: StreamingSessions;
   /** The background CPU/memory sampler behind `/stats/summary` and `metrics.k8s.io`. */
   readonly stats: StatsSampler;
+  /** The background disk figures of `/stats/summary` (containers' rootfs and logs, local volumes, images). */
+  readonly diskStats: DiskStatsCache;
   /** `http(s)://address:port` the API listens on (https whenever TLS is served). */
   readonly url: string;
   /** The unauthenticated read-only listener (`--read-only-port`), when enabled. */
@@ -82,6 +88,8 @@ export interface StartOptions {
   streaming?: { streamCreationTimeoutMs?: number; closeWaitMs?: number };
   /** Stats sampling period (default 10 s, about the kubelet's cadvisor housekeeping interval). */
   statsPeriodMs?: number;
+  /** How often the summary's disk figures are refreshed (default 1 min, the kubelet's `volumeStatsAggPeriod`). */
+  diskStatsPeriodMs?: number;
   /** Cluster-mode timing overrides for tests (status resync, mirror pod period, watch timeout). */
   clusterTiming?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
   /** A network plugin instead of the one `--network-plugin` names (tests: a recording fake). */
@@ -275,13 +283,46 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   if (unseen.size === 0) kubelet.markSourcesReady();
 
   // Samples what the PLEG last saw running; its first round runs at once (before any pod starts).
-  const stats = new StatsSampler({ runtime, pods: () => kubelet.pleg.getPods(), log, readNode: () => readNodeStats(), ...(opts.statsPeriodMs ? { periodMs: opts.statsPeriodMs } : {}) });
+  const localImageFsRoot = async () => (config.dockerEndpoint.startsWith('unix://') ? dockerRuntime.imageFsRoot() : undefined);
+  /** The class of a pod not synced since a restart, whose cgroup the pod cgroups do not know yet. */
+  const qosOf = (uid: string) => {
+    const pod = podManager.getPodByUID(uid);
+    return pod ? getPodQOS(pod) : undefined;
+  };
+  const readCgroup = (location: CgroupLocation | undefined) => (location ? readCgroupStats(location, readText) : Promise.resolve(undefined));
+  const stats = new StatsSampler({
+    runtime,
+    pods: () => kubelet.pleg.getPods(),
+    log,
+    readNode: () => readNodeStats(),
+    readHost: hostReader({ rootDir: config.rootDir, imageFsRoot: localImageFsRoot }),
+    ...(podCgroups
+      ? {
+        readPodCgroup: (uid: string) => readCgroup(podCgroups.statsLocation(uid, undefined, qosOf(uid))),
+        readContainerPressure: async (uid: string, id: string) => {
+          const location = podCgroups.statsLocation(uid, id, qosOf(uid));
+          return location ? readCgroupPressure(location, readText) : undefined;
+        },
+      }
+      : {}),
+    ...(opts.statsPeriodMs ? { periodMs: opts.statsPeriodMs } : {}),
+  });
   stats.start();
+  const diskStats = new DiskStatsCache({
+    pods: () => kubelet.pleg.getPods(),
+    podSpec: (uid) => podManager.getPodByUID(uid),
+    localVolumeDir: (pod, name) => volumes.localEphemeralVolumeDir(pod, name),
+    containerDiskUsage: (ids) => dockerRuntime.containerDiskUsage(ids),
+    imagesBytes: async () => (await dockerRuntime.listImages()).reduce((sum, i) => sum + i.sizeBytes, 0),
+    log,
+    ...(opts.diskStatsPeriodMs ? { periodMs: opts.diskStatsPeriodMs } : {}),
+  });
+  diskStats.start();
   // The eviction manager (pkg/kubelet/eviction/): node pressure conditions, local-storage limits,
   // reclaim (dead containers, unused images), then one pod evicted per pass.
   const readings = evictionReadings({
     rootDir: config.rootDir,
-    imageFsRoot: async () => (config.dockerEndpoint.startsWith('unix://') ? dockerRuntime.imageFsRoot() : undefined),
+    imageFsRoot: localImageFsRoot,
     sampleNow: () => stats.sampleNow(),
     snapshot: () => stats.snapshot(),
     runtimePod: (uid) => kubelet.pleg.getPod(uid),
@@ -319,7 +360,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     registeredUID: () => cluster?.node.uid,
     log,
   });
-  const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet, stats, nodeSource, log });
+  const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet, stats, diskStats, nodeSource, log });
   const sessions = new StreamingSessions(config.maxStreamingSessions);
   metrics.collectFrom({
     runningPods: () => kubelet.pleg.getPods().filter((p) => p.sandboxes.some((s) => s.ready)).length,
@@ -368,6 +409,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     await readOnly?.close();
     await eviction?.stop();
     await stats.stop();
+    await diskStats.stop();
     await kubelet.stop();
     await volumes.stop();
     await dockerRuntime.close();
@@ -437,6 +479,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     metrics,
     sessions,
     stats,
+    diskStats,
     url,
     readOnlyUrl,
     cluster,
@@ -456,6 +499,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       await app.close();
       await eviction?.stop();
       await stats.stop();
+      await diskStats.stop();
       await kubelet.stop();
       await volumes.stop();
       // After the server closed: no forward can start a port-forward helper any more.

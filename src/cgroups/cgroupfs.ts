@@ -115,6 +115,14 @@ export class Cgroupfs {
     if (resources.pidsLimit !== undefined) await write(dir, 'pids.max', resources.pidsLimit > 0 ? String(resources.pidsLimit) : 'max');
   }
 
+  /**
+   * Where the cgroup's files of `controller` are (v1: that controller's mount; v2: the unified
+   * hierarchy, whatever the controller), for the stats readers.
+   */
+  dirOf(controller: string, path: readonly string[]): string {
+    return join(this.#mount(this.mounts.version === 2 ? '' : controller), ...path);
+  }
+
   /** The cgroup's `pids.current` (tasks in it and below), or undefined where the cgroup is missing. */
   async processes(path: readonly string[]): Promise<bigint | undefined> {
     const text = await readFile(join(this.#mount(this.mounts.version === 2 ? '' : 'pids'), ...path, 'pids.current'), 'utf8').catch((err: unknown) => {

@@ -109,6 +109,19 @@ export class PodCgroups {
     if (qos === 'Burstable' && fields.includes('cpuShares')) await this.#updateBurstable();
   }
 
+  /**
+   * Where the stats readers find the pod's cgroup (or, with `containerID`, the cgroup the engine
+   * made for that container below it: `<pod cgroup>/<id>` with the cgroupfs driver); undefined
+   * for a pod without one. `qos` places a pod this nodelet has not synced yet (one found running
+   * at start-up). The directories may not exist yet (or any more).
+   */
+  statsLocation(uid: string, containerID?: string, qos?: PodQOSClass): { version: 1 | 2; dir: (controller: string) => string } | undefined {
+    const cls = this.#pods.get(uid)?.qos ?? qos;
+    if (!cls) return undefined;
+    const path = [...this.#path(podCgroupPath(cls, uid)), ...(containerID ? [containerID] : [])];
+    return { version: this.#fs.mounts.version, dir: (controller) => this.#fs.dirOf(controller, path) };
+  }
+
   /** The engine's `CgroupParent` for the pod (its cgroup made by `ensurePod`). */
   parentOf(pod: Pod, qos: PodQOSClass): string {
     return Cgroupfs.nameOf(this.#path(podCgroupPath(qos, pod.metadata?.uid ?? '')));

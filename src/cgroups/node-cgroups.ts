@@ -1,3 +1,4 @@
+import type { PodQOSClass } from '../api/qos.js';
 import type { Pod } from '../api/types.js';
 import type { Logger } from '../logging/index.js';
 import { Cgroupfs } from './cgroupfs.js';
@@ -70,6 +71,11 @@ export class NodeCgroups {
   /** Processes in the pod's cgroup; undefined when pods have no cgroups (or this one none yet). */
   async processes(uid: string): Promise<bigint | undefined> {
     return this.#pods?.processes(uid);
+  }
+
+  /** Where the stats readers find the pod's (or its container's) cgroup; undefined without one. */
+  statsLocation(uid: string, containerID?: string, qos?: PodQOSClass): { version: 1 | 2; dir: (controller: string) => string } | undefined {
+    return this.#pods?.statsLocation(uid, containerID, qos);
   }
 
   close(): void {

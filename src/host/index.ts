@@ -30,9 +30,9 @@ export interface ContainerRef {
 export interface HostStats {
   /**
    * The `stats/v1alpha1` Summary. Throws when the last sampling round could read nothing (the
-   * kubelet's summary provider error).
+   * kubelet's summary provider error). `onlyCpuAndMemory`: the `only_cpu_and_memory=true` form.
    */
-  getStatsSummary(): Summary;
+  getStatsSummary(opts?: { onlyCpuAndMemory?: boolean }): Summary;
   /** The same samples in Prometheus text, the kubelet's `/metrics/resource`. */
   getResourceMetrics(): string;
   /** `metrics.k8s.io` PodMetrics of the pods in `namespace` (all when undefined) that have a CPU rate. */

@@ -10,6 +10,7 @@ import type { ContainerRef, Host, HostStats, SandboxRef } from '../host/index.js
 import type { StatusManager } from '../status/manager.js';
 import { buildNodeMetrics, buildPodMetrics } from '../stats/metrics-api.js';
 import { renderResourceMetrics } from '../stats/resource-metrics.js';
+import type { DiskSnapshot } from '../stats/disk-stats.js';
 import { buildSummary } from '../stats/summary.js';
 import type { NodeMetrics, PodMetrics, StatsSource, Summary } from '../stats/types.js';
 import type { Kubelet } from './kubelet.js';
@@ -50,6 +51,8 @@ export class KubeletHost implements Host {
     kubelet: Kubelet;
     /** The background stats sampler; without one, the Host has no `stats` (501 on the stats routes). */
     stats?: StatsSource;
+    /** The background disk figures (containers' rootfs and logs, local volumes, images) for the summary. */
+    diskStats?: { snapshot(): DiskSnapshot };
     /** The Node object's source; without one, `getNode` answers 503. */
     nodeSource?: NodeSource;
     /** The node's resourceVersion clock (default: a fresh one). */
@@ -62,7 +65,7 @@ export class KubeletHost implements Host {
     this.#runtime = opts.runtime;
     this.#recorder = opts.recorder;
     this.#kubelet = opts.kubelet;
-    this.stats = opts.stats ? this.#statsFrom(opts.stats) : undefined;
+    this.stats = opts.stats ? this.#statsFrom(opts.stats, opts.diskStats) : undefined;
     this.#nodeSource = opts.nodeSource;
     this.#log = opts.log;
     // Watch feeds, fed by change notifications: the pod set, statuses (newest per pod), events, the node.
@@ -169,12 +172,13 @@ export class KubeletHost implements Host {
     return this.#runtime.portForward(ref.id, port, stream, signal);
   }
 
-  #statsFrom(source: StatsSource): HostStats {
+  #statsFrom(source: StatsSource, disk: { snapshot(): DiskSnapshot } | undefined): HostStats {
     return {
-      getStatsSummary: (): Summary => {
+      getStatsSummary: (opts = {}): Summary => {
         const snap = source.snapshot();
         if (snap.failure !== undefined) throw internalError(`failed to get stats summary: ${snap.failure}`);
-        return buildSummary(this.nodeName, snap, this.#bootTime);
+        const diskSnap = disk?.snapshot();
+        return buildSummary(this.nodeName, snap, this.#bootTime, { ...(diskSnap ? { disk: diskSnap } : {}), ...(opts.onlyCpuAndMemory ? { onlyCpuAndMemory: true } : {}) });
       },
       getResourceMetrics: (): string => renderResourceMetrics(source.snapshot()),
       getPodMetrics: (namespace: string | undefined): PodMetrics[] => {

@@ -21,7 +21,8 @@ export interface NodeReading {
 
 export type ReadText = (path: string) => Promise<string>;
 
-const readText: ReadText = (path) => readFile(path, 'utf8');
+/** `readFile` as text: the readers' default. */
+export const readText: ReadText = (path) => readFile(path, 'utf8');
 
 /** Reads /proc/stat and /proc/meminfo; rejects where they do not exist (not Linux). */
 export async function readNodeStats(read: ReadText = readText, now: () => Date = () => new Date()): Promise<NodeReading> {

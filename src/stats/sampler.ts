@@ -1,8 +1,11 @@
 import type { Logger } from '../logging/index.js';
 import type { ContainerStatsSample, Runtime, RuntimePod } from '../runtime/types.js';
+import type { CgroupReading } from './cgroup-stats.js';
+import type { HostReading } from './host.js';
 import type { NodeReading } from './node.js';
+import type { PressureReading } from './psi.js';
 import { usageNanoCores } from './rate.js';
-import type { NodeSample, SampledContainer, StatsSnapshot, StatsSource, StatsTarget } from './types.js';
+import type { NodeSample, PodCgroupSample, SampledContainer, StatsSnapshot, StatsSource, StatsTarget } from './types.js';
 import { Coalescer } from '../async/coalescer.js';
 
 export interface StatsSamplerOptions {
@@ -16,7 +19,18 @@ export interface StatsSamplerOptions {
   concurrency?: number;
   /** Node-wide reading (src/stats/node.ts); omitted, the node has no CPU or memory figures. */
   readNode?: () => Promise<NodeReading>;
+  /** Node filesystems, rlimit and pressure (src/stats/host.ts); omitted, the node has none. */
+  readHost?: () => Promise<HostReading>;
+  /**
+   * The pod's own cgroup (src/stats/cgroup-stats.ts): undefined for a pod without one, whose
+   * figures are then the sum of its containers. A rejection counts as undefined.
+   */
+  readPodCgroup?: (uid: string) => Promise<CgroupReading | undefined>;
+  /** A container's pressure (cgroup v2 only); undefined where there is none. */
+  readContainerPressure?: (uid: string, containerID: string) => Promise<PressureReading | undefined>;
 }
+
+type OptionalReaders = 'readNode' | 'readHost' | 'readPodCgroup' | 'readContainerPressure';
 
 interface Tracked {
   target: StatsTarget;
@@ -31,9 +45,13 @@ interface Tracked {
  * `sampleNow()` during a round shares one follow-up round, like the PLEG's relist.
  */
 export class StatsSampler implements StatsSource {
-  readonly #o: Required<Omit<StatsSamplerOptions, 'readNode'>> & Pick<StatsSamplerOptions, 'readNode'>;
+  readonly #o: Required<Omit<StatsSamplerOptions, OptionalReaders>> & Pick<StatsSamplerOptions, OptionalReaders>;
   #tracked = new Map<string, Tracked>();
   #node: { latest: NodeReading; previous?: NodeReading } | undefined;
+  #host: HostReading | undefined;
+  /** Pod cgroup readings by pod UID, the last two for the CPU rate. */
+  #podCgroups = new Map<string, { latest: CgroupReading; previous?: CgroupReading }>();
+  #pressure = new Map<string, PressureReading>();
   #snapshot: StatsSnapshot = { containers: [] };
   #timer: NodeJS.Timeout | undefined;
   readonly #sampling = new Coalescer(() => this.#round());
@@ -93,6 +111,7 @@ export class StatsSampler implements StatsSource {
     let read = 0;
     let lastError: unknown;
     const node = this.#sampleNode();
+    const host = this.#sampleHost();
     await forEachLimited(targets, this.#o.concurrency, async (target) => {
       try {
         const sample = await this.#o.runtime.containerStats(target.id);
@@ -109,7 +128,10 @@ export class StatsSampler implements StatsSource {
         this.#o.log.debug(key, 'Reading container stats failed');
       }
     });
-    await node;
+    // Pod cgroups after their containers: the counters only grow, so a pod's reading taken later
+    // than its containers' is never below their sum.
+    await this.#samplePodCgroups(targets);
+    await Promise.all([node, host]);
     this.#rounds++;
 
     const containers: SampledContainer[] = [];
@@ -122,8 +144,48 @@ export class StatsSampler implements StatsSource {
       takenAt,
       containers,
       ...(this.#node ? { node: nodeSample(this.#node.latest, this.#node.previous) } : {}),
+      ...(this.#host ? { host: this.#host } : {}),
+      ...(this.#o.readPodCgroup ? { podCgroups: podCgroupSamples(this.#podCgroups) } : {}),
+      ...(this.#o.readContainerPressure ? { containerPressure: new Map(this.#pressure) } : {}),
       ...(failed ? { failure: `no container stats could be read: ${lastError instanceof Error ? lastError.message : String(lastError)}` } : {}),
     };
+  }
+
+  async #sampleHost(): Promise<void> {
+    if (!this.#o.readHost) return;
+    try {
+      this.#host = await this.#o.readHost();
+    } catch (err) {
+      this.#errors++;
+      this.#o.log.debug({ err }, 'Reading node filesystem and pressure stats failed');
+    }
+  }
+
+  /** Each pod's cgroup and its containers' pressure; pods and containers gone are forgotten. */
+  async #samplePodCgroups(targets: readonly StatsTarget[]): Promise<void> {
+    const readPod = this.#o.readPodCgroup;
+    const readPressure = this.#o.readContainerPressure;
+    if (!readPod && !readPressure) return;
+    const uids = [...new Set(targets.map((t) => t.podUID))];
+    const liveIDs = new Set(targets.map((t) => t.id));
+    for (const uid of this.#podCgroups.keys()) if (!uids.includes(uid)) this.#podCgroups.delete(uid);
+    for (const id of this.#pressure.keys()) if (!liveIDs.has(id)) this.#pressure.delete(id);
+    await forEachLimited(uids, this.#o.concurrency, async (uid) => {
+      if (!readPod) return;
+      const latest = await readPod(uid).catch((err: unknown) => {
+        this.#o.log.debug({ podUID: uid, err }, 'Reading pod cgroup stats failed');
+        return undefined;
+      });
+      const before = this.#podCgroups.get(uid);
+      if (!latest) this.#podCgroups.delete(uid);
+      else this.#podCgroups.set(uid, { latest, ...(before ? { previous: before.latest } : {}) });
+    });
+    if (!readPressure) return;
+    await forEachLimited(targets.filter((t) => !t.sandbox), this.#o.concurrency, async (t) => {
+      const psi = await readPressure(t.podUID, t.id).catch(() => undefined);
+      if (psi) this.#pressure.set(t.id, psi);
+      else this.#pressure.delete(t.id);
+    });
   }
 
   async #sampleNode(): Promise<void> {
@@ -167,8 +229,20 @@ function nodeSample(latest: NodeReading, previous: NodeReading | undefined): Nod
   };
 }
 
+function podCgroupSamples(readings: ReadonlyMap<string, { latest: CgroupReading; previous?: CgroupReading }>): Map<string, PodCgroupSample> {
+  const out = new Map<string, PodCgroupSample>();
+  for (const [uid, r] of readings) {
+    const rate = usageNanoCores(r.previous, r.latest);
+    out.set(uid, {
+      latest: r.latest,
+      ...(rate !== undefined && r.previous ? { usageNanoCores: rate, windowMs: r.latest.timestamp.getTime() - r.previous.timestamp.getTime() } : {}),
+    });
+  }
+  return out;
+}
+
 /** Runs `fn` over `items` with at most `limit` calls in flight. */
-async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) {

@@ -1,4 +1,5 @@
-import type { PodReference, SampledContainer, StatsSnapshot } from './types.js';
+import type { PressureReading } from './psi.js';
+import type { PodCgroupSample, PodReference, SampledContainer, StatsSnapshot } from './types.js';
 
 /**
  * The snapshot grouped by pod, with full-precision times: the one shape the Summary, the
@@ -16,9 +17,15 @@ export interface Usage {
   memoryRssBytes?: number;
   pageFaults?: number;
   majorPageFaults?: number;
+  /** The cgroup's memory limit less its working set, where it has a limit. */
+  memoryAvailableBytes?: number;
+  /** Pressure of the cgroup (v2), or of the node. */
+  psi?: PressureReading;
 }
 
 export interface ContainerUsage {
+  /** The container instance's ID (the runtime's). */
+  id: string;
   name: string;
   startTime: Date;
   usage: Usage;
@@ -29,8 +36,30 @@ export interface PodUsage {
   startTime: Date;
   /** App containers, by name; the sandbox is only in `total`. */
   containers: ContainerUsage[];
-  /** The pod cgroup's figures: sandbox and containers summed. */
+  /**
+   * The pod cgroup's figures where the pod has one (sandbox, containers and overhead), else the
+   * sandbox and containers summed: the CRI stats provider's `addPodCPUMemoryStats`.
+   */
   total: Usage;
+  /** Processes in the pod's cgroup (`pids.current`), where it has one. */
+  processes?: number;
+}
+
+/** A pod cgroup's reading as a usage (cadvisorInfoToCPUandMemoryStats in pkg/kubelet/stats/helper.go). */
+export function usageOfCgroup(c: PodCgroupSample): Usage {
+  const r = c.latest;
+  return {
+    time: r.timestamp,
+    cpuUsageCoreNanoSeconds: r.cpuUsageCoreNanoSeconds,
+    ...(c.usageNanoCores !== undefined ? { usageNanoCores: c.usageNanoCores, windowMs: c.windowMs ?? 0 } : {}),
+    memoryUsageBytes: r.memoryUsageBytes,
+    memoryWorkingSetBytes: r.memoryWorkingSetBytes,
+    ...(r.memoryRssBytes !== undefined ? { memoryRssBytes: r.memoryRssBytes } : {}),
+    ...(r.pageFaults !== undefined ? { pageFaults: r.pageFaults } : {}),
+    ...(r.majorPageFaults !== undefined ? { majorPageFaults: r.majorPageFaults } : {}),
+    ...(r.memoryLimitBytes !== undefined ? { memoryAvailableBytes: Math.max(0, r.memoryLimitBytes - r.memoryWorkingSetBytes) } : {}),
+    ...(r.psi ? { psi: r.psi } : {}),
+  };
 }
 
 export function usageOf(c: SampledContainer): Usage {
@@ -86,15 +115,20 @@ export function podUsages(snap: StatsSnapshot): PodUsage[] {
   for (const [uid, members] of byPod) {
     const first = members[0];
     if (!first) continue;
+    const cgroup = snap.podCgroups?.get(uid);
     const containers = members
       .filter((m) => !m.target.sandbox)
-      .map((m) => ({ name: m.target.name, startTime: m.target.startTime, usage: usageOf(m) }))
+      .map((m) => {
+        const psi = snap.containerPressure?.get(m.target.id);
+        return { id: m.target.id, name: m.target.name, startTime: m.target.startTime, usage: psi ? { ...usageOf(m), psi } : usageOf(m) };
+      })
       .sort((a, b) => a.name.localeCompare(b.name));
     pods.push({
       ref: { name: first.target.podName, namespace: first.target.namespace, uid },
       startTime: first.target.podStartTime,
       containers,
-      total: sumUsage(members.map(usageOf)),
+      total: cgroup ? usageOfCgroup(cgroup) : sumUsage(members.map(usageOf)),
+      ...(cgroup?.latest.processes !== undefined ? { processes: cgroup.latest.processes } : {}),
     });
   }
   return pods.sort((a, b) => a.ref.namespace.localeCompare(b.ref.namespace) || a.ref.name.localeCompare(b.ref.name));

@@ -1,4 +1,6 @@
+import { readFile, stat, statfs } from 'node:fs/promises';
 import t from 'tap';
+import { Cgroupfs } from '../../src/cgroups/cgroupfs.js';
 import type { PodMetrics, Summary } from '../../src/stats/types.js';
 import { BUSYBOX } from '../helpers/docker.js';
 import { startTestNode } from '../helpers/nodelet.js';
@@ -89,4 +91,76 @@ t.test('stats from Docker, sampled in the background and served from memory', as
   await node.nodelet.stats.sampleNow();
   const after = await node.get<Summary>('/stats/summary');
   t.same(after.body.pods.map((p) => p.podRef.name), [burn]);
+});
+
+t.test('the summary\'s disks, processes, rlimit and pressure on the real engine, refreshed in the background', async (t) => {
+  // Short periods, so the background refreshes (not a request) bring the write in quickly.
+  const node = await startTestNode(t, {}, { statsPeriodMs: 500, diskStatsPeriodMs: 500 });
+  await node.writeManifest('writer.yaml', `apiVersion: v1
+kind: Pod
+metadata: { name: writer }
+spec:
+  terminationGracePeriodSeconds: 0
+  volumes: [{ name: scratch, emptyDir: {} }]
+  containers:
+    - name: main
+      image: ${BUSYBOX}
+      imagePullPolicy: Never
+      command: ["sh", "-c", "dd if=/dev/urandom of=/scratch/blob bs=1048576 count=5 && sync && echo written && exec sleep 600"]
+      volumeMounts: [{ name: scratch, mountPath: /scratch }]
+      resources: { limits: { memory: 64Mi } }
+`);
+  const writer = `writer-${node.nodeName}`;
+  const MiB5 = 5 * 1048576;
+  const summaryOf = async () => (await node.get<Summary>('/stats/summary')).body;
+  const pod = await node.waitFor('the 5 MiB write shows in the writer\'s volume stats', async () => {
+    const p = (await summaryOf()).pods.find((x) => x.podRef.name === writer);
+    const scratch = p?.volume?.find((v) => v.name === 'scratch');
+    return (scratch?.usedBytes ?? 0) >= MiB5 && (p?.containers[0]?.logs?.usedBytes ?? 0) > 0 ? p : undefined;
+  }, 60_000);
+  // Pod cgroups exist where the engine uses the cgroupfs driver (the test node's cgroupRoot is its own).
+  const cgroupfs = await Cgroupfs.open().catch(() => undefined);
+  const podCgroups = cgroupfs !== undefined && (await stat(cgroupfs.dirOf('memory', ['nodelet-test', node.nodeName, 'kubepods'])).then(() => true, () => false));
+  const scratch = pod.volume?.find((v) => v.name === 'scratch');
+  t.ok((scratch?.inodesUsed ?? 0) >= 2, `the volume's directory and its file (${scratch?.inodesUsed} inodes)`);
+  t.ok((scratch?.capacityBytes ?? 0) > 0 && (scratch?.availableBytes ?? -1) >= 0, 'the volume\'s filesystem figures');
+  const eph = pod['ephemeral-storage'];
+  const main = pod.containers[0];
+  t.ok((eph?.usedBytes ?? 0) >= MiB5, `ephemeral-storage includes the volume (${eph?.usedBytes} bytes)`);
+  t.equal(eph?.usedBytes, (scratch?.usedBytes ?? 0) + (main?.rootfs?.usedBytes ?? 0) + (main?.logs?.usedBytes ?? 0), 'ephemeral-storage: the volume + rootfs + logs');
+  t.equal(main?.rootfs?.inodesUsed, 0, 'rootfs: no inode count from the engine');
+  t.ok((main?.logs?.inodesUsed ?? 0) >= 1, 'logs: the json-file log');
+  if (podCgroups) {
+    const withProcesses = await node.waitFor('process_count from the pod cgroup', async () => (await summaryOf()).pods.find((x) => x.podRef.name === writer && x.process_stats));
+    t.ok((withProcesses.process_stats?.process_count ?? 0) >= 1, `process_count from the pod cgroup (${withProcesses.process_stats?.process_count})`);
+    // The pod's memory is its cgroup's, which carries the 64Mi limit nodelet wrote.
+    const available = withProcesses.memory?.availableBytes ?? -1;
+    t.ok(available > 0 && available <= 64 * 1048576, `pod memory.availableBytes is the pod cgroup's limit less its working set (${available})`);
+  } else {
+    t.notOk(pod.process_stats ?? pod.memory?.availableBytes, 'no pod cgroups: no process count, the pod\'s figures summed from its containers');
+  }
+  t.ok((pod.cpu?.usageCoreNanoSeconds ?? 0) >= (main?.cpu?.usageCoreNanoSeconds ?? 0), 'the pod cgroup\'s CPU includes its container');
+  t.ok(main?.cpu?.usageNanoCores !== undefined || main?.cpu?.usageCoreNanoSeconds !== undefined, 'containers keep their CPU figures');
+
+  const summary = await summaryOf();
+  const st = await statfs(node.manifestDir);
+  t.equal(summary.node.fs?.capacityBytes, st.blocks * st.bsize, 'node.fs capacity is statfs of --root-dir');
+  t.equal(summary.node.fs?.inodes, st.files, 'node.fs inodes is statfs of --root-dir');
+  t.ok((summary.node.runtime?.imageFs?.capacityBytes ?? 0) > 0, 'imageFs: the engine\'s data root');
+  t.ok((summary.node.runtime?.imageFs?.usedBytes ?? 0) > 0, 'imageFs usedBytes: the images');
+  const [pidMax, threadsMax] = await Promise.all(['/proc/sys/kernel/pid_max', '/proc/sys/kernel/threads-max'].map(async (f) => Number(await readFile(f, 'utf8'))));
+  t.equal(summary.node.rlimit?.maxpid, Math.min(pidMax ?? 0, threadsMax ?? 0), 'rlimit.maxpid: min(pid_max, threads-max)');
+  t.ok((summary.node.rlimit?.curproc ?? 0) > 0, 'rlimit.curproc');
+  const hasPSI = await readFile('/proc/pressure/io', 'utf8').then(() => true, () => false);
+  if (hasPSI) {
+    t.match(summary.node.io, { time: String, psi: { some: { avg10: Number, total: Number }, full: { total: Number } } }, 'node IO pressure from /proc/pressure/io');
+    t.ok(summary.node.cpu?.psi && summary.node.memory?.psi, 'node CPU and memory pressure');
+  } else {
+    t.notOk(summary.node.io, 'a kernel without PSI: no pressure fields');
+  }
+
+  const short = (await node.get<Summary>('/stats/summary?only_cpu_and_memory=true')).body;
+  const shortPod = short.pods.find((x) => x.podRef.name === writer);
+  t.notOk(short.node.fs ?? short.node.rlimit ?? shortPod?.volume ?? shortPod?.['ephemeral-storage'], 'the short form has no disks');
+  t.ok(shortPod?.memory?.workingSetBytes, 'the short form keeps memory');
 });

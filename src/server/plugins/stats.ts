@@ -7,7 +7,7 @@ import { metricsGroupVersion, type NodeMetrics, type PodMetrics } from '../../st
 import { MethodNotAllowedError } from '../errors.js';
 import type { Host, HostStats } from '../../host/index.js';
 import { getRoute } from '../methods.js';
-import { queryValue, refuseWatch } from '../params.js';
+import { queryValue, queryValues, refuseWatch } from '../params.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector } from '../selectors.js';
 
 /**
@@ -39,6 +39,16 @@ function selected<T extends PodMetrics | NodeMetrics>(request: FastifyRequest, i
   return items.filter((m) => matchesLabels(labels, m.metadata.labels) && matchesFields(fieldReqs, get(m)));
 }
 
+/**
+ * pkg/kubelet/server/stats/handler.go `handleSummary`: `only_cpu_and_memory` given once, as
+ * `true`, in the query or a form body (`Request.Form` holds both: the body's values first).
+ */
+function onlyCpuAndMemory(request: FastifyRequest): boolean {
+  const values = queryValues(request, 'only_cpu_and_memory');
+  if (typeof request.body === 'string') values.unshift(...new URLSearchParams(request.body).getAll('only_cpu_and_memory'));
+  return values.length === 1 && values[0] === 'true';
+}
+
 async function rejectSummaryMethod(): Promise<never> {
   throw new MethodNotAllowedError(['GET', 'HEAD', 'POST']);
 }
@@ -51,14 +61,13 @@ export async function statsPlugin(app: FastifyInstance, opts: { host: Host }): P
     return s;
   };
 
-  // Go's ParseForm reads a form body on POST; accept it (only `only_cpu_and_memory` would matter,
-  // and nodelet's summary holds nothing but CPU and memory anyway).
+  // Go's ParseForm reads a form body on POST, whose `only_cpu_and_memory` counts as the query's does.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  const summary = async () => {
+  const summary = async (request: FastifyRequest) => {
     const s = stats();
     try {
-      return s.getStatsSummary();
+      return s.getStatsSummary({ onlyCpuAndMemory: onlyCpuAndMemory(request) });
     } catch (err) {
       // The kubelet's handleError: 500 with `Internal Error: …` as plain text.
       const message = err instanceof Error ? err.message : String(err);

@@ -61,6 +61,27 @@ t.test('/stats/summary: GET, POST (with or without a form body), only_cpu_and_me
   t.equal(head.statusCode, 200);
 });
 
+t.test('/stats/summary: only_cpu_and_memory=true once, in the query or a form body, asks for the short form', async (t) => {
+  const h = host();
+  const app = build(h);
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const cases = [
+    { req: { method: 'GET' as const, url: '/stats/summary?only_cpu_and_memory=true' }, short: true },
+    { req: { method: 'POST' as const, url: '/stats/summary', payload: 'only_cpu_and_memory=true', headers: form }, short: true },
+    { req: { method: 'GET' as const, url: '/stats/summary?only_cpu_and_memory=True' }, short: false },
+    { req: { method: 'GET' as const, url: '/stats/summary?only_cpu_and_memory=1' }, short: false },
+    { req: { method: 'GET' as const, url: '/stats/summary?only_cpu_and_memory=true&only_cpu_and_memory=true' }, short: false },
+    { req: { method: 'POST' as const, url: '/stats/summary?only_cpu_and_memory=true', payload: 'only_cpu_and_memory=true', headers: form }, short: false },
+    { req: { method: 'GET' as const, url: '/stats/summary' }, short: false },
+  ];
+  for (const { req, short } of cases) {
+    h.calls.length = 0;
+    const res = await app.inject(req);
+    t.equal(res.statusCode, 200);
+    t.same(h.calls, [short ? 'getStatsSummary onlyCpuAndMemory' : 'getStatsSummary'], `${req.method} ${req.url} ${req.payload ?? ''}: ${short ? 'short' : 'full'} form (Go's Form holds one value, "true")`);
+  }
+});
+
 t.test('/stats/summary: other methods are 405 with Allow', async (t) => {
   const res = await build(host()).inject({ method: 'PUT', url: '/stats/summary' });
   t.equal(res.statusCode, 405);

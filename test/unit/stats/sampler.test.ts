@@ -264,3 +264,83 @@ t.test('a restart while the old round still runs leaves one timer chain, not two
   // One chain keeps pace with the reference (±1 for where each stood at the start); two would run about twice as often.
   t.ok(count >= 3 && count <= 7, `one timer chain after a quick restart (${count} rounds while the reference ran 5)`);
 });
+
+t.test('pod cgroups: two readings give the pod its rate; pods without one, gone pods and failures are left out', async (t) => {
+  const runtime = new FakeStatsRuntime();
+  let pods = [pod('a', [container('c1', 'app')]), pod('b', [container('c2', 'app')])];
+  let round = 0;
+  const podReads: string[] = [];
+  const pressureReads: string[] = [];
+  let failA = false;
+  const sampler = new StatsSampler({
+    runtime,
+    pods: () => pods,
+    log,
+    readPodCgroup: async (uid) => {
+      podReads.push(uid);
+      if (uid === 'b') return undefined; // a pod without a cgroup of its own
+      if (failA) throw new Error('cgroup gone');
+      return { timestamp: new Date(t0.getTime() + round * 2000), cpuUsageCoreNanoSeconds: 1e9 * (round + 1), memoryUsageBytes: 10, memoryWorkingSetBytes: 8, processes: 2 + round };
+    },
+    readContainerPressure: async (uid, id) => {
+      pressureReads.push(`${uid}/${id}`);
+      return id === 'c1' ? { io: { some: { avg10: 1, avg60: 1, avg300: 1, total: 5 }, full: { avg10: 0, avg60: 0, avg300: 0, total: 1 } } } : undefined;
+    },
+    readHost: async () => ({ timestamp: new Date(t0.getTime() + round * 2000), rlimit: { maxpid: 100, curproc: 10 + round } }),
+  });
+  await sampler.sampleNow();
+  let snap = sampler.snapshot();
+  t.same([...(snap.podCgroups?.keys() ?? [])], ['a'], 'the pod without a cgroup is not in the map');
+  t.equal(snap.podCgroups?.get('a')?.usageNanoCores, undefined, 'one reading: no rate');
+  t.same(pressureReads.sort(), ['a/c1', 'b/c2'], 'containers only, never the sandboxes');
+  t.same([...(snap.containerPressure?.keys() ?? [])], ['c1']);
+  t.equal(snap.host?.rlimit?.curproc, 10);
+
+  round = 1;
+  runtime.round = 1;
+  await sampler.sampleNow();
+  snap = sampler.snapshot();
+  t.same(snap.podCgroups?.get('a'), {
+    latest: { timestamp: new Date(t0.getTime() + 2000), cpuUsageCoreNanoSeconds: 2e9, memoryUsageBytes: 10, memoryWorkingSetBytes: 8, processes: 3 },
+    usageNanoCores: 500_000_000,
+    windowMs: 2000,
+  }, '1 s of CPU in 2 s');
+  t.equal(snap.host?.rlimit?.curproc, 11);
+
+  failA = true;
+  await sampler.sampleNow();
+  t.equal(sampler.snapshot().podCgroups?.has('a'), false, 'a failed read drops the pod (its containers are summed instead)');
+
+  failA = false;
+  pods = [pod('b', [container('c2', 'app')])];
+  await sampler.sampleNow();
+  snap = sampler.snapshot();
+  t.same([...(snap.podCgroups?.keys() ?? [])], [], 'pod a is gone');
+  t.same([...(snap.containerPressure?.keys() ?? [])], [], 'so is its container\'s pressure');
+  t.same(podReads.filter((u) => u === 'a').length, 3, 'a gone pod is not read');
+});
+
+t.test('a failing host reader is counted and keeps the last reading', async (t) => {
+  let fail = false;
+  const sampler = new StatsSampler({
+    runtime: new FakeStatsRuntime(),
+    pods: () => [pod('a', [])],
+    log,
+    readHost: async () => {
+      if (fail) throw new Error('statfs failed');
+      return { timestamp: t0, rlimit: { maxpid: 1, curproc: 1 } };
+    },
+  });
+  await sampler.sampleNow();
+  fail = true;
+  await sampler.sampleNow();
+  t.same(sampler.snapshot().host?.rlimit, { maxpid: 1, curproc: 1 });
+  t.equal(sampler.counts().errors, 1);
+});
+
+t.test('without cgroup readers the snapshot has no pod cgroups or pressure maps', async (t) => {
+  const sampler = new StatsSampler({ runtime: new FakeStatsRuntime(), pods: () => [pod('a', [])], log });
+  await sampler.sampleNow();
+  const snap = sampler.snapshot();
+  t.notOk('podCgroups' in snap || 'containerPressure' in snap || 'host' in snap);
+});

@@ -3,6 +3,7 @@ import type { ContainerStatsSample } from '../../../src/runtime/types.js';
 import { buildNodeMetrics, buildPodMetrics, metricsList } from '../../../src/stats/metrics-api.js';
 import { renderResourceMetrics } from '../../../src/stats/resource-metrics.js';
 import { buildSummary } from '../../../src/stats/summary.js';
+import type { DiskSnapshot } from '../../../src/stats/disk-stats.js';
 import type { SampledContainer, StatsSnapshot, StatsTarget } from '../../../src/stats/types.js';
 
 const t0 = Date.parse('2026-11-29T10:00:00Z');
@@ -157,4 +158,95 @@ t.test('label values are escaped', async (t) => {
   const odd = sampled({ id: 'x', name: 'app', namespace: 'a"b', podName: 'p\\q\nr' }, sample(1, 1, 1));
   const text = renderResourceMetrics({ containers: [odd] });
   t.match(text, /container_cpu_usage_seconds_total\{container="app",namespace="a\\"b",pod="p\\\\q\\nr"\} 1e-9 /);
+});
+
+const psi = (n: number) => ({ some: { avg10: n, avg60: n / 2, avg300: n / 4, total: n * 1000 }, full: { avg10: 0, avg60: 0, avg300: 0, total: n } });
+const nodefs = { capacityBytes: 100e9, availableBytes: 40e9, usedBytes: 55e9, inodes: 6e6, inodesFree: 5e6 };
+const imagefs = { capacityBytes: 200e9, availableBytes: 150e9, usedBytes: 50e9, inodes: 12e6, inodesFree: 11e6 };
+
+// The same snapshot with what a cgroup v2 node with pod cgroups adds, and a disk refresh.
+const full: StatsSnapshot = {
+  ...snap,
+  host: { timestamp: at(10), fs: nodefs, imageFs: imagefs, rlimit: { maxpid: 4194304, curproc: 321 }, psi: { cpu: psi(1), memory: psi(2), io: psi(3) } },
+  podCgroups: new Map([
+    ['uid-web', {
+      latest: { timestamp: at(10), cpuUsageCoreNanoSeconds: 12e9, memoryUsageBytes: 5e6, memoryWorkingSetBytes: 4e6, memoryLimitBytes: 64e6, memoryRssBytes: 3e6, pageFaults: 10, majorPageFaults: 1, processes: 5, psi: { cpu: psi(4), io: psi(5) } },
+      usageNanoCores: 1_200_000_000,
+      windowMs: 10_000,
+    }],
+  ]),
+  containerPressure: new Map([['c1', { memory: psi(6), io: psi(7) }]]),
+};
+const disk: DiskSnapshot = {
+  takenAt: at(8),
+  imagesBytes: 30e9,
+  pods: new Map([
+    ['uid-web', {
+      time: at(9),
+      containers: new Map([
+        ['c1', { rootfsBytes: 4096, logsBytes: 8192, logsInodes: 2 }],
+        ['c2', { rootfsBytes: 0, logsBytes: 4096, logsInodes: 1 }],
+      ]),
+      volumes: [{ name: 'scratch', usedBytes: 5 * 1048576 + 8192, inodesUsed: 3, fs: nodefs }],
+    }],
+  ]),
+};
+
+t.test('Summary, full form: node fs, imageFs, rlimit and PSI; the pod cgroup, volumes, ephemeral storage, processes; rootfs and logs', async (t) => {
+  const s = buildSummary('node1', full, boot, { disk });
+  const time = '2026-11-29T10:00:10Z';
+  t.same(s.node.cpu?.psi, psi(1));
+  t.same(s.node.memory?.psi, psi(2));
+  t.same(s.node.io, { time, psi: psi(3) });
+  t.same(s.node.fs, { time, availableBytes: 40e9, capacityBytes: 100e9, inodesFree: 5e6, inodes: 6e6, usedBytes: 55e9, inodesUsed: 1e6 });
+  t.same(s.node.runtime, { imageFs: { time, availableBytes: 150e9, capacityBytes: 200e9, inodesFree: 11e6, inodes: 12e6, usedBytes: 30e9 } }, 'imageFs usedBytes: the images, not the whole filesystem');
+  t.same(s.node.rlimit, { time, maxpid: 4194304, curproc: 321 });
+
+  const web = s.pods.find((p) => p.podRef.name === 'web');
+  t.same(web?.cpu, { time, usageNanoCores: 1_200_000_000, usageCoreNanoSeconds: 12e9, psi: psi(4) }, 'the pod cgroup, not the sum of containers');
+  t.same(web?.memory, { time, availableBytes: 60e6, usageBytes: 5e6, workingSetBytes: 4e6, rssBytes: 3e6, pageFaults: 10, majorPageFaults: 1 }, 'availableBytes: limit less working set');
+  t.same(web?.io, { time, psi: psi(5) });
+  t.same(web?.process_stats, { process_count: 5 });
+  const diskTime = '2026-11-29T10:00:09Z';
+  t.same(web?.volume, [{ time: diskTime, availableBytes: 40e9, capacityBytes: 100e9, inodesFree: 5e6, inodes: 6e6, usedBytes: 5 * 1048576 + 8192, inodesUsed: 3, name: 'scratch' }]);
+  t.same(web?.['ephemeral-storage'], {
+    time: diskTime,
+    availableBytes: 40e9,
+    capacityBytes: 100e9,
+    inodesFree: 5e6,
+    inodes: 6e6,
+    usedBytes: 4096 + 8192 + 0 + 4096 + 5 * 1048576 + 8192,
+    inodesUsed: 2 + 1 + 3,
+  }, 'rootfs + logs of each container + the volumes, on nodefs\'s figures');
+  const app = web?.containers.find((c) => c.name === 'app');
+  t.same(app?.rootfs, { time: diskTime, availableBytes: 150e9, capacityBytes: 200e9, inodesFree: 11e6, inodes: 12e6, usedBytes: 4096, inodesUsed: 0 });
+  t.same(app?.logs, { time: diskTime, availableBytes: 150e9, capacityBytes: 200e9, inodesFree: 11e6, inodes: 12e6, usedBytes: 8192, inodesUsed: 2 });
+  t.same(app?.memory?.psi, psi(6));
+  t.notOk(app?.cpu?.psi, 'a resource without a pressure reading has none');
+  t.same(app?.io, { time, psi: psi(7) });
+  t.same(app?.cpu?.usageNanoCores, 1e9, 'containers keep the rate metrics-server reads');
+  const side = web?.containers.find((c) => c.name === 'side');
+  t.notOk(side?.io, 'no pressure for that container');
+
+  const fresh = s.pods.find((p) => p.podRef.name === 'new');
+  t.same(fresh?.cpu, { time: '2026-11-29T10:00:09Z', usageCoreNanoSeconds: 3_000 }, 'no pod cgroup: the containers summed');
+  t.notOk(fresh?.['ephemeral-storage'] ?? fresh?.volume ?? fresh?.process_stats ?? fresh?.io, 'nothing on disk or processes known for it yet');
+});
+
+t.test('Summary, only_cpu_and_memory: cpu and memory (with their PSI) only', async (t) => {
+  const s = buildSummary('node1', full, boot, { disk, onlyCpuAndMemory: true });
+  t.same(Object.keys(s.node).sort(), ['cpu', 'memory', 'nodeName', 'startTime']);
+  t.same(s.node.cpu?.psi, psi(1));
+  for (const p of s.pods) {
+    t.same(Object.keys(p).sort(), ['containers', 'cpu', 'memory', 'podRef', 'startTime'], `${p.podRef.name}: no disks, IO or processes`);
+    for (const c of p.containers) t.same(Object.keys(c).sort(), ['cpu', 'memory', 'name', 'startTime']);
+  }
+  t.same(s.pods.find((p) => p.podRef.name === 'web')?.memory?.workingSetBytes, 4e6, 'the pod cgroup still gives the pod\'s figures');
+});
+
+t.test('Summary: a node without PSI, a remote engine (no imagefs) and a disk snapshot without the images\' size', async (t) => {
+  const s = buildSummary('node1', { ...snap, host: { timestamp: at(10), fs: nodefs } }, boot, { disk: { pods: new Map() } });
+  t.notOk(s.node.cpu?.psi ?? s.node.io ?? s.node.runtime ?? s.node.rlimit);
+  t.ok(s.node.fs);
+  t.same(s.pods.map((p) => 'ephemeral-storage' in p), [false, false], 'pods the disk refresh has not seen have no storage figures');
 });
