@@ -145,6 +145,7 @@ export async function loadClientCert(o: BootstrapOptions): Promise<boolean> {
       signerName: CLIENT_SIGNER,
       usages: CLIENT_USAGES,
       name: digestedName(request.publicKeyDer, template, CLIENT_USAGES),
+      publicKeyDer: request.publicKeyDer,
       timeoutMs: BOOTSTRAP_WAIT_MS,
       log,
       ...(o.signal ? { signal: o.signal } : {}),
@@ -179,6 +180,6 @@ async function waitForServer(client: KubeClient, log: Logger, signal = new Abort
       log.info('Error waiting for apiserver to come up: timed out waiting to connect to apiserver');
       return;
     }
-    await delay(2_000 * (1 + Math.random() * 0.2), signal);
+    await delay(2_000 * (1 + Math.random() * 0.2), signal, true);
   }
 }

@@ -135,6 +135,22 @@ export function csrObject(o: { name?: string; requestPem: string; signerName: st
   };
 }
 
+/**
+ * Whether an existing CSR object was made with the key whose public half is `publicKeyDer`, for
+ * the same signer and usages (csr.go `ensureCompatible`; the signatures differ each time, so the
+ * request bytes are not compared). A request that does not parse is not compatible.
+ */
+export function compatibleRequest(existing: CertificateSigningRequest, publicKeyDer: Buffer, signerName: string, usages: readonly string[]): boolean {
+  if (existing.spec.signerName !== signerName) return false;
+  if ([...(existing.spec.usages ?? [])].sort().join(',') !== [...usages].sort().join(',')) return false;
+  try {
+    const request = new x509.Pkcs10CertificateRequest(Buffer.from(existing.spec.request, 'base64').toString('utf8'));
+    return Buffer.from(request.publicKey.rawData).equals(publicKeyDer);
+  } catch {
+    return false;
+  }
+}
+
 export class CertificateRequestError extends Error {
   override name = 'CertificateRequestError';
 }

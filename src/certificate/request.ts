@@ -2,7 +2,7 @@ import type { CertificateSigningRequest } from 'kubernetes-types/certificates/v1
 import { isConflict, isNotFound, type KubeClient } from '../apiserver/client.js';
 import type { Logger } from '../logging/index.js';
 import { RetryDelay, delay } from '../cluster/retry.js';
-import { CertificateRequestError, csrObject, issuedCertificate, type KeyUsage } from './csr.js';
+import { CertificateRequestError, compatibleRequest, csrObject, issuedCertificate, type KeyUsage } from './csr.js';
 
 const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 
@@ -13,6 +13,8 @@ export interface RequestOptions {
   usages: readonly KeyUsage[];
   /** A fixed name (bootstrap's digested name); else `generateName: csr-`. */
   name?: string;
+  /** With `name`: the request's public key (DER SPKI), to recognize an existing CSR as ours. */
+  publicKeyDer?: Buffer;
   expirationSeconds?: number;
   /** How long to wait for approval and signing (the kubelet: an hour at bootstrap, 15 min when rotating). */
   timeoutMs: number;
@@ -35,17 +37,17 @@ export async function requestCertificate(o: RequestOptions): Promise<string> {
   let created: CertificateSigningRequest;
   try {
     created = await o.client.request<CertificateSigningRequest>('POST', CSRS, { body });
+    o.log.info({ csr: created.metadata?.name, signerName: o.signerName }, 'Certificate signing request created; waiting for it to be approved and issued');
   } catch (err) {
     if (!(o.name && isConflict(err))) throw err;
     created = await o.client.request<CertificateSigningRequest>('GET', `${CSRS}/${encodeURIComponent(o.name)}`);
-    if (created.spec.request !== body.spec.request || created.spec.signerName !== o.signerName) {
+    if (o.publicKeyDer === undefined || !compatibleRequest(created, o.publicKeyDer, o.signerName, o.usages)) {
       throw new CertificateRequestError(`certificate signing request ${o.name} already exists with a different request`);
     }
     o.log.info({ csr: o.name }, 'Certificate signing request already exists; waiting for it');
   }
   const name = created.metadata?.name ?? '';
   const uid = created.metadata?.uid;
-  o.log.info({ csr: name, signerName: o.signerName }, 'Certificate signing request created; waiting for it to be approved and issued');
   const deadline = Date.now() + o.timeoutMs;
   const retry = new RetryDelay({ initialMs: o.pollMs?.initial ?? 500, maxMs: o.pollMs?.max ?? 5_000, jitter: 0.1 });
   const signal = o.signal ?? new AbortController().signal;
@@ -59,7 +61,8 @@ export async function requestCertificate(o: RequestOptions): Promise<string> {
     if (signal.aborted) throw new CertificateRequestError(`stopped waiting for certificate signing request ${name}`);
     const now = Date.now();
     if (now >= deadline) throw new CertificateRequestError(`timed out waiting for certificate signing request ${name} to be issued`);
-    await delay(Math.min(retry.next(), deadline - now), signal);
+    // Kept alive: at bootstrap this wait is all nodelet does.
+    await delay(Math.min(retry.next(), deadline - now), signal, true);
     try {
       csr = await o.client.request<CertificateSigningRequest>('GET', `${CSRS}/${encodeURIComponent(name)}`, { timeoutMs: 10_000 });
     } catch (err) {
