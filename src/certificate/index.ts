@@ -57,7 +57,7 @@ export async function clientCertificateManager(o: {
   });
   const current = await manager.load();
   // A newer certificate in the store than the kubeconfig's (rotated before a restart): use it now.
-  if (current && current !== initial) o.onRotated(current);
+  if (current && current.serial !== initial.serial) o.onRotated(current);
   return manager;
 }
 

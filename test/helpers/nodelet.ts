@@ -44,7 +44,7 @@ interface Teardown {
 export async function startTestNode(
   t: Teardown,
   overrides: Partial<Config> = {},
-  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs' | 'imageGCPeriodMs' | 'evictionMonitoringPeriodMs'> & { log?: Logger } = {},
+  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs' | 'imageGCPeriodMs' | 'evictionMonitoringPeriodMs' | 'certificateTiming'> & { log?: Logger } = {},
 ): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
