@@ -44,17 +44,6 @@ const csrs = async (signerName: string) => (await admin.request<CertificateSigni
 const condition = (csr: CertificateSigningRequest, type: string) => csr.status?.conditions?.find((c) => c.type === type);
 const leafOf = (pem: string) => new X509Certificate(pem);
 
-await t.test('without --kubeconfig on disk, a bad bootstrap token stops nodelet with the apiserver\'s refusal', async (t) => {
-  const bad = join(dir, 'bad-bootstrap.kubeconfig');
-  const text = (await readFile(bootstrapKubeconfig, 'utf8')).replace(/token: (\w{6})\.\w{16}/, 'token: $1.0000000000000000');
-  await writeFile(bad, text, { mode: 0o600 });
-  await t.rejects(
-    startTestNode(t, { nodeName: `${nodeName}x`, kubeconfig: join(dir, 'never.kubeconfig'), bootstrapKubeconfig: bad, certDir: join(dir, 'bad-pki'), clientCAFile: cp.caFile, anonymousAuth: false }),
-    /401/,
-  );
-  await t.rejects(stat(join(dir, 'never.kubeconfig')), 'no kubeconfig written');
-});
-
 const node = await startTestNode(
   t,
   {
@@ -75,12 +64,25 @@ const node = await startTestNode(
     certificateTiming: { rotateAfterMs: ROTATE_AFTER_MS, pollMs: { initial: 200, max: 1_000 } },
   },
 );
-const port = Number(new URL(node.url).port);
 
-/** The certificate nodelet serves, verified as the apiserver verifies it (the cluster CA, IP SAN 127.0.0.1); undefined when it does not verify. */
+// Subtests are defined once the node runs: tap ends the root test (and stops the control plane)
+// when its queue of subtests runs empty.
+t.test('without --kubeconfig on disk, a bad bootstrap token stops nodelet with the apiserver\'s refusal', async (t) => {
+  const bad = join(dir, 'bad-bootstrap.kubeconfig');
+  const text = (await readFile(bootstrapKubeconfig, 'utf8')).replace(/token: (\w{6})\.\w{16}/, 'token: $1.0000000000000000');
+  await writeFile(bad, text, { mode: 0o600 });
+  await t.rejects(
+    startTestNode(t, { nodeName: `${nodeName}x`, kubeconfig: join(dir, 'never.kubeconfig'), bootstrapKubeconfig: bad, certDir: join(dir, 'bad-pki'), clientCAFile: cp.caFile, anonymousAuth: false }),
+    /401/,
+  );
+  await t.rejects(stat(join(dir, 'never.kubeconfig')), 'no kubeconfig written');
+});
+
+/** The certificate nodelet serves, and whether it verifies as the apiserver verifies it (the cluster CA, IP SAN 127.0.0.1). */
 function servedCertificate(): Promise<{ verified: boolean; cert: X509Certificate }> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, ca: ca.toString(), rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] }, () => {
+    // The port of the nodelet running now (a restart listens on a new one).
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(node.url).port), ca: ca.toString(), rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] }, () => {
       const peer = socket.getPeerX509Certificate();
       const verified = socket.authorized;
       socket.end();
@@ -93,7 +95,7 @@ function servedCertificate(): Promise<{ verified: boolean; cert: X509Certificate
 
 let clientSerial = '';
 
-await t.test('the client certificate comes from an auto-approved bootstrap CSR, and the node joins with it', async (t) => {
+t.test('the client certificate comes from an auto-approved bootstrap CSR, and the node joins with it', async (t) => {
   const pem = await readFile(join(certDir, 'kubelet-client-current.pem'), 'utf8');
   const leaf = leafOf(pem);
   clientSerial = leaf.serialNumber;
@@ -113,7 +115,7 @@ await t.test('the client certificate comes from an auto-approved bootstrap CSR, 
   const [bootstrapCSR, ...others] = (await csrs('kubernetes.io/kube-apiserver-client-kubelet')).filter((c) => c.spec.username?.startsWith('system:bootstrap:'));
   t.equal(others.length, 0, 'one bootstrap CSR');
   t.match(bootstrapCSR?.metadata?.name, /^node-csr-[\w-]{43}$/, 'named node-csr-<digest>');
-  t.same(bootstrapCSR?.spec.usages, ['digital signature', 'client auth']);
+  t.same(bootstrapCSR?.spec.usages, ['digital signature', 'client auth'], 'usages: digital signature, client auth');
   t.ok(bootstrapCSR?.spec.groups?.includes('system:bootstrappers'), 'requested by the bootstrap token');
   t.equal(condition(bootstrapCSR ?? ({ spec: { request: '', signerName: '' } } as CertificateSigningRequest), 'Approved')?.reason, 'AutoApproved', 'approved by the controller-manager');
 
@@ -124,9 +126,9 @@ await t.test('the client certificate comes from an auto-approved bootstrap CSR, 
   t.equal(ready.metadata?.name, nodeName, 'the Node registered with the CSR-issued identity (NodeRestriction lets only system:node:<node> do that)');
 });
 
-await t.test('a kubelet-serving CSR with the node\'s addresses waits for an admin; once approved nodelet serves it and the apiserver reaches the node', async (t) => {
+t.test('a kubelet-serving CSR with the node\'s addresses waits for an admin; once approved nodelet serves it and the apiserver reaches the node', async (t) => {
   const pending = await waitFor('a kubelet-serving CSR', async () => (await csrs('kubernetes.io/kubelet-serving')).find((c) => c.spec.username === `system:node:${nodeName}`), 30_000);
-  t.same(pending.spec.usages, ['digital signature', 'server auth']);
+  t.same(pending.spec.usages, ['digital signature', 'server auth'], 'usages: digital signature, server auth');
   t.notOk(condition(pending, 'Approved'), 'not approved by the controller-manager');
   const request = new x509.Pkcs10CertificateRequest(Buffer.from(pending.spec.request, 'base64').toString());
   t.match(request.subject, new RegExp(`^O=system:nodes, CN=system:node:${nodeName}$`), 'subject CN=system:node:<node>, O=system:nodes');
@@ -147,12 +149,12 @@ await t.test('a kubelet-serving CSR with the node\'s addresses waits for an admi
   t.notOk((await servedCertificate()).verified, 'the self-signed certificate does not verify against the cluster CA');
 
   const approve = await cp.kubectl(['certificate', 'approve', pending.metadata?.name ?? '']);
-  t.equal(approve.code, 0, approve.stderr);
+  t.equal(approve.code, 0, `kubectl certificate approve ${approve.stderr}`);
   const served = await waitFor('the issued serving certificate served', async () => {
     const s = await servedCertificate();
     return s.verified ? s.cert : undefined;
   }, 30_000);
-  t.equal(served.subject, `O=system:nodes\nCN=system:node:${nodeName}`);
+  t.equal(served.subject, `O=system:nodes\nCN=system:node:${nodeName}`, 'the served certificate is the CSR\'s');
   t.ok(served.checkIssued(ca), 'issued by the cluster CA');
   t.match(await readlink(join(certDir, 'kubelet-server-current.pem')), /kubelet-server-\d{4}(-\d{2}){5}\.pem$/, 'stored as kubelet-server-current.pem');
 
@@ -165,7 +167,7 @@ await t.test('a kubelet-serving CSR with the node\'s addresses waits for an admi
   t.equal(exec.stdout, 'exec-ok\n', `kubectl exec: ${exec.stderr}`);
 });
 
-await t.test('the client certificate rotates by CSR without a restart; the node keeps its Lease renewed with the new one', async (t) => {
+t.test('the client certificate rotates by CSR without a restart; the node keeps its Lease renewed with the new one', async (t) => {
   const manager = node.nodelet.certificates.client;
   if (!manager) throw new Error('no client certificate manager');
   const rotated = await waitFor('a rotated client certificate', () => {
@@ -174,7 +176,7 @@ await t.test('the client certificate rotates by CSR without a restart; the node 
   }, ROTATE_AFTER_MS + 60_000);
   const onDisk = leafOf(await readFile(join(certDir, 'kubelet-client-current.pem'), 'utf8'));
   t.equal(onDisk.serialNumber, rotated.serial, 'kubelet-client-current.pem now links to the new certificate');
-  t.equal(onDisk.subject, 'O=system:nodes\nCN=system:node:' + nodeName);
+  t.equal(onDisk.subject, 'O=system:nodes\nCN=system:node:' + nodeName, 'for the same identity');
   const validity = rotated.notAfter.getTime() - rotated.notBefore.getTime();
   t.ok(validity <= 16 * 60_000, `a short-lived certificate (${validity / 60_000} min, the 10 min signing duration plus the signer's backdating)`);
   const renewal = (await csrs('kubernetes.io/kube-apiserver-client-kubelet')).find((c) => c.spec.username === `system:node:${nodeName}`);
@@ -194,22 +196,23 @@ await t.test('the client certificate rotates by CSR without a restart; the node 
   t.equal(n.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True', 'still Ready');
 });
 
-await t.test('the serving certificate rotates too: a new CSR, approved, swapped in without a restart', async (t) => {
+t.test('the serving certificate rotates too: a new CSR, approved, swapped in without a restart', async (t) => {
   const first = await servedCertificate();
+  t.ok(first.verified, 'the first issued certificate is served');
   const next = await waitFor('a second kubelet-serving CSR', async () =>
     (await csrs('kubernetes.io/kubelet-serving')).find((c) => c.spec.username === `system:node:${nodeName}` && !condition(c, 'Approved')), ROTATE_AFTER_MS + 30_000);
   const approve = await cp.kubectl(['certificate', 'approve', next.metadata?.name ?? '']);
-  t.equal(approve.code, 0, approve.stderr);
+  t.equal(approve.code, 0, `kubectl certificate approve ${approve.stderr}`);
   const served = await waitFor('the new serving certificate served', async () => {
     const s = await servedCertificate();
     return s.verified && s.cert.serialNumber !== first.cert.serialNumber ? s.cert : undefined;
   }, 30_000);
-  t.ok(served.checkIssued(ca));
+  t.ok(served.checkIssued(ca), 'a new certificate of the cluster CA, served by the same process');
   const logs = await cp.kubectl(['logs', 'echo']);
   t.equal(logs.stdout, 'hello-from-nodelet\n', `kubectl logs still works: ${logs.stderr}`);
 });
 
-await t.test('a restart uses the stored certificates: no new bootstrap CSR', async (t) => {
+t.test('a restart uses the stored certificates: no new bootstrap CSR', async (t) => {
   const bootstrapCSRs = async () => (await csrs('kubernetes.io/kube-apiserver-client-kubelet')).filter((c) => c.spec.username?.startsWith('system:bootstrap:')).length;
   const before = await bootstrapCSRs();
   const served = (await servedCertificate()).cert.serialNumber;
