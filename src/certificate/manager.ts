@@ -1,10 +1,9 @@
 import { X509Certificate } from 'node:crypto';
-import type { KubeClient } from '../apiserver/client.js';
 import type { Logger } from '../logging/index.js';
 import { RetryDelay, delay } from '../cluster/retry.js';
 import { newKeyAndRequest, type CertificateTemplate, type KeyUsage } from './csr.js';
 import { nextRotationDeadline } from './deadline.js';
-import { requestCertificate } from './request.js';
+import { requestCertificate, type CsrClient } from './request.js';
 import type { CertificatePair, CertificateStore } from './store.js';
 
 /** How long one rotation waits for its CSR (certificate_manager.go `certificateWaitTimeout`: 15 min). */
@@ -40,7 +39,7 @@ export interface CertificateManagerOptions {
   readonly signerName: string;
   readonly usages: readonly KeyUsage[];
   /** The client CSRs are sent with (for the client certificate: the one it authenticates). */
-  readonly client: () => KubeClient;
+  readonly client: () => CsrClient;
   /** The pair to start from when the store has none (the kubeconfig's client certificate). */
   readonly initial?: CertificatePair;
   /** Called with each new pair, after it is stored. */

@@ -6,8 +6,11 @@ import { CertificateRequestError, compatibleRequest, csrObject, issuedCertificat
 
 const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
 
+/** What the CSR calls need of the apiserver client (tests pass a fake). */
+export type CsrClient = Pick<KubeClient, 'request'>;
+
 export interface RequestOptions {
-  client: KubeClient;
+  client: CsrClient;
   requestPem: string;
   signerName: string;
   usages: readonly KeyUsage[];
