@@ -29,6 +29,7 @@ export const layers = {
   node: { deny: [F, D, ...top], why },
   cluster: { deny: [F, D, ...top], why: 'cluster mode, as node/' },
   apiserver: { deny: [F, D, ...top], why: 'the apiserver client, as node/' },
+  certificate: { deny: [F, D, ...top], why: 'TLS bootstrap and certificate rotation by CSR, a client of the cluster as cluster/' },
   runtime: { deny: [F, ...top], why },
   network: { allowOnly: ['api', 'config', 'logging', 'async'], deny: [F, D, ...top], why: 'network/ runs CNI plugins for runtime/; it knows no engine and no kubelet' },
   cgroups: { allowOnly: ['api', 'logging'], deny: [F, D, ...top], why: 'cgroups/ writes the pod cgroups for kubelet/; it knows no engine' },

@@ -26,6 +26,13 @@
 # NODELET_APISERVER_ADDRESS=IP at `start` serves and advertises kube-apiserver on IP instead (the
 # test cluster's namespace puts 10.200.0.10 on its `lo`): the `kubernetes` Service then has that
 # endpoint (the default lease reconciler), so pods reach the apiserver through kube-proxy.
+#
+# NODELET_CONTROL_PLANE_BOOTSTRAP=1 at `start` sets up TLS bootstrap as kubeadm does: bootstrap
+# token authentication, a token Secret in kube-system and DIR/bootstrap.kubeconfig with it, the
+# RBAC that lets system:bootstrappers create node CSRs (auto-approved) and system:nodes renew
+# theirs, the bootstrapsigner and tokencleaner controllers, and --kubelet-certificate-authority
+# (the apiserver verifies kubelets' serving certificates, which kubelet-serving CSRs get from the
+# cluster CA). NODELET_CLUSTER_SIGNING_DURATION (e.g. 10m) shortens the certificates CSRs get.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -228,6 +235,7 @@ apiserver_args() {
     --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key"
     --profiling=false
   )
+  [ "${BOOTSTRAP:-}" != 1 ] || APISERVER_ARGS+=(--enable-bootstrap-token-auth --kubelet-certificate-authority="$PKI/ca.crt")
   # The "kubernetes" Endpoints may not hold a loopback address: do not keep retrying to write it.
   [ "$APISERVER_ADDRESS" != 127.0.0.1 ] || APISERVER_ARGS+=(--endpoint-reconciler-type=none)
 }
@@ -259,6 +267,7 @@ start() {
   APISERVER_ADDRESS=${NODELET_APISERVER_ADDRESS:-127.0.0.1}
   [[ $APISERVER_ADDRESS =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "NODELET_APISERVER_ADDRESS=$APISERVER_ADDRESS: an IPv4 address is needed"
   APISERVER_URL=https://$APISERVER_ADDRESS:$APISERVER_PORT
+  BOOTSTRAP=${NODELET_CONTROL_PLANE_BOOTSTRAP:-}
 
   # PKI: one CA signs the serving cert and every client identity.
   ssl req -x509 -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 30 -subj /CN=nodelet-test-ca \
@@ -292,7 +301,7 @@ start() {
     printf '# Written by scripts/control-plane.sh start; shell-sourceable.\n'
     local v
     for v in DIR BIN_DIR K8S_VERSION ETCD_VERSION APISERVER_ADDRESS APISERVER_URL APISERVER_PORT ETCD_CLIENT_PORT \
-      ETCD_PEER_PORT KCM_PORT SCHEDULER_PORT ADMIN_TOKEN; do
+      ETCD_PEER_PORT KCM_PORT SCHEDULER_PORT ADMIN_TOKEN BOOTSTRAP; do
       printf '%s=%q\n' "$v" "${!v}"
     done
     printf 'ETCD_URL=%q\n' "http://127.0.0.1:$ETCD_CLIENT_PORT"
@@ -309,6 +318,12 @@ start() {
 
   run_apiserver
   log "kube-apiserver ready at $APISERVER_URL after $((SECONDS - t0)) s"
+  local kcm_args=(--controllers='*')
+  if [ "$BOOTSTRAP" = 1 ]; then
+    setup_bootstrap
+    kcm_args=(--controllers='*,bootstrapsigner,tokencleaner')
+  fi
+  [ -z "${NODELET_CLUSTER_SIGNING_DURATION:-}" ] || kcm_args+=(--cluster-signing-duration="$NODELET_CLUSTER_SIGNING_DURATION")
 
   spawn kube-controller-manager \
     --kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
@@ -318,7 +333,7 @@ start() {
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
     --allocate-node-cidrs=true --cluster-cidr=10.244.0.0/16 \
-    --controllers='*' --leader-elect=false \
+    "${kcm_args[@]}" --leader-elect=false \
     --node-monitor-period=2s --node-monitor-grace-period="${NODELET_NODE_MONITOR_GRACE_PERIOD:-16s}" \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --cert-dir="$DIR/kcm-certs" \
     --profiling=false
@@ -339,6 +354,53 @@ start() {
   trap - EXIT
   log "control plane $K8S_VERSION ready in $((SECONDS - t0)) s (dir $DIR)"
   echo "$DIR/admin.kubeconfig"
+}
+
+# admin_post PATH JSON: creates an object as cluster-admin.
+admin_post() { admin_curl "$1" -X POST -H 'Content-Type: application/json' -o /dev/null -d "$2"; }
+
+# binding NAME CLUSTERROLE GROUP: a ClusterRoleBinding of a group.
+binding() {
+  admin_post /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
+    "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRoleBinding\",\"metadata\":{\"name\":\"$1\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"$2\"},\"subjects\":[{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Group\",\"name\":\"$3\"}]}"
+}
+
+# TLS bootstrap as `kubeadm init` and `kubeadm token create` set it up (cmd/kubeadm/app/phases/
+# bootstraptoken/node): a token Secret (id.secret, 24 h), its kubeconfig, and the bindings.
+setup_bootstrap() {
+  local id secret expiration
+  id=$(openssl rand -hex 3)
+  secret=$(openssl rand -hex 8)
+  expiration=$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%SZ)
+  wait_for kube-apiserver "the kube-system namespace" admin_curl /api/v1/namespaces/kube-system
+  admin_post /api/v1/namespaces/kube-system/secrets \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"bootstrap-token-$id\",\"namespace\":\"kube-system\"},\"type\":\"bootstrap.kubernetes.io/token\",\"stringData\":{\"token-id\":\"$id\",\"token-secret\":\"$secret\",\"expiration\":\"$expiration\",\"usage-bootstrap-authentication\":\"true\",\"usage-bootstrap-signing\":\"true\",\"auth-extra-groups\":\"system:bootstrappers:kubeadm:default-node-token\",\"description\":\"nodelet test bootstrap token\"}}"
+  # Bootstrap identities may create CSRs, whose node client certificates are approved for them;
+  # nodes may renew their own client certificates.
+  binding kubeadm:kubelet-bootstrap system:node-bootstrapper system:bootstrappers
+  binding kubeadm:node-autoapprove-bootstrap system:certificates.k8s.io:certificatesigningrequests:nodeclient system:bootstrappers
+  binding kubeadm:node-autoapprove-certificate-rotation system:certificates.k8s.io:certificatesigningrequests:selfnodeclient system:nodes
+  cat >"$DIR/bootstrap.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: nodelet-test
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority: $PKI/ca.crt
+users:
+- name: tls-bootstrap-token-user
+  user:
+    token: $id.$secret
+contexts:
+- name: tls-bootstrap-token-user@nodelet-test
+  context:
+    cluster: nodelet-test
+    user: tls-bootstrap-token-user
+current-context: tls-bootstrap-token-user@nodelet-test
+EOF
+  chmod 600 "$DIR/bootstrap.kubeconfig"
+  printf 'BOOTSTRAP_KUBECONFIG=%q\n' "$DIR/bootstrap.kubeconfig" >>"$DIR/env"
 }
 
 # Whether user system:node:<probe> in group system:nodes may do VERB on GROUP/RESOURCE.

@@ -23,7 +23,7 @@ import { ConfigError } from './config/errors.js';
 /** The kubelet's `ImageGCPeriod`. */
 const IMAGE_GC_PERIOD_MS = 5 * 60_000;
 import { buildServer } from './server/index.js';
-import { loadTlsMaterial, servesTLS } from './server/tls.js';
+import { loadTlsMaterial, replaceServingCertificate, servesTLS, type TlsMaterial } from './server/tls.js';
 import { loadEmbeddedCredentials, writeAdminKubeconfig } from './server/embedded.js';
 import { Metrics } from './metrics/registry.js';
 import { instrumentRuntime } from './metrics/runtime.js';
@@ -48,6 +48,7 @@ import { readNodeFacts } from './node/facts.js';
 import { containerLogMaxSizeBytes } from './runtime/docker/log-config.js';
 import { NodeSource, healthFromRelist } from './node/source.js';
 import { CNINetworkPlugin } from './network/cni/index.js';
+import { clientCertificateManager, loadClientCert, servingCertificateManager, type CertificateManager, type CertificateTiming } from './certificate/index.js';
 import type { NetworkPlugin } from './network/types.js';
 
 export interface Nodelet {
@@ -67,6 +68,8 @@ export interface Nodelet {
   readonly readOnlyUrl: string | undefined;
   /** Cluster mode's loops (node, lease, pods, statuses, mirror pods, events), with `--kubeconfig`. */
   readonly cluster: ClusterMode | undefined;
+  /** The certificate managers: `rotateCertificates` (client) and `serverTLSBootstrap` (serving). */
+  readonly certificates: { readonly client: CertificateManager | undefined; readonly serving: CertificateManager | undefined };
   /** The admin kubeconfig written for the embedded default (`generatedCredentials`), else undefined. */
   readonly adminKubeconfig: string | undefined;
   /**
@@ -100,6 +103,8 @@ export interface StartOptions {
   imageGCPeriodMs?: number;
   /** How often the eviction manager observes the node (default 10 s, `evictionMonitoringPeriod`). */
   evictionMonitoringPeriodMs?: number;
+  /** Certificate rotation timing overrides for tests (rotate soon after issue, CSR polling). */
+  certificateTiming?: CertificateTiming;
 }
 
 /** The `--network-plugin` of `config`, or the one a test passes; undefined: none. */
@@ -121,17 +126,66 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       throw new ConfigError(`invalid eviction settings: ${(err as Error).message}`);
     }
   })();
+  // TLS bootstrap (pkg/kubelet/certificate/bootstrap): --kubeconfig is written, when missing or its
+  // certificate is unusable, before anything reads it. It waits for the CSR to be issued.
+  const userAgent = `nodelet/${serverVersion.gitVersion} (${config.nodeName})`;
+  if (config.bootstrapKubeconfig !== '') {
+    await loadClientCert({ kubeconfigPath: config.kubeconfig, bootstrapKubeconfigPath: config.bootstrapKubeconfig, certDir: config.certDir, nodeName: config.nodeName, log, userAgent });
+  }
+  // Cluster mode: the kubeconfig is read before anything runs, so a bad one stops nodelet at once.
+  const apiConnection = config.kubeconfig ? loadKubeconfig(config.kubeconfig) : undefined;
+  const apiClient = apiConnection ? new KubeClient(apiConnection, { userAgent }) : undefined;
+  // The webhooks' own client, so that a rotated client certificate reaches it too.
+  const webhookClient =
+    apiConnection && (config.authenticationTokenWebhook || config.authorizationMode === 'Webhook') ? new KubeClient(apiConnection, { userAgent: 'nodelet-webhook' }) : undefined;
   // Credentials, policy and certificates first: a bad file stops nodelet before anything runs.
   // The embedded default makes (once) and reuses its CA, serving certificate and admin token.
   const embedded = config.generatedCredentials ? await loadEmbeddedCredentials(config, log) : undefined;
   const securityWarnings: string[] = [];
-  const security = securityFromConfig(config, securityWarnings, log, embedded?.adminToken);
+  const security = securityFromConfig(config, securityWarnings, log, embedded?.adminToken, webhookClient);
   const closeSecurity = (): void => {
     if (security.kind === 'authenticated') security.close?.();
   };
   for (const warning of securityWarnings) log.warn({ file: config.tokenAuthFile }, `token file: ${warning}`);
   // Bearer tokens checked by the webhook are real cluster credentials: never over plain HTTP.
-  const tls = embedded ? embedded.tls : servesTLS(config) || config.authenticationTokenWebhook ? await loadTlsMaterial(config, log) : undefined;
+  let tls: TlsMaterial | undefined = embedded ? embedded.tls : servesTLS(config) || config.authenticationTokenWebhook ? await loadTlsMaterial(config, log) : undefined;
+  // rotateCertificates: the client certificate renewed by CSR; both clients swap it in.
+  const clientCertificates =
+    config.rotateCertificates && apiConnection && apiClient
+      ? await clientCertificateManager({
+          conn: apiConnection,
+          certDir: config.certDir,
+          nodeName: config.nodeName,
+          client: apiClient,
+          onRotated: (pair) => {
+            for (const c of [apiClient, webhookClient]) c?.setClientCertificate(Buffer.from(pair.certPem), Buffer.from(pair.keyPem));
+          },
+          log,
+          ...(opts.certificateTiming ? { timing: opts.certificateTiming } : {}),
+        })
+      : undefined;
+  // serverTLSBootstrap: a CSR-issued serving certificate; the stored one is served from the start,
+  // else the self-signed one until the first is issued (the kubelet refuses handshakes meanwhile).
+  // `app` is made below; the manager is started once the Node's addresses are known.
+  let app: FastifyInstance | undefined;
+  const servingCertificates =
+    config.serverTLSBootstrap && apiClient
+      ? servingCertificateManager({
+          certDir: config.certDir,
+          nodeName: config.nodeName,
+          client: apiClient,
+          addresses: () => nodeSource?.last?.status?.addresses,
+          onRotated: (pair) => {
+            if (!tls) return;
+            tls = { ...tls, cert: Buffer.from(pair.certPem), key: Buffer.from(pair.keyPem) };
+            if (app && replaceServingCertificate(app.server, tls)) log.info({ serial: pair.serial, notAfter: pair.notAfter.toISOString() }, 'Serving the certificate issued by the cluster');
+          },
+          log,
+          ...(opts.certificateTiming ? { timing: opts.certificateTiming } : {}),
+        })
+      : undefined;
+  const storedServing = await servingCertificates?.load();
+  if (tls && storedServing) tls = { ...tls, cert: Buffer.from(storedServing.certPem), key: Buffer.from(storedServing.keyPem) };
   const docker = dockerClient(config.dockerEndpoint);
   const metrics = new Metrics();
   // Started before the first relist: it reads back the IPs of sandboxes that already run.
@@ -160,8 +214,6 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     log.warn({ err, endpoint: config.dockerEndpoint }, 'Docker engine does not answer yet');
   }
 
-  // Cluster mode: the kubeconfig is read before anything runs, so a bad one stops nodelet at once.
-  const apiClient = config.kubeconfig ? new KubeClient(loadKubeconfig(config.kubeconfig), { userAgent: `nodelet/${serverVersion.gitVersion} (${config.nodeName})` }) : undefined;
   let cluster: ClusterMode | undefined;
   const recorder = new EventRecorder({ nodeName: config.nodeName });
   const podManager = new PodManager();
@@ -372,7 +424,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     sessions: () => sessions.size,
     runtime: () => dockerRuntime.currentEngine,
   });
-  const app = buildServer({
+  app = buildServer({
     host,
     logger: log,
     version: serverVersion,
@@ -418,6 +470,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     network?.stop();
     closeSecurity();
     apiClient?.close();
+    await clientCertificates?.stop();
+    await servingCertificates?.stop();
   };
   let url: string;
   let readOnlyUrl: string | undefined;
@@ -440,6 +494,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     }
   }
   nodeSource.start();
+  clientCertificates?.start();
+  servingCertificates?.start();
   if (apiClient) {
     cluster = startClusterMode({
       config,
@@ -483,6 +539,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     url,
     readOnlyUrl,
     cluster,
+    certificates: { client: clientCertificates, serving: servingCertificates },
     adminKubeconfig,
     async shutdown() {
       const groups = shutdownGroups(config.shutdownGracePeriodMs, config.shutdownGracePeriodCriticalPodsMs);
@@ -493,6 +550,8 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     async close() {
       await source?.stop();
       nodeSource.stop();
+      await clientCertificates?.stop();
+      await servingCertificates?.stop();
       await cluster?.stop();
       apiClient?.close();
       await readOnly?.close();

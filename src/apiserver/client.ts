@@ -56,17 +56,24 @@ const MAX_ANSWER_BYTES = 64 << 20;
 const MAX_WATCH_LINE_BYTES = 16 << 20;
 
 export class KubeClient {
-  readonly #conn: ApiserverConnection;
-  readonly #agent: HttpAgent;
+  #conn: ApiserverConnection;
+  #agent: HttpAgent;
   readonly #https: boolean;
   readonly #userAgent: string;
+  readonly #maxSockets: number;
 
   constructor(conn: ApiserverConnection, opts: { userAgent?: string; maxSockets?: number } = {}) {
     this.#conn = conn;
     this.#https = conn.server.startsWith('https:');
     this.#userAgent = opts.userAgent ?? 'nodelet';
-    const maxSockets = opts.maxSockets ?? 32;
-    this.#agent = this.#https
+    this.#maxSockets = opts.maxSockets ?? 32;
+    this.#agent = this.#newAgent();
+  }
+
+  #newAgent(): HttpAgent {
+    const conn = this.#conn;
+    const maxSockets = this.#maxSockets;
+    return this.#https
       ? new HttpsAgent({
           keepAlive: true,
           maxSockets,
@@ -77,6 +84,19 @@ export class KubeClient {
           ...(conn.tlsServerName ? { servername: conn.tlsServerName } : {}),
         })
       : new HttpAgent({ keepAlive: true, maxSockets });
+  }
+
+  /**
+   * A rotated client certificate: new requests go out on new connections with it, and every
+   * connection made with the old one is closed, in-flight requests and watches included (their
+   * callers retry), as the kubelet's `UpdateTransport` does (pkg/kubelet/certificate/transport.go)
+   * so that no connection outlives the certificate it was authenticated with.
+   */
+  setClientCertificate(cert: Buffer, key: Buffer): void {
+    this.#conn = { ...this.#conn, clientCert: cert, clientKey: key };
+    const old = this.#agent;
+    this.#agent = this.#newAgent();
+    old.destroy();
   }
 
   get server(): string {

@@ -15,8 +15,9 @@ export interface ReviewClient {
 export class ApiserverClient implements ReviewClient {
   readonly #client: KubeClient;
 
-  constructor(conn: ApiserverConnection) {
-    this.#client = new KubeClient(conn, { userAgent: 'nodelet-webhook' });
+  /** A connection (a client of its own is made), or a client made for the webhooks alone, whose client certificate may rotate; `close()` closes it. */
+  constructor(conn: ApiserverConnection | KubeClient) {
+    this.#client = conn instanceof KubeClient ? conn : new KubeClient(conn, { userAgent: 'nodelet-webhook' });
   }
 
   post(path: string, body: unknown, timeoutMs: number): Promise<unknown> {

@@ -29,12 +29,15 @@ export class RetryDelay {
   }
 }
 
-/** A timer that never keeps the process alive and can be cancelled by `signal`. */
-export function delay(ms: number, signal: AbortSignal): Promise<void> {
+/**
+ * A timer that can be cancelled by `signal` and never keeps the process alive, unless `keepAlive`
+ * (a wait that is all the process does, e.g. TLS bootstrap before anything else runs).
+ */
+export function delay(ms: number, signal: AbortSignal, keepAlive = false): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const timer = setTimeout(done, ms);
-    timer.unref();
+    if (!keepAlive) timer.unref();
     function done() {
       signal.removeEventListener('abort', done);
       clearTimeout(timer);

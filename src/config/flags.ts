@@ -305,7 +305,7 @@ const TABLE = [
   },
   {
     name: 'cert-dir', kind: 'string', target: 'certDir', default: '',
-    help: 'The directory where the generated TLS certificates, keys and admin token are located (empty: <root-dir>/pki). Ignored if --tls-cert-file and --tls-private-key-file are given',
+    help: 'The directory where the TLS certs are located: the generated serving certificate, keys and admin token, and the certificates obtained by --bootstrap-kubeconfig, --rotate-certificates and --server-tls-bootstrap (kubelet-client-current.pem, kubelet-server-current.pem) (empty: <root-dir>/pki). The generated serving certificate is not used if --tls-cert-file and --tls-private-key-file are given',
   },
   {
     name: 'client-ca-file', kind: 'string', target: 'clientCAFile', default: '', fileField: 'authentication.x509.clientCAFile',
@@ -326,6 +326,18 @@ const TABLE = [
   {
     name: 'kubeconfig', kind: 'string', target: 'kubeconfig', default: '',
     help: 'Path to a kubeconfig file (server, CA or insecure-skip-tls-verify, bearer token or client certificate) for reaching the apiserver. Turns on cluster mode: nodelet registers its Node and Lease, runs the pods the apiserver binds to it, reports their statuses, creates mirror pods for static pods and sends events. Empty: standalone',
+  },
+  {
+    name: 'bootstrap-kubeconfig', kind: 'string', target: 'bootstrapKubeconfig', default: '',
+    help: 'Path to a kubeconfig file that will be used to get client certificate for nodelet. If the file specified by --kubeconfig does not exist or its client certificate is unusable or expired, the bootstrap kubeconfig (a bootstrap token, e.g. from `kubeadm token create`) is used to request a client certificate from the API server (a CSR of signer kubernetes.io/kube-apiserver-client-kubelet for system:node:<node name>). On success, a kubeconfig file referencing the generated client certificate and key is written to the path specified by --kubeconfig. The client certificate and key file will be stored in the directory pointed by --cert-dir',
+  },
+  {
+    name: 'rotate-certificates', kind: 'bool', target: 'rotateCertificates', default: false, fileField: 'rotateCertificates',
+    help: 'Auto rotate the nodelet client certificates by requesting new certificates from the API server (CSRs) at 70-90% of their validity; the new certificate is used for new connections without a restart. Needs a client certificate in --kubeconfig',
+  },
+  {
+    name: 'server-tls-bootstrap', kind: 'bool', target: 'serverTLSBootstrap', default: false, fileField: 'serverTLSBootstrap',
+    help: 'Request the serving certificate from the API server (a CSR of signer kubernetes.io/kubelet-serving for the node\'s addresses, which a cluster admin approves: kubectl certificate approve) and rotate it before it expires, swapping it in without a restart; a self-signed certificate is served until the first is issued. Needs --kubeconfig and no --tls-cert-file (nodelet\'s own flag; the kubelet has only the config field)',
   },
   {
     name: 'register-node', kind: 'bool', target: 'registerNode', default: true, fileField: 'registerNode',

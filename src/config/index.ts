@@ -102,6 +102,16 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     throw new ConfigError('invalid shutdown grace periods: must be whole seconds');
   }
 
+  // TLS bootstrap writes --kubeconfig; the certificate managers talk to the apiserver through it.
+  if (get('bootstrapKubeconfig') !== '' && get('kubeconfig') === '') {
+    throw new ConfigError('--bootstrap-kubeconfig needs --kubeconfig: the path the kubeconfig with the issued client certificate is written to');
+  }
+  if (get('rotateCertificates') && get('kubeconfig') === '') throw new ConfigError(`rotateCertificates (from ${origin('rotateCertificates')}) needs --kubeconfig (cluster mode)`);
+  if (get('serverTLSBootstrap')) {
+    if (get('kubeconfig') === '') throw new ConfigError(`serverTLSBootstrap (from ${origin('serverTLSBootstrap')}) needs --kubeconfig (cluster mode)`);
+    if (get('tlsCertFile') !== '') throw new ConfigError(`serverTLSBootstrap (from ${origin('serverTLSBootstrap')}) and --tls-cert-file are mutually exclusive: the serving certificate comes from the CSR`);
+  }
+
   const clusterDNS = get('clusterDNS');
   for (const ip of clusterDNS) {
     if (isIP(ip) === 0) throw new ConfigError(`invalid cluster DNS address ${quote(ip)} (from ${origin('clusterDNS')}): not a valid IP address`);
@@ -161,6 +171,9 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     clientCAFile: get('clientCAFile'),
     tokenAuthFile: get('tokenAuthFile'),
     kubeconfig: get('kubeconfig'),
+    bootstrapKubeconfig: get('bootstrapKubeconfig'),
+    rotateCertificates: get('rotateCertificates'),
+    serverTLSBootstrap: get('serverTLSBootstrap'),
     registerNode: get('registerNode'),
     nodeLabels: checked(get('nodeLabels'), parseNodeLabels, '--node-labels'),
     registerWithTaints: checked(get('registerWithTaints'), parseTaints, '--register-with-taints'),

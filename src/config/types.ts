@@ -149,6 +149,19 @@ export interface Config {
    * that cluster (src/cluster) and the TokenReview/SubjectAccessReview webhooks can use it.
    */
   readonly kubeconfig: string;
+  /**
+   * `--bootstrap-kubeconfig` (flag only, as the kubelet's): when `kubeconfig` is missing or its
+   * client certificate is unusable or expired, this kubeconfig (a bootstrap token) requests a
+   * client certificate by CSR and `kubeconfig` is written pointing at it (src/certificate/).
+   */
+  readonly bootstrapKubeconfig: string;
+  /** `rotateCertificates` (false): renew the client certificate by CSR before it expires. */
+  readonly rotateCertificates: boolean;
+  /**
+   * `serverTLSBootstrap` (false): the serving certificate comes from a `kubernetes.io/kubelet-serving`
+   * CSR (approved by an admin), renewed before it expires; needs cluster mode and no `tlsCertFile`.
+   */
+  readonly serverTLSBootstrap: boolean;
   /** Create the Node object when it does not exist (`--register-node`, default true). */
   readonly registerNode: boolean;
   /** `--node-labels` as given (`k=v,k2=v2`), checked at start-up; parsed by config/node-flags. */

@@ -78,6 +78,18 @@ export function listenerOptions(tls?: TlsMaterial): { http: HttpServerOptions } 
   };
 }
 
+/**
+ * Swaps the serving certificate of a listening HTTPS server (`server.setSecureContext`): new
+ * handshakes get it, open connections keep theirs. The kubelet's serving certificate manager does
+ * the same through `tls.Config.GetCertificate`. False when `server` does not serve TLS.
+ */
+export function replaceServingCertificate(server: unknown, tls: TlsMaterial): boolean {
+  const options = listenerOptions(tls);
+  if (!('https' in options) || typeof server !== 'object' || server === null || !('setSecureContext' in server)) return false;
+  (server as { setSecureContext(options: HttpsServerOptions): void }).setSecureContext(options.https);
+  return true;
+}
+
 const exists = (path: string) => stat(path).then(() => true, () => false);
 
 /**

@@ -31,6 +31,11 @@ export interface ControlPlane {
   /** The identity kube-apiserver presents to kubelets (CN kube-apiserver-kubelet-client, O system:masters). */
   readonly kubeletClientCert: string;
   readonly kubeletClientKey: string;
+  /**
+   * With `bootstrap`: a kubeconfig holding a bootstrap token (group `system:bootstrappers`), as
+   * `kubeadm token create` gives one.
+   */
+  readonly bootstrapKubeconfig: string | undefined;
   /** A kubeconfig for `system:node:<name>` in group `system:nodes`, signed by the CA. */
   nodeKubeconfig(name: string): Promise<string>;
   /** Runs the machine's kubectl against the control plane (admin unless opts.kubeconfig); never rejects on a non-zero exit. */
@@ -54,6 +59,14 @@ export interface ControlPlaneOptions {
    * APISERVER_IP): the `kubernetes` Service gets it as endpoint, so pods reach the apiserver.
    */
   apiserverAddress?: string;
+  /**
+   * TLS bootstrap as kubeadm sets it up (scripts/control-plane.sh, NODELET_CONTROL_PLANE_BOOTSTRAP):
+   * bootstrap tokens, auto-approval of node client CSRs, and `--kubelet-certificate-authority`
+   * (kubelets must serve a certificate of the cluster CA, e.g. from a kubelet-serving CSR).
+   */
+  bootstrap?: boolean;
+  /** The controller-manager's `--cluster-signing-duration` (e.g. `10m`): how long CSR certificates last. */
+  clusterSigningDuration?: string;
 }
 
 interface Teardown {
@@ -108,7 +121,12 @@ export async function startControlPlane(t: Teardown, opts: ControlPlaneOptions =
     process.removeListener('exit', stopSync);
   };
   try {
-    const env = opts.apiserverAddress ? { ...process.env, NODELET_APISERVER_ADDRESS: opts.apiserverAddress } : process.env;
+    const env = {
+      ...process.env,
+      ...(opts.apiserverAddress ? { NODELET_APISERVER_ADDRESS: opts.apiserverAddress } : {}),
+      ...(opts.bootstrap ? { NODELET_CONTROL_PLANE_BOOTSTRAP: '1' } : {}),
+      ...(opts.clusterSigningDuration ? { NODELET_CLUSTER_SIGNING_DURATION: opts.clusterSigningDuration } : {}),
+    };
     await script(['start', dir], 180_000, env);
   } catch (err) {
     await stop().catch(() => rm(dir, { recursive: true, force: true }));
@@ -145,6 +163,7 @@ export async function startControlPlane(t: Teardown, opts: ControlPlaneOptions =
     adminKubeconfig,
     kubeletClientCert: env.KUBELET_CLIENT_CERT,
     kubeletClientKey: env.KUBELET_CLIENT_KEY,
+    bootstrapKubeconfig: opts.bootstrap ? join(dir, 'bootstrap.kubeconfig') : undefined,
     nodeKubeconfig: (name) => script(['node-kubeconfig', dir, name], 30_000),
     kubectl,
     stop,

@@ -44,7 +44,7 @@ interface Teardown {
 export async function startTestNode(
   t: Teardown,
   overrides: Partial<Config> = {},
-  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs' | 'imageGCPeriodMs' | 'evictionMonitoringPeriodMs' | 'statsPeriodMs' | 'diskStatsPeriodMs'> & { log?: Logger } = {},
+  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'networkGCPeriodMs' | 'imageGCPeriodMs' | 'evictionMonitoringPeriodMs' | 'statsPeriodMs' | 'diskStatsPeriodMs' | 'certificateTiming'> & { log?: Logger } = {},
 ): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
@@ -86,6 +86,9 @@ export async function startTestNode(
     insecureDev: true,
     generatedCredentials: false,
     kubeconfig: '',
+    bootstrapKubeconfig: '',
+    rotateCertificates: false,
+    serverTLSBootstrap: false,
     registerNode: true,
     nodeLabels: '',
     registerWithTaints: '',
@@ -135,7 +138,11 @@ export async function startTestNode(
   // A test that reads nodelet's log passes its own (createLogger with a destination); others log to stderr.
   const { log = createLogger({ verbosity: config.verbosity, format: 'json' }), ...timing } = start;
   const opts: StartOptions = { log, relistPeriodMs: 500, crashLoopBackoffMs: { initialMs: 2000, maxMs: 4000 }, ...timing };
-  let nodelet = await startNodelet(config, opts);
+  // A start that fails (a test of bad settings) leaves no directory behind: no teardown is registered yet.
+  let nodelet = await startNodelet(config, opts).catch(async (err: unknown) => {
+    await rm(manifestDir, { recursive: true, force: true });
+    throw err;
+  });
   const docker = testDocker();
 
   const node: TestNode = {

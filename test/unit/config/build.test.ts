@@ -93,6 +93,9 @@ t.test('defaults', async (t) => {
     insecureDev: false,
     generatedCredentials: true,
     kubeconfig: '',
+    bootstrapKubeconfig: '',
+    rotateCertificates: false,
+    serverTLSBootstrap: false,
     registerNode: true,
     nodeLabels: '',
     registerWithTaints: '',
@@ -473,4 +476,19 @@ t.test('--network-plugin=cni with the CNI directories; an unknown plugin is refu
   t.equal(c.cniConfDir, '/etc/x');
   t.equal(c.cniCacheDir, '/var/c');
   t.throws(() => build(['--network-plugin=kubenet']), /kubenet/);
+});
+
+t.test('TLS bootstrap and certificate rotation: flags and config fields, off by default, only in cluster mode', async (t) => {
+  const d = build([]);
+  t.same([d.bootstrapKubeconfig, d.rotateCertificates, d.serverTLSBootstrap], ['', false, false], 'the kubelet\'s v1beta1 defaults');
+  const c = build(['--kubeconfig=/k', '--bootstrap-kubeconfig=/b', '--rotate-certificates', '--server-tls-bootstrap', '--cert-dir=/pki']);
+  t.same([c.kubeconfig, c.bootstrapKubeconfig, c.rotateCertificates, c.serverTLSBootstrap, c.certDir], ['/k', '/b', true, true, '/pki']);
+  fails(t, () => build(['--bootstrap-kubeconfig=/b']), '--bootstrap-kubeconfig needs --kubeconfig: the path the kubeconfig with the issued client certificate is written to');
+  fails(t, () => build(['--rotate-certificates']), 'rotateCertificates (from --rotate-certificates) needs --kubeconfig (cluster mode)');
+  fails(t, () => build(['--kubeconfig=/k', '--server-tls-bootstrap', '--tls-cert-file=/c', '--tls-private-key-file=/k']), /serverTLSBootstrap \(from --server-tls-bootstrap\) and --tls-cert-file are mutually exclusive/);
+  const file = join(t.testdir(), 'config.yaml');
+  writeFileSync(file, `${FILE_HEAD}rotateCertificates: true\nserverTLSBootstrap: true\n`);
+  const f = build(['--config', file, '--kubeconfig=/k']);
+  t.same([f.rotateCertificates, f.serverTLSBootstrap], [true, true], 'from the KubeletConfiguration fields');
+  fails(t, () => build(['--config', file]), `rotateCertificates (from rotateCertificates in "${file}") needs --kubeconfig (cluster mode)`);
 });
