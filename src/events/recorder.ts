@@ -62,7 +62,8 @@ export class EventRecorder {
       apiVersion: 'v1',
       metadata: {
         name: `${involvedObject.name}.${randomUUID().replaceAll('-', '').slice(0, 16)}`,
-        namespace: involvedObject.namespace ?? 'default',
+        // client-go's recorder: an event about a cluster-scoped object (a Node) lives in `default`.
+        namespace: involvedObject.namespace || 'default',
         uid: randomUUID(),
         creationTimestamp: now,
         ...(annotations && Object.keys(annotations).length ? { annotations: { ...annotations } } : {}),

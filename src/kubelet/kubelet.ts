@@ -313,6 +313,8 @@ export class Kubelet {
     // A delete through the API (`restartPod`) runs here, inside the pod's worker, never beside a sync.
     if (this.#restarts.has(uid)) return this.#restartNow(uid);
     if (!pod) {
+      // A pod the node was ending (an eviction) that left its source is ended by the removal.
+      this.#endingDone.get(uid)?.();
       if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod, this.#removedSpecs.get(uid));
       if (!runtimePod) {
         this.#removedSpecs.delete(uid);
@@ -851,11 +853,20 @@ export class Kubelet {
   evictPod(uid: string, eviction: Omit<PodFailure, 'eventRecorded'>, graceSeconds: number): Promise<boolean> {
     const pod = this.#o.podManager.getPodByUID(uid);
     if (!pod || this.#evictions.has(uid) || this.#stopped) return Promise.resolve(false);
-    this.#evictions.set(uid, { failure: { ...eviction, eventRecorded: true }, graceSeconds: Math.max(0, graceSeconds) });
+    const grace = Math.max(0, graceSeconds);
+    this.#evictions.set(uid, { failure: { ...eviction, eventRecorded: true }, graceSeconds: grace });
     return new Promise<boolean>((resolve) => {
+      // The kubelet's `killPodNow` waits at most max(10 s, 1.5 × grace) (pkg/kubelet/pod_workers.go):
+      // the eviction manager's next pass never waits on a kill that cannot finish.
+      const timer = setTimeout(done, Math.max(10_000, grace * 1500));
+      timer.unref();
+      function done(): void {
+        clearTimeout(timer);
+        resolve(true);
+      }
       this.#endingDone.set(uid, () => {
         this.#endingDone.delete(uid);
-        resolve(true);
+        done();
       });
       this.#schedule(uid);
     });

@@ -202,3 +202,43 @@ t.test('a failed pod-network teardown is logged, not fatal: a removed pod\'s san
   t.ok(runtime.calls.includes('stop POD 0'), 'the sandbox was stopped anyway');
   t.ok(runtime.calls.includes('remove app'));
 });
+
+t.test('evictPod: stopped with the grace period, Failed/Evicted with DisruptionTarget, then its content removed; no longer active', async (t) => {
+  const { runtime, statusManager, recorder, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  add(pod('Always'));
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  t.same(kubelet.activePods().map((p) => p.metadata?.uid), ['u1']);
+  const evicted = await kubelet.evictPod('u1', { reason: 'Evicted', message: 'The node was low on resource: memory. ', disruption: 'TerminationByKubelet' }, 1);
+  t.equal(evicted, true, 'resolved once the pod stopped');
+  t.ok(runtime.calls.includes('stop app 1'), 'its container stopped with the eviction\'s grace period');
+  await waitFor('its content removed', () => (kubelet.podCleanedUp('u1') ? true : undefined), 5000, 5);
+  t.same((await runtime.listPods()).filter((p) => p.uid === 'u1'), [], 'containers and sandbox removed');
+  const status = statusManager.getPodStatus('u1');
+  t.same([status?.phase, status?.reason, status?.message], ['Failed', 'Evicted', 'The node was low on resource: memory. ']);
+  t.equal(status?.conditions?.find((c) => c.type === 'DisruptionTarget')?.reason, 'TerminationByKubelet');
+  t.same(kubelet.activePods(), [], 'an evicted pod is not active');
+  t.same(recorder.list(undefined).filter((e) => e.reason === 'Evicted' || e.reason === 'DeadlineExceeded'), [], 'the eviction manager records the event, not the kill path');
+  // A sync decides before its first await: once it has begun, its decision is made.
+  const before = kubelet.lastActivity();
+  await new Promise((r) => setTimeout(r, 2));
+  kubelet.handlePodChanges({ added: [], updated: [pod('Always')], removed: [] });
+  await waitFor('the pod synced again', () => (kubelet.lastActivity() > before ? true : undefined), 5000, 5);
+  t.equal(runtime.calls.filter((c) => c.startsWith('runSandbox')).length, 1, 'never started again');
+  t.equal(await kubelet.evictPod('u1', { reason: 'Evicted', message: 'again' }, 1), false, 'an evicted pod is not evicted twice');
+  t.equal(await kubelet.evictPod('nope', { reason: 'Evicted', message: 'x' }, 1), false, 'not a pod of this node');
+});
+
+t.test('evictPod resolves when the pod leaves its source before its stop is seen (the eviction manager never waits on it)', async (t) => {
+  const { podManager, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  const p = pod('Always');
+  add(p);
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  let resolved: boolean | undefined;
+  void kubelet.evictPod('u1', { reason: 'Evicted', message: 'm' }, 30).then((v) => (resolved = v));
+  podManager.deletePod(p);
+  kubelet.handlePodChanges({ added: [], updated: [], removed: [p] });
+  await waitFor('evictPod resolved', () => resolved, 5000, 5);
+  t.equal(resolved, true);
+});
