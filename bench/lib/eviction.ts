@@ -22,16 +22,16 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type { Node, Pod } from 'kubernetes-types/core/v1.js';
 import { ApiError, KubeClient } from '../../src/apiserver/client.js';
-import { buildConfig, ConfigError } from '../../src/config/index.js';
+import type * as ConfigModule from '../../src/config/index.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
-import { createLogger } from '../../src/logging/index.js';
-import { startNodelet } from '../../src/nodelet.js';
+import type * as LoggingModule from '../../src/logging/index.js';
+import type * as NodeletModule from '../../src/nodelet.js';
 import { waitFor } from '../../test/helpers/wait.js';
 import { ApiPods, ClusterNodelet } from './cluster.js';
 import { BenchControlPlane } from './control-plane.js';
@@ -55,6 +55,8 @@ const TRANSITION = '5s';
 const DEFAULT_PERIOD_MS = 10_000;
 /** The environment variable that makes this file a nodelet entry point with that monitoring period. */
 const PERIOD_ENV = 'NODELET_BENCH_EVICTION_MONITORING_MS';
+/** ...and the build it runs: the directory of nodelet's `cli.js` (`dist/`, or that of `--nodelet-cli`). */
+const DIST_ENV = 'NODELET_BENCH_EVICTION_DIST';
 
 export interface EvictionOptions {
   root: string;
@@ -155,7 +157,11 @@ export async function evictionPart(o: EvictionOptions): Promise<PartResult> {
   const self = fileURLToPath(import.meta.url);
   const variants: Variant[] = [
     { label: `monitoring period ${DEFAULT_PERIOD_MS / 1000} s (the kubelet's default)`, periodMs: DEFAULT_PERIOD_MS, entry: undefined },
-    { label: 'monitoring period 1 s (nodelet start option evictionMonitoringPeriodMs)', periodMs: 1000, entry: { script: self, env: { ...process.env, [PERIOD_ENV]: '1000' } } },
+    {
+      label: 'monitoring period 1 s (nodelet start option evictionMonitoringPeriodMs)',
+      periodMs: 1000,
+      entry: { script: self, env: { ...process.env, [PERIOD_ENV]: '1000', [DIST_ENV]: dirname(resolve(o.cli ?? join(o.root, 'dist/cli.js'))) } },
+    },
   ];
   const results: { variant: Variant; samples: Sample[]; attempts: number; load: string }[] = [];
   for (const variant of variants) {
@@ -169,7 +175,7 @@ export async function evictionPart(o: EvictionOptions): Promise<PartResult> {
       cp,
       nodeName,
       rootDir: tmpfs.dir,
-      args: ['--eviction-hard', THRESHOLD, '--eviction-pressure-transition-period', TRANSITION],
+      args: ['--eviction-hard', THRESHOLD, '--eviction-pressure-transition-period', TRANSITION, ...(process.env.NODELET_BENCH_EVICTION_V ? ['-v', process.env.NODELET_BENCH_EVICTION_V] : [])],
       entry: variant.entry,
     });
     let stopped = false;
@@ -185,11 +191,12 @@ export async function evictionPart(o: EvictionOptions): Promise<PartResult> {
       log(`eviction: nodelet pid ${nodelet.pid} (node ${nodeName}, ${variant.label}), root dir on a ${TMPFS_MIB} MiB tmpfs; waiting for its Node to be Ready`);
       await waitFor(`${nodeName} Ready without DiskPressure`, async () => {
         nodelet.alive();
-        const conditions = (await client.request<Node>('GET', `/api/v1/nodes/${nodeName}`)).status?.conditions ?? [];
-        const status = (type: string) => conditions.find((c) => c.type === type)?.status;
-        return status('Ready') === 'True' && status('DiskPressure') === 'False' ? true : undefined;
+        const status = async (node: Promise<Node>, type: string) => (await node).status?.conditions?.find((c) => c.type === type)?.status;
+        const ready = await status(client.request<Node>('GET', `/api/v1/nodes/${nodeName}`), 'Ready');
+        const pressure = await status(nodelet.get<Node>(`/api/v1/nodes/${nodeName}`), 'DiskPressure');
+        return ready === 'True' && pressure === 'False' ? true : undefined;
       }, 90_000, 250);
-      const res = await rounds({ client, api, nodelet, nodeName, stampDir, variant, rounds: o.rounds, log });
+      const res = await rounds({ client, api, nodelet, nodeName, rootDir: tmpfs.dir, stampDir, variant, rounds: o.rounds, log });
       results.push({ variant, ...res, load: load() });
     } finally {
       await stop();
@@ -204,6 +211,7 @@ async function rounds(o: {
   api: ApiPods;
   nodelet: ClusterNodelet;
   nodeName: string;
+  rootDir: string;
   stampDir: string;
   variant: Variant;
   rounds: number;
@@ -221,10 +229,12 @@ async function rounds(o: {
     let evictedAt = Number.NaN;
     let message = '';
     let reason = '';
+    let uid = '';
     const failed = o.api.until(`${name} Failed`, (pod, type, at) => {
       if (type === 'DELETED' || pod.metadata?.name !== name || pod.status?.phase !== 'Failed') return false;
       evictedAt = performance.timeOrigin + at;
       reason = pod.status.reason ?? '';
+      uid = pod.metadata?.uid ?? '';
       message = pod.status.message ?? '';
       return true;
     }, 180_000);
@@ -240,16 +250,31 @@ async function rounds(o: {
       samples.push({ ms: evictedAt - stampMs, message });
       o.log(`eviction round ${samples.length}/${o.rounds} (${o.variant.periodMs / 1000} s period): write finished → apiserver shows Evicted in ${(evictedAt - stampMs).toFixed(0)} ms`);
     }
-    // The evicted pod goes, and the pressure with it, before the next pod can be admitted.
+    // nodelet frees the evicted pod's emptyDir itself once its containers stopped; only then is the
+    // pod deleted from the apiserver. (Deleting it while nodelet still stops it leaves the kill
+    // path's promise unresolved and the eviction manager without another pass: a defect of
+    // src/kubelet/kubelet.ts evictPod, which has no timeout like the kubelet's killPodNow.)
+    const fill = join(o.rootDir, 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'data', 'fill');
+    await waitFor(`${name}'s emptyDir freed by nodelet`, async () => {
+      o.nodelet.alive();
+      return (await stat(fill).then(() => false, () => true)) ? true : undefined;
+    }, 120_000, 250);
+    // The evicted pod goes, and the pressure with it, before the next pod can be admitted. The
+    // condition is read from nodelet's own node object: the apiserver's copy lags by up to the node
+    // status update period and may never show a pressure that lasted less than that.
     await o.client.request('DELETE', `/api/v1/namespaces/${NS}/pods/${name}`, { body: { gracePeriodSeconds: 0 } }).catch((err: unknown) => {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     });
+    let last = '';
     await waitFor(`${name} gone and DiskPressure False on ${o.nodeName}`, async () => {
       o.nodelet.alive();
-      const node = await o.client.request<Node>('GET', `/api/v1/nodes/${o.nodeName}`);
+      const node = await o.nodelet.get<Node>(`/api/v1/nodes/${o.nodeName}`);
       const pressure = node.status?.conditions?.find((c) => c.type === 'DiskPressure')?.status;
+      last = `DiskPressure ${pressure ?? 'not reported'}, pod ${o.api.pods.has(name) ? `still on the apiserver (${o.api.pods.get(name)?.status?.phase ?? '?'})` : 'gone'}`;
       return pressure === 'False' && !o.api.pods.has(name) ? true : undefined;
-    }, 180_000, 250);
+    }, 180_000, 250).catch((err: unknown) => {
+      throw new Error(`${String(err)}: ${last}; see ${o.nodelet.logFile}`);
+    });
   }
   return { samples, attempts };
 }
@@ -314,15 +339,23 @@ function report(
 // ---- nodelet with another monitoring period --------------------------------------------------------
 
 /**
- * `node eviction.js <nodelet flags>` with PERIOD_ENV set: nodelet as src/cli.ts starts it, with
- * `evictionMonitoringPeriodMs` (a start option no flag sets, as the kubelet's period is a constant).
+ * `node eviction.js <nodelet flags>` with PERIOD_ENV and DIST_ENV set: nodelet's build in DIST_ENV
+ * started as its src/cli.ts starts it, plus `evictionMonitoringPeriodMs` (a start option no flag
+ * sets, as the kubelet's period is a constant). The build is imported at run time: the bench's
+ * own compile of src/ (dist-bench/src) is not a runnable nodelet (src/version.ts reads the
+ * package.json next to its build directory).
  */
 async function nodeletEntry(argv: string[]): Promise<void> {
   const periodMs = Number(process.env[PERIOD_ENV]);
-  if (!Number.isInteger(periodMs) || periodMs <= 0) {
-    process.stderr.write(`Error: ${PERIOD_ENV} must be a positive integer (ms), got ${JSON.stringify(process.env[PERIOD_ENV] ?? '')}\n`);
+  const dist = process.env[DIST_ENV] ?? '';
+  if (!Number.isInteger(periodMs) || periodMs <= 0 || dist === '') {
+    process.stderr.write(`Error: ${PERIOD_ENV} must be a positive integer (ms) and ${DIST_ENV} nodelet's build directory; got ${JSON.stringify(process.env[PERIOD_ENV] ?? '')}, ${JSON.stringify(dist)}\n`);
     process.exit(2);
   }
+  const fromBuild = async <T>(path: string): Promise<T> => (await import(pathToFileURL(join(dist, path)).href)) as T;
+  const { buildConfig, ConfigError } = await fromBuild<typeof ConfigModule>('config/index.js');
+  const { createLogger } = await fromBuild<typeof LoggingModule>('logging/index.js');
+  const { startNodelet } = await fromBuild<typeof NodeletModule>('nodelet.js');
   let built: ReturnType<typeof buildConfig>;
   try {
     built = buildConfig(argv, process.env);
