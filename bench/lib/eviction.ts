@@ -239,6 +239,9 @@ async function rounds(o: {
       return true;
     }, 180_000);
     failed.catch(() => undefined);
+    // A random phase against the manager's loop: without it every round starts right after the
+    // pass that cleared the previous pressure, and the figure locks onto one point of the period.
+    await new Promise((r) => setTimeout(r, Math.random() * o.variant.periodMs));
     await o.client.request('POST', `/api/v1/namespaces/${NS}/pods`, { body: fillerPod(name, o.nodeName, o.stampDir) });
     await failed;
     if (reason !== 'Evicted') throw new Error(`eviction: ${name} failed without an eviction (reason ${JSON.stringify(reason)}: ${message}); see ${o.nodelet.logFile}`);
