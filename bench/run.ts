@@ -27,6 +27,8 @@ import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portFo
 import { TARGETS, fmt, markdownSummary, svgChart, table, target, verdict, type Metric, type PartResult } from './lib/report.js';
 import { clusterPart } from './lib/cluster.js';
 import { watchPart } from './lib/watch.js';
+import { evictionPart } from './lib/eviction.js';
+import { idle110Part } from './lib/idle110.js';
 import { NETNS_PARTS, sealedParts, type SealedResult } from './lib/pod-network.js';
 
 const GiB = 1024 ** 3;
@@ -67,12 +69,15 @@ interface Options {
   cniPods: number;
   cniRounds: number;
   podnetMib: number;
+  evictionRounds: number;
+  idlePods: number;
+  idleMinutes: number;
   /** Where the chart goes ('' = nowhere). */
   svg: string;
 }
 
 const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
-const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'scale', 'cluster', 'watch'];
+const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'scale', 'cluster', 'watch', 'eviction', 'idle110'];
 /** Every part; NETNS_PARTS (`cni`, `podnet`) run first, in a sealed network namespace of their own. */
 const ALL_PARTS: readonly string[] = [...EXEC_PARTS, ...EXTRA_PARTS, ...NETNS_PARTS];
 
@@ -85,7 +90,7 @@ const USAGE = `usage: npm run bench -- [options]
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
   --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,scale,cluster,watch,
-                      cni,podnet (these two run in a sealed network namespace of their own, see bench/README.md)
+                      eviction,idle110,cni,podnet (these two run in a sealed network namespace of their own, see bench/README.md)
   --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
   --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
   --sessions N        idle exec sessions opened for the RSS figure (default 1000; 100 with --quick)
@@ -105,6 +110,9 @@ const USAGE = `usage: npm run bench -- [options]
   --cni-rounds N      rounds of the cni part (default 2; 1 with --quick): per variant, N pods one at a time, then all at once
   --podnet-mib N      MiB per pod-network TCP transfer in the podnet part (default 1024; 256 with --quick);
                       its rounds are --rounds
+  --eviction-rounds N evictions per monitoring period in the eviction part (default 5; 2 with --quick)
+  --idle-pods N       static pods of the idle110 part (default 110, the default --max-pods; more raise it)
+  --idle-minutes N    how long the idle110 part samples nodelet, every 30 s (default 10; 2 with --quick)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --heap-snapshots DIR  a V8 heap snapshot of nodelet after each forced GC (memory figures), in DIR;
@@ -152,6 +160,9 @@ function parseOptions(argv: string[]): Options {
       'cni-pods': { type: 'string' },
       'cni-rounds': { type: 'string' },
       'podnet-mib': { type: 'string' },
+      'eviction-rounds': { type: 'string' },
+      'idle-pods': { type: 'string' },
+      'idle-minutes': { type: 'string' },
       svg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -208,6 +219,9 @@ function parseOptions(argv: string[]): Options {
     cniPods: int(values['cni-pods'], 50, 'cni-pods'),
     cniRounds: int(values['cni-rounds'], quick ? 1 : 2, 'cni-rounds'),
     podnetMib: int(values['podnet-mib'], quick ? 256 : 1024, 'podnet-mib'),
+    evictionRounds: int(values['eviction-rounds'], quick ? 2 : 5, 'eviction-rounds'),
+    idlePods: int(values['idle-pods'], 110, 'idle-pods'),
+    idleMinutes: int(values['idle-minutes'], quick ? 2 : 10, 'idle-minutes'),
     svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
 }
@@ -457,6 +471,16 @@ async function main(): Promise<void> {
       if (opts.only.has('watch')) {
         log(`watch: ${opts.watchers} pod watchers, bursts of ${opts.watchChanges} status changes`);
         extra.push(await watchPart({ nodelet, workDir: nodelet.workDir, watchers: opts.watchers, changes: opts.watchChanges, rounds: opts.quick ? 1 : 3, log }));
+      }
+
+      if (opts.only.has('eviction')) {
+        log(`eviction: own control plane + nodelet --kubeconfig on a small tmpfs root dir; ${opts.evictionRounds} evictions per monitoring period (10 s, 1 s)`);
+        extra.push(await evictionPart({ root, dockerHost: engine.host, cli: opts.nodeletCli, rounds: opts.evictionRounds, keepLogs: opts.keepLogs, log, defer: (fn) => void cleanups.push(fn) }));
+      }
+
+      if (opts.only.has('idle110')) {
+        log(`idle110: a second nodelet with ${opts.idlePods} idle static pods, CPU and RSS over ${opts.idleMinutes} min`);
+        extra.push(await idle110Part({ root, dockerHost: engine.host, cli: opts.nodeletCli, pods: opts.idlePods, minutes: opts.idleMinutes, keepLogs: opts.keepLogs, log, defer: (fn) => void cleanups.push(fn) }));
       }
 
     }

@@ -57,7 +57,19 @@ function benchPod(name: string, batch: string): Pod {
 
 // ---- nodelet in cluster mode as a child process ----------------------------------------------------
 
-class ClusterNodelet {
+/** What the eviction part changes about the cluster-mode nodelet; the cluster part uses the defaults. */
+export interface ClusterNodeletVariant {
+  /** `--hostname-override` (default `bench-cluster`). */
+  nodeName?: string;
+  /** `--root-dir` (default `<workDir>/root`). */
+  rootDir?: string;
+  /** More nodelet flags, after the bench's own. */
+  args?: string[];
+  /** Another entry point run with node instead of `cli`, taking the same flags; and its environment. */
+  entry?: { script: string; env: NodeJS.ProcessEnv };
+}
+
+export class ClusterNodelet {
   readonly #agent: HttpsAgent;
 
   private constructor(
@@ -74,35 +86,37 @@ class ClusterNodelet {
     this.#agent = new HttpsAgent({ keepAlive: true, maxSockets: 4, cert, key, rejectUnauthorized: false });
   }
 
-  static async start(o: { root: string; cli: string | undefined; dockerHost: string; cp: BenchControlPlane }): Promise<ClusterNodelet> {
+  static async start(o: { root: string; cli: string | undefined; dockerHost: string; cp: BenchControlPlane } & ClusterNodeletVariant): Promise<ClusterNodelet> {
     const workDir = await mkdtemp(join(tmpdir(), 'nodelet-bench-cluster-'));
     const manifests = join(workDir, 'manifests');
     await mkdir(manifests);
-    const kubeconfig = await o.cp.nodeKubeconfig(NODE);
+    const nodeName = o.nodeName ?? NODE;
+    const kubeconfig = await o.cp.nodeKubeconfig(nodeName);
     const port = await freePort();
     const logFile = join(workDir, 'nodelet.log');
     const fd = openSync(logFile, 'a');
     const child = spawn(
       process.execPath,
       [
-        o.cli ?? join(o.root, 'dist/cli.js'),
+        o.entry?.script ?? o.cli ?? join(o.root, 'dist/cli.js'),
         '--kubeconfig', kubeconfig,
         '--client-ca-file', o.cp.env.CA_FILE,
         '--authentication-token-webhook',
         '--authorization-mode', 'Webhook',
-        '--hostname-override', NODE,
+        '--hostname-override', nodeName,
         '--node-ip', '127.0.0.1',
         '--address', '127.0.0.1',
         '--port', String(port),
         '--docker-endpoint', o.dockerHost,
         '--pod-manifest-path', manifests,
-        '--root-dir', join(workDir, 'root'),
+        '--root-dir', o.rootDir ?? join(workDir, 'root'),
         '--file-check-frequency', '1s',
         '--max-pods', '250',
         '--logging-format', 'json',
         '-v', '0',
+        ...(o.args ?? []),
       ],
-      { stdio: ['ignore', fd, fd], cwd: workDir },
+      { stdio: ['ignore', fd, fd], cwd: workDir, ...(o.entry ? { env: o.entry.env } : {}) },
     );
     closeSync(fd);
     const cert = readFileSync(o.cp.env.KUBELET_CLIENT_CERT);
@@ -160,7 +174,7 @@ class ClusterNodelet {
 // ---- the apiserver's view: one watch over the bench's pods --------------------------------------------
 
 /** Every pod labelled `bench-batch`, as the apiserver's watch delivers them, with arrival times. */
-class ApiPods {
+export class ApiPods {
   readonly pods = new Map<string, Pod>();
   readonly #listeners = new Set<(pod: Pod, type: WatchEvent<Pod>['type'], at: number) => void>();
   readonly #abort = new AbortController();
