@@ -10,7 +10,7 @@ import { waitFor } from '../helpers/wait.js';
 
 /**
  * nodelet as a node of a real control plane (etcd, kube-apiserver, controller-manager and
- * scheduler v1.34, built from their Go modules): registration, lease, scheduled pods, status
+ * scheduler of the pinned release (v1.37), built from their Go modules): registration, lease, scheduled pods, status
  * sync, mirror pods, graceful deletion, NodeRestriction, restart and adoption.
  */
 t.setTimeout(300_000);
