@@ -320,7 +320,8 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
           if (fwd.child.exitCode !== null) throw new Error(`kubectl exited: ${fwd.out()} ${fwd.err()}`);
           return (fwd.out().match(/Forwarding from/g) ?? []).length >= 2 ? true : undefined;
         }, 15_000);
-        if (minor(version) >= 31) t.match(fwd.err(), /tunneling_dialer.*negotiated protocol: portforward\.k8s\.io/, 'the WebSocket tunnel to the apiserver was accepted');
+        // kubectl 1.33 logs `negotiated protocol: …`, 1.37 (structured) `"Negotiation complete" protocol="…"`.
+        if (minor(version) >= 31) t.match(fwd.err(), /tunneling_dialer.*(negotiated protocol: |"Negotiation complete" protocol=")portforward\.k8s\.io/, 'the WebSocket tunnel to the apiserver was accepted');
         else t.notMatch(fwd.err(), /tunneling_dialer/, 'plain SPDY');
         const base = `http://127.0.0.1:${local}`;
         const [a, b, bigGet] = await Promise.all([fetch(`${base}/index.html`), fetch(`${base}/index.html`), fetch(`${base}/big.bin`)]);
@@ -342,7 +343,12 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
         const code = await within(fwd.exited, 20_000, 'kubectl exit after the error');
         sock.destroy();
         t.equal(code, 1, 'exit 1');
-        t.match(fwd.out() + fwd.err(), new RegExp(`an error occurred forwarding ${closed} -> 9999: error forwarding port 9999 to pod [0-9a-f]+, uid : .*Connection refused`), 'the refusal reaches kubectl', { stderr: fwd.err() });
+        // kubectl ≤ 1.33: `an error occurred forwarding L -> 9999: …`; 1.37 logs it structured.
+        const refused = new RegExp(
+          `an error occurred forwarding ${closed} -> 9999: error forwarding port 9999 to pod [0-9a-f]+, uid : .*Connection refused` +
+            `|"An error occurred forwarding" err="error forwarding port 9999 to pod [0-9a-f]+, uid : .*Connection refused" localPort=${closed} remotePort=9999`,
+        );
+        t.match(fwd.out() + fwd.err(), refused, 'the refusal reaches kubectl', { stderr: fwd.err() });
       });
     });
   }
