@@ -48,13 +48,20 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-MODULE=$ROOT/test/control-plane
+# NODELET_K8S picks the Kubernetes pin: unset (or 1.37), the wrapper module test/control-plane
+# (k8s.io/kubernetes v1.37.2); 1.34, the previous pin's test/control-plane-1.34 (v1.34.4), kept
+# runnable on demand. Each version has a cache directory of its own.
+case ${NODELET_K8S:-1.37} in
+  1.37) MODULE=$ROOT/test/control-plane ;;
+  *) MODULE=$ROOT/test/control-plane-$NODELET_K8S ;;
+esac
 
 log() { echo "conformance: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 module_version() {
   local v
+  [ -f "$MODULE/go.mod" ] || die "NODELET_K8S=${NODELET_K8S:-}: no wrapper module $MODULE (1.37 or 1.34)"
   v=$(awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$MODULE/go.mod")
   [ -n "$v" ] || die "no version of $1 in $MODULE/go.mod"
   echo "$v"
@@ -107,9 +114,34 @@ SAMPLE_APISERVER_IMAGE=registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2
 # bash-static as /bin/sh, WORKDIR /; the spec runs /usr/local/bin/etcd. Here it is the control
 # plane's own etcd (scripts/control-plane.sh build, the pinned go.etcd.io/etcd/server/v3).
 ETCD_IMAGE=registry.k8s.io/etcd:3.6.4-0
-SUITE_IMAGES=("$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE"
-  "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE"
-  "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE")
+# The names above are v1.34.4's (NODELET_K8S=1.34). v1.37.2's manifest.go renames most of them;
+# each is built by the same recipe as its 1.34 counterpart.
+case $K8S_VERSION in
+  v1.34.*) ;;
+  v1.37.*)
+    AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.66.1
+    BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-2
+    PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
+    # The suite now asks for the 1.4 that test/images/nonewprivs builds.
+    NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.4
+    NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.27.0-2
+    # The httpd images are gone since 1.35 (their specs use nginx).
+    HTTPD_IMAGE='' HTTPD_NEW_IMAGE=''
+    # test/images/glibc-dns-testing replaces jessie-dnsutils: Debian (bookworm-slim) with dnsutils
+    # and glibc's getent, which the jessie-dnsutils recipe here already is.
+    JESSIE_DNSUTILS_IMAGE=registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1
+    KITTEN_IMAGE=registry.k8s.io/e2e-test-images/kitten:1.8
+    NAUTILUS_IMAGE=registry.k8s.io/e2e-test-images/nautilus:1.8
+    ETCD_IMAGE=registry.k8s.io/etcd:3.7.0-0
+    ;;
+  *) die "no image names for $K8S_VERSION: add them from its test/utils/image/manifest.go" ;;
+esac
+SUITE_IMAGES=()
+for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE" \
+  "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE" \
+  "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE"; do
+  [ -z "$img" ] || SUITE_IMAGES+=("$img")
+done
 
 # ---------------------------------------------------------------------------------------------
 # build-e2e
@@ -127,7 +159,7 @@ k8s_source() {
 build_e2e() {
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
   command -v go >/dev/null 2>&1 ||
-    die "Go is needed to build e2e.test ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.24"
+    die "Go is needed to build e2e.test ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
   mkdir -p "$BIN_DIR"
   exec 9>"$BIN_DIR/.build.lock"
   flock 9
@@ -431,7 +463,7 @@ EOF
   if ! image_present "$NGINX_IMAGE"; then
     build_nginx_image "$ctx/nginx" "$path_env"
   fi
-  if ! image_present "$HTTPD_IMAGE" || ! image_present "$HTTPD_NEW_IMAGE"; then
+  if [ -n "$HTTPD_IMAGE" ] && { ! image_present "$HTTPD_IMAGE" || ! image_present "$HTTPD_NEW_IMAGE"; }; then
     build_httpd_images "$ctx/httpd" "$path_env"
   fi
   if ! image_present "$JESSIE_DNSUTILS_IMAGE"; then

@@ -2,9 +2,9 @@
 # A real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)
 # on 127.0.0.1, for nodelet's cluster-mode tests, and kube-proxy for a test cluster's namespace.
 #
-#   scripts/control-plane.sh build                  build the binaries (the four and kube-proxy) from
-#                                                   test/control-plane (cached by version) and print
-#                                                   their directory
+#   scripts/control-plane.sh build                  build the binaries (the four, kube-proxy and
+#                                                   kubectl) from test/control-plane (cached by
+#                                                   version) and print their directory
 #   scripts/control-plane.sh start DIR              make a PKI in DIR, start everything, wait until
 #                                                   pods can be created; prints DIR/admin.kubeconfig
 #   scripts/control-plane.sh start-proxy DIR NODE   start kube-proxy (iptables mode) as NODE's; only
@@ -19,7 +19,9 @@
 #
 # The binaries go to ${NODELET_CACHE:-~/.cache/nodelet}/control-plane/<k8s>-etcd<etcd>/bin. They are
 # built with the machine's `go` from the wrapper module test/control-plane, which pins
-# k8s.io/kubernetes and go.etcd.io/etcd/server/v3. Every process listens on 127.0.0.1 only (but see
+# k8s.io/kubernetes and go.etcd.io/etcd/server/v3 (NODELET_K8S=1.34: test/control-plane-1.34, the
+# previous pin). kubectl of the same tag is built beside them for the e2e tests' kubectl matrix
+# (test/helpers/kubectl.ts). Every process listens on 127.0.0.1 only (but see
 # NODELET_APISERVER_ADDRESS below); each one's pid and log are DIR/<name>.pid and DIR/<name>.log,
 # and DIR/env holds the URLs and paths.
 #
@@ -36,8 +38,14 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-MODULE=$ROOT/test/control-plane
-COMPONENTS=(kube-apiserver etcd kube-controller-manager kube-scheduler kube-proxy)
+# NODELET_K8S picks the Kubernetes pin: unset (or 1.37), the wrapper module test/control-plane
+# (k8s.io/kubernetes v1.37.2); 1.34, the previous pin's test/control-plane-1.34 (v1.34.4), kept
+# runnable on demand. Each version has a cache directory of its own.
+case ${NODELET_K8S:-1.37} in
+  1.37) MODULE=$ROOT/test/control-plane ;;
+  *) MODULE=$ROOT/test/control-plane-$NODELET_K8S ;;
+esac
+COMPONENTS=(kube-apiserver etcd kube-controller-manager kube-scheduler kube-proxy kubectl)
 TIMEOUT=${NODELET_CONTROL_PLANE_TIMEOUT:-60}
 
 log() { echo "control-plane: $*" >&2; }
@@ -48,6 +56,7 @@ die() { log "$*"; exit 1; }
 
 module_version() {
   local v
+  [ -f "$MODULE/go.mod" ] || die "NODELET_K8S=${NODELET_K8S:-}: no wrapper module $MODULE (1.37 or 1.34)"
   v=$(awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$MODULE/go.mod")
   [ -n "$v" ] || die "no version of $1 in $MODULE/go.mod"
   echo "$v"
@@ -65,7 +74,7 @@ have_binaries() {
 build() {
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
   command -v go >/dev/null 2>&1 ||
-    die "Go is needed to build the control plane ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.24"
+    die "Go is needed to build the control plane ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
   mkdir -p "$BIN_DIR"
   # Parallel test files may all ask for a build: one compiles, the others wait for it.
   exec 9>"$BIN_DIR/.build.lock"

@@ -1,6 +1,6 @@
 // Kubernetes object types come from the maintained `kubernetes-types` package; this module only
 // re-exports what nodelet uses so imports stay short and in one place.
-import type { Container as ContainerV130, EnvVar as EnvVarV130, EnvVarSource as EnvVarSourceV130, Lifecycle as LifecycleV130, Pod as PodV130, PodCondition as PodConditionV130, PodSpec as PodSpecV130, PodStatus as PodStatusV130, ResourceRequirements } from 'kubernetes-types/core/v1.js';
+import type { Container as ContainerV130, EnvVar as EnvVarV130, EnvVarSource as EnvVarSourceV130, Lifecycle as LifecycleV130, Node as NodeV130, NodeStatus as NodeStatusV130, Pod as PodV130, PodCondition as PodConditionV130, PodSpec as PodSpecV130, PodStatus as PodStatusV130, ResourceRequirements } from 'kubernetes-types/core/v1.js';
 
 export type {
   PodList,
@@ -13,8 +13,11 @@ export type {
 } from 'kubernetes-types/core/v1.js';
 export type { ObjectMeta, Status, StatusCause, APIResourceList, APIResource, ListMeta } from 'kubernetes-types/meta/v1.js';
 
-// The fields a 1.34 apiserver has that kubernetes-types (last published for 1.30) lacks are added
-// here, each from k8s.io/api/core/v1/types.go of the control plane's pin.
+// The fields a 1.34–1.37 apiserver has that kubernetes-types (last published for 1.30) lacks are
+// added here, each from k8s.io/api/core/v1/types.go of the control plane's pin (v0.37.2). No
+// maintained package has 1.37's types in this plain-JSON shape: @kubernetes/client-node's models
+// are generated classes (timestamps as `Date`, `_continue`), kubernetes-models' interfaces stop
+// short of 1.37's APIs (no certificates.k8s.io ClusterTrustBundle or PodCertificateRequest).
 
 /** A pod condition; `observedGeneration` (PodObservedGenerationTracking, on since 1.34). */
 export interface PodCondition extends PodConditionV130 {
@@ -84,4 +87,18 @@ export interface PodSpec extends Omit<PodSpecV130, 'containers' | 'initContainer
 export interface Pod extends Omit<PodV130, 'status' | 'spec'> {
   spec?: PodSpec;
   status?: PodStatus;
+}
+
+/**
+ * A node's status; `declaredFeatures` (NodeDeclaredFeatures, GA since 1.37; `listType=atomic`):
+ * the node-declared feature names (k8s.io/component-helpers/nodedeclaredfeatures) the node
+ * implements. The apiserver reads it to decide how to stream to the node, the scheduler and the
+ * NodeDeclaredFeatureValidator admission plugin to keep pods off nodes that lack a feature.
+ */
+export interface NodeStatus extends NodeStatusV130 {
+  declaredFeatures?: string[];
+}
+
+export interface Node extends Omit<NodeV130, 'status'> {
+  status?: NodeStatus;
 }

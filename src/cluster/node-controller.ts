@@ -1,7 +1,7 @@
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
-import type { Node } from 'kubernetes-types/core/v1.js';
 import type { Logger } from '../logging/index.js';
 import { isConflict, isNotFound, query, type KubeClient } from '../apiserver/client.js';
+import type { Node, NodeStatus } from '../api/types.js';
 import { initialNode, nodeLabels, nodeStatus, nodeStatusDiffers, type NodeFacts, type NodeHealth, type NodeSpecOptions } from '../node/object.js';
 import { RetryDelay, delay, microTime } from './retry.js';
 
@@ -51,6 +51,12 @@ export class NodeController {
   #uid: string | undefined;
   readonly #uidWaiters: ((uid: string) => void)[] = [];
   #lastSentAt = 0;
+  /**
+   * Whether the apiserver dropped the `declaredFeatures` nodelet sent (one older than 1.35, where
+   * NodeStatus has no such field, or with NodeDeclaredFeatures off): then its copy never holds
+   * them, and comparing them would send every status as changed.
+   */
+  #declaredFeaturesDropped = false;
   #loops: Promise<void>[] = [];
   /** Status updates computed (tests read it). */
   checks = 0;
@@ -181,8 +187,9 @@ export class NodeController {
     const status = nodeStatus(await this.#o.facts(), this.#o.health(), held.status, new Date());
     this.checks++;
     const due = Date.now() - this.#lastSentAt >= this.#o.reportFrequencyMs;
-    if (!force && !due && !nodeStatusDiffers(held.status, status)) return;
-    await client.request<Node>('PATCH', `${nodePath(nodeName)}/status`, { body: { status }, contentType: SMP });
+    if (!force && !due && !nodeStatusDiffers(held.status, this.#declaredFeaturesDropped ? withoutDeclaredFeatures(status) : status)) return;
+    const sent = await client.request<Node>('PATCH', `${nodePath(nodeName)}/status`, { body: { status }, contentType: SMP });
+    this.#declaredFeaturesDropped = (status.declaredFeatures?.length ?? 0) > 0 && sent.status?.declaredFeatures === undefined;
     this.#lastSentAt = Date.now();
     this.reports++;
   }
@@ -240,4 +247,9 @@ export class NodeController {
     };
     return client.request<Lease>('PUT', leasePath(nodeName), { body: next });
   }
+}
+
+function withoutDeclaredFeatures(status: NodeStatus): NodeStatus {
+  const { declaredFeatures: _d, ...rest } = status;
+  return rest;
 }

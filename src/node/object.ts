@@ -1,7 +1,9 @@
-import type { Node, NodeCondition, NodeStatus, Taint } from 'kubernetes-types/core/v1.js';
+import type { NodeCondition, Taint } from 'kubernetes-types/core/v1.js';
 import { quantityOf } from '../api/quantity.js';
 import { rfc3339 } from '../api/time.js';
+import type { Node, NodeStatus } from '../api/types.js';
 import { jsonEqual, withoutEmpty } from '../status/normalize.js';
+import { DECLARED_FEATURES } from './declared-features.js';
 
 /**
  * The Node object this nodelet stands for, built from facts read off the host and the container
@@ -133,6 +135,8 @@ export function nodeStatus(facts: NodeFacts, health: NodeHealth, previous: NodeS
       architecture: facts.architecture,
     },
     images: [...facts.images].sort((a, b) => b.sizeBytes - a.sizeBytes).slice(0, MAX_IMAGES).map((i) => ({ names: [...i.names], sizeBytes: i.sizeBytes })),
+    // Set with every status, as the kubelet's setNodeStatus does (pkg/kubelet/kubelet_node_status.go).
+    declaredFeatures: [...DECLARED_FEATURES],
   };
 }
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { uptime } from 'node:os';
-import type { Node, NodeStatus } from 'kubernetes-types/core/v1.js';
+import type { Node, NodeStatus } from '../api/types.js';
 import { rfc3339 } from '../api/time.js';
 import { initialNode, nodeStatus, nodeStatusChanged, type NodeFacts, type NodeHealth, type NodeSpecOptions } from './object.js';
 

@@ -9,24 +9,41 @@ import type { Pod } from '../../src/api/types.js';
 import { startClusterNode } from '../helpers/cluster-node.js';
 import { startControlPlane, type ControlPlane } from '../helpers/control-plane.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
+import { controlPlaneMinor } from '../helpers/k8s-pin.js';
 import { kubectlBinary } from '../helpers/kubectl.js';
 import { streamingUpgrades, upgradeDelta, upgradesDuring } from '../helpers/streaming-metrics.js';
 import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../helpers/net.js';
 
 /**
- * Streaming **through the apiserver**: kubectl talks to a real kube-apiserver (v1.34), which
- * proxies exec/attach/cp/port-forward/logs to nodelet (SPDY towards nodelet; kubectl 1.33 speaks
- * WebSocket to the apiserver, which translates). The pods are created without nodeName and bound
- * by the real scheduler to the one nodelet node.
+ * Streaming **through the apiserver**: kubectl (the machine's 1.27 and 1.33, and the pinned one
+ * built beside the control plane) talks to a real kube-apiserver (v1.37; v1.34 with
+ * NODELET_K8S=1.34), which proxies exec/attach/cp/port-forward/logs to nodelet. The pods are
+ * created without nodeName and bound by the real scheduler to the one nodelet node.
+ *
+ * Which transport reaches nodelet (its `nodelet_streaming_upgrades_total` tells): nodelet declares
+ * `ExtendWebSocketsToKubelet` (src/node/declared-features.ts), so a 1.36+ apiserver hands a
+ * WebSocket from kubectl (exec/attach since kubectl 1.30, the port-forward tunnel since 1.31)
+ * to nodelet untranslated (pkg/registry/core/pod/rest/subresources.go); a 1.34 apiserver
+ * translates it to SPDY, and kubectl 1.27 speaks SPDY all the way.
  *
  * The pods opt out of the ServiceAccount token volume (`automountServiceAccountToken: false`):
  * projected volumes are not implemented yet, and these tests are about streaming.
  */
 
-t.setTimeout(170_000);
+t.setTimeout(260_000);
 
-const VERSIONS = ['1.27', '1.33'] as const;
+const PINNED_KUBECTL = controlPlaneMinor();
+const VERSIONS = ['1.27', '1.33', PINNED_KUBECTL] as const;
+const minor = (version: string) => Number(version.split('.')[1]);
+/** The apiserver passes WebSocket upgrades to a node that declares ExtendWebSocketsToKubelet. */
+const DIRECT = minor(PINNED_KUBECTL) >= 36;
+/** The session nodelet sees for kubectl `version`'s exec or attach through the apiserver. */
+const remoteCommandSession = (path: 'exec' | 'attach', version: string) =>
+  DIRECT && minor(version) >= 30 ? `${path} websocket v5.channel.k8s.io` : `${path} spdy v4.channel.k8s.io`;
+/** The same for port-forward: the SPDY-in-WebSocket tunnel itself, or plain SPDY. */
+const portForwardSession = (version: string) =>
+  DIRECT && minor(version) >= 31 ? 'portForward websocket SPDY/3.1+portforward.k8s.io' : 'portForward spdy portforward.k8s.io';
 
 const spec = (body: string) => `  automountServiceAccountToken: false
   terminationGracePeriodSeconds: 0
@@ -188,21 +205,23 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
       const run = (args: string[], input?: Buffer | string) => cp.kubectl(args, { version, ...(input !== undefined ? { input } : {}) });
 
       await t.test('exec: echo, exit codes, 1 MiB stdin, -it with a resize', async (t) => {
-        // The apiserver talks SPDY to nodelet whatever kubectl spoke to it (1.33: WebSocket, translated).
+        const session = remoteCommandSession('exec', version);
         const { result: echo, upgrades } = await upgradesDuring(scrape, () => run(['exec', 'shell', '-c', 'app', '--', 'echo', 'hi']));
-        t.same(upgrades, { 'exec spdy v4.channel.k8s.io': 1 }, 'one SPDY session from the apiserver to nodelet');
+        t.same(upgrades, { [session]: 1 }, `one session from the apiserver to nodelet: ${session}`);
         t.equal(echo.code, 0, echo.stderr);
         t.equal(echo.stdout, 'hi\n');
 
         for (const n of [0, 3, 42, 255]) {
-          const r = await run(['exec', 'shell', '-c', 'app', '--', 'sh', '-c', `echo out; echo err >&2; exit ${n}`]);
+          const { result: r, upgrades } = await upgradesDuring(scrape, () => run(['exec', 'shell', '-c', 'app', '--', 'sh', '-c', `echo out; echo err >&2; exit ${n}`]));
+          t.same(upgrades, { [session]: 1 }, `exit ${n}: over ${session}`);
           t.equal(r.code, n, `exit ${n}: ${r.stderr}`);
           t.equal(r.stdout, 'out\n');
           t.match(r.stderr, /err\n/);
           if (n !== 0) t.match(r.stderr, `command terminated with exit code ${n}`);
         }
 
-        const cat = await run(['exec', '-i', 'shell', '-c', 'app', '--', 'cat'], random);
+        const { result: cat, upgrades: catUpgrades } = await upgradesDuring(scrape, () => run(['exec', '-i', 'shell', '-c', 'app', '--', 'cat'], random));
+        t.same(catUpgrades, { [session]: 1 }, `1 MiB over ${session}`);
         t.equal(cat.code, 0, cat.stderr);
         t.equal(cat.raw.length, random.length, '1 MiB back');
         t.equal(sha(cat.raw), sha(random), 'byte-exact');
@@ -224,7 +243,7 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
       await t.test('attach: stdin to a `stdin: true, tty: false` container, and a printing one', async (t) => {
         await running(cp, 'shell');
         const { result: attach, upgrades } = await upgradesDuring(scrape, () => run(['attach', '-i', 'shell', '-c', 'catter'], 'hello-attach\n'));
-        t.same(upgrades, { 'attach spdy v4.channel.k8s.io': 1 }, 'attach reached nodelet over SPDY');
+        t.same(upgrades, { [remoteCommandSession('attach', version)]: 1 }, `attach reached nodelet: ${remoteCommandSession('attach', version)}`);
         t.equal(attach.code, 0, attach.stderr);
         t.match(attach.stdout, /hello-attach/);
 
@@ -293,20 +312,21 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
 
       await t.test('port-forward: two concurrent connections, 5 MB, a refused port', async (t) => {
         const [local, closed] = [await freePort(), await freePort()];
-        // -v=6 logs the upgrade: kubectl 1.33 tunnels SPDY in a WebSocket to the apiserver, which
-        // talks SPDY to nodelet; 1.27 speaks SPDY all the way.
+        // -v=6 logs the upgrade: kubectl ≥ 1.31 tunnels SPDY in a WebSocket to the apiserver, which
+        // passes the tunnel on to nodelet (1.36+) or talks SPDY to it; 1.27 speaks SPDY all the way.
         const before = await streamingUpgrades(scrape);
         const fwd = spawnKubectl(t, cp, version, 'port-forward', '-v=6', '--address', '127.0.0.1', 'pod/web', `${local}:8080`, `${closed}:9999`);
         await waitFor(`kubectl ${version} forwarding`, async () => {
           if (fwd.child.exitCode !== null) throw new Error(`kubectl exited: ${fwd.out()} ${fwd.err()}`);
           return (fwd.out().match(/Forwarding from/g) ?? []).length >= 2 ? true : undefined;
         }, 15_000);
-        if (version === '1.33') t.match(fwd.err(), /tunneling_dialer.*negotiated protocol: portforward\.k8s\.io/, 'the WebSocket tunnel to the apiserver was accepted');
+        // kubectl 1.33 logs `negotiated protocol: …`, 1.37 (structured) `"Negotiation complete" protocol="…"`.
+        if (minor(version) >= 31) t.match(fwd.err(), /tunneling_dialer.*(negotiated protocol: |"Negotiation complete" protocol=")portforward\.k8s\.io/, 'the WebSocket tunnel to the apiserver was accepted');
         else t.notMatch(fwd.err(), /tunneling_dialer/, 'plain SPDY');
         const base = `http://127.0.0.1:${local}`;
         const [a, b, bigGet] = await Promise.all([fetch(`${base}/index.html`), fetch(`${base}/index.html`), fetch(`${base}/big.bin`)]);
-        // Answers arrived, so the apiserver's session to nodelet exists: SPDY, whatever kubectl spoke.
-        t.same(upgradeDelta(before, await streamingUpgrades(scrape)), { 'portForward spdy portforward.k8s.io': 1 }, 'one SPDY port-forward session from the apiserver to nodelet');
+        // Answers arrived, so the apiserver's session to nodelet exists.
+        t.same(upgradeDelta(before, await streamingUpgrades(scrape)), { [portForwardSession(version)]: 1 }, `one port-forward session from the apiserver to nodelet: ${portForwardSession(version)}`);
         t.equal(await a.text(), 'hello\n', 'first parallel GET');
         t.equal(await b.text(), 'hello\n', 'second parallel GET');
         const bytes = new Uint8Array(await bigGet.arrayBuffer());
@@ -323,7 +343,12 @@ t.test('kubectl through the apiserver to a cluster-mode nodelet', async (t) => {
         const code = await within(fwd.exited, 20_000, 'kubectl exit after the error');
         sock.destroy();
         t.equal(code, 1, 'exit 1');
-        t.match(fwd.out() + fwd.err(), new RegExp(`an error occurred forwarding ${closed} -> 9999: error forwarding port 9999 to pod [0-9a-f]+, uid : .*Connection refused`), 'the refusal reaches kubectl', { stderr: fwd.err() });
+        // kubectl ≤ 1.33: `an error occurred forwarding L -> 9999: …`; 1.37 logs it structured.
+        const refused = new RegExp(
+          `an error occurred forwarding ${closed} -> 9999: error forwarding port 9999 to pod [0-9a-f]+, uid : .*Connection refused` +
+            `|"An error occurred forwarding" err="error forwarding port 9999 to pod [0-9a-f]+, uid : .*Connection refused" localPort=${closed} remotePort=9999`,
+        );
+        t.match(fwd.out() + fwd.err(), refused, 'the refusal reaches kubectl', { stderr: fwd.err() });
       });
     });
   }

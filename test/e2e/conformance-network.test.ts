@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { controlPlaneMinor } from '../helpers/k8s-pin.js';
 import { CONFORMANCE_SCRIPT, focusOn, runCommand } from '../helpers/conformance.js';
 
 /**
@@ -15,7 +16,7 @@ import { CONFORMANCE_SCRIPT, focusOn, runCommand } from '../helpers/conformance.
  * of its own), like the run.
  */
 
-const SPECS = [
+const SPECS_1_34 = [
   '[sig-network] DNS should provide DNS for the cluster [Conformance]',
   '[sig-network] DNS should provide DNS for services [Conformance]',
   '[sig-network] DNS should provide /etc/hosts entries for the cluster [Conformance]',
@@ -36,6 +37,31 @@ const SPECS = [
   '[sig-node] Container Runtime blackbox test when running a container with a new image should be able to pull image [NodeConformance]',
   '[sig-node] Container Runtime blackbox test when running a container with a new image should not be able to pull from private registry without secret [NodeConformance]',
 ];
+
+/** The same specs as v1.37.2 names them (most tags moved to the end). */
+const SPECS_1_37 = [
+  '[sig-network] DNS should provide DNS for the cluster [Conformance]',
+  '[sig-network] DNS should provide DNS for services [Conformance]',
+  '[sig-network] DNS should provide /etc/hosts entries for the cluster [Conformance]',
+  '[sig-network] DNS should provide DNS for pods for Hostname [Conformance]',
+  '[sig-network] DNS should resolve DNS of partial qualified names for services [LinuxOnly] [Conformance]',
+  '[sig-network] DNS should support configurable pod DNS nameservers [Conformance]',
+  '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: http [Conformance] [NodeConformance]',
+  '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: udp [Conformance] [NodeConformance]',
+  '[sig-network] Networking Granular Checks: Pods should function for node-pod communication: http [LinuxOnly] [Conformance] [NodeConformance]',
+  '[sig-network] Networking Granular Checks: Pods should function for node-pod communication: udp [LinuxOnly] [Conformance] [NodeConformance]',
+  '[sig-network] Services should serve a basic endpoint from pods [Conformance]',
+  '[sig-network] Services should serve multiport endpoints from pods [Conformance]',
+  '[sig-network] Services should serve endpoints on same port and different protocols [Conformance]',
+  '[sig-network] Services should be able to create a functioning NodePort service [Conformance]',
+  '[sig-network] Services should be able to change the type from ClusterIP to ExternalName [Conformance]',
+  '[sig-network] HostPort validates that there is no conflict between pods with same hostPort but different hostIP and protocol [LinuxOnly] [Conformance]',
+  '[sig-network] Proxy version v1 should proxy through a service and a pod [Conformance]',
+  '[sig-node] Container Runtime blackbox test when running a container with a new image should be able to pull image [NodeConformance] [Serial]',
+  '[sig-node] Container Runtime blackbox test when running a container with a new image should not be able to pull from private registry without secret [NodeConformance] [Serial]',
+];
+/** The control plane's pin picks the list (NODELET_K8S=1.34: the previous pin's names). */
+const SPECS = controlPlaneMinor() === '1.34' ? SPECS_1_34 : SPECS_1_37;
 
 t.setTimeout(25 * 60_000);
 

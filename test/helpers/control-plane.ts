@@ -8,7 +8,7 @@ import { kubectlBinary, type KubectlResult, type RunOptions } from './kubectl.js
 /** scripts/control-plane.sh: builds (cached) and runs etcd + kube-apiserver + controller-manager + scheduler. */
 export const CONTROL_PLANE_SCRIPT = fileURLToPath(new URL('../../scripts/control-plane.sh', import.meta.url));
 
-/** The kubectl the harness runs by default: the newest the machine has, one minor behind the control plane. */
+/** The kubectl the harness runs by default: the newest the machine has (the pinned one, built, is `controlPlaneMinor()`). */
 export const CONTROL_PLANE_KUBECTL = '1.33';
 
 export interface ControlPlaneKubectlOptions extends RunOptions {

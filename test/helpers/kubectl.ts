@@ -3,12 +3,20 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { controlPlaneBinDir, controlPlaneMinor } from './k8s-pin.js';
 
 /**
  * The machine's versioned kubectl binaries (`kubectl.1.27` … `kubectl.1.33`) live beside the
- * real file `kubectl` points to. Missing binaries fail the test: CI must run these, not skip them.
+ * real file `kubectl` points to; the control plane's pinned minor (`controlPlaneMinor()`, 1.37) is
+ * the kubectl that scripts/control-plane.sh builds from the same module. Missing binaries fail the
+ * test: CI must run these, not skip them.
  */
 export function kubectlBinary(version: string): string {
+  if (version === controlPlaneMinor()) {
+    const built = join(controlPlaneBinDir(), 'kubectl');
+    if (!existsSync(built)) throw new Error(`kubectl ${version} not found at ${built}`);
+    return built;
+  }
   const real = execFileSync('sh', ['-c', 'readlink -f "$(command -v kubectl)"'], { encoding: 'utf8' }).trim();
   const bin = join(dirname(real), `kubectl.${version}`);
   if (!existsSync(bin)) throw new Error(`kubectl ${version} not found at ${bin}`);

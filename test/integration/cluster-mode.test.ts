@@ -1,16 +1,18 @@
 import t from 'tap';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
-import type { Node, Pod } from 'kubernetes-types/core/v1.js';
+import type { Pod } from 'kubernetes-types/core/v1.js';
+import type { Node } from '../../src/api/types.js';
 import { ApiError, KubeClient } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { ConfigHashAnnotationKey, ConfigMirrorAnnotationKey } from '../../src/api/annotations.js';
 import { startControlPlane } from '../helpers/control-plane.js';
+import { controlPlaneMinor } from '../helpers/k8s-pin.js';
 import { startClusterNode } from '../helpers/cluster-node.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
  * nodelet as a node of a real control plane (etcd, kube-apiserver, controller-manager and
- * scheduler v1.34, built from their Go modules): registration, lease, scheduled pods, status
+ * scheduler of the pinned release (v1.37), built from their Go modules): registration, lease, scheduled pods, status
  * sync, mirror pods, graceful deletion, NodeRestriction, restart and adoption.
  */
 t.setTimeout(300_000);
@@ -57,6 +59,8 @@ t.test('the Node registers Ready with the facts a kubelet reports, and its Lease
   t.equal(n.status?.daemonEndpoints?.kubeletEndpoint?.Port, Number(new URL(node.url).port), 'the apiserver dials the port nodelet serves');
   for (const r of ['cpu', 'memory', 'pods', 'ephemeral-storage']) t.ok(n.status?.allocatable?.[r], `allocatable ${r}`);
   t.ok((n.status?.images ?? []).some((i) => i.names?.includes(busybox)), 'images listed');
+  // NodeDeclaredFeatures is on from 1.36 (alpha, off, in 1.35): an older apiserver drops the field.
+  t.same(n.status?.declaredFeatures, Number(controlPlaneMinor().split('.')[1]) >= 36 ? ['ExtendWebSocketsToKubelet'] : undefined, 'declared features as the apiserver holds them');
 
   const first = await node.waitFor('lease', () => api<Lease>(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`));
   t.equal(first.spec?.holderIdentity, nodeName);

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { startControlPlane } from '../helpers/control-plane.js';
+import { controlPlaneVersion } from '../helpers/k8s-pin.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -16,8 +17,11 @@ t.test('the apiserver is the pinned release, ready, on loopback https', async (t
   const version = await cp.kubectl(['version', '-o', 'json']);
   t.equal(version.code, 0, version.stderr);
   const parsed = JSON.parse(version.stdout) as { serverVersion?: { gitVersion?: string; major?: string; minor?: string } };
-  t.equal(parsed.serverVersion?.gitVersion, 'v1.34.4');
-  t.equal(parsed.serverVersion?.minor, '34');
+  // The pinned release: v1.37.2 (v1.34.4 with NODELET_K8S=1.34).
+  const pinned = controlPlaneVersion();
+  t.match(pinned, /^v1\.(37\.2|34\.4)$/);
+  t.equal(parsed.serverVersion?.gitVersion, pinned);
+  t.equal(parsed.serverVersion?.minor, pinned.split('.')[1]);
   const readyz = await cp.kubectl(['get', '--raw', '/readyz']);
   t.equal(readyz.code, 0, readyz.stderr);
   t.equal(readyz.stdout.trim(), 'ok');

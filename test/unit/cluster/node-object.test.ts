@@ -1,5 +1,6 @@
 import t from 'tap';
-import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, type NodeFacts } from '../../../src/node/object.js';
+import { initialNode, nodeLabels, nodeStatus, nodeStatusChanged, nodeStatusDiffers, type NodeFacts } from '../../../src/node/object.js';
+import { DECLARED_FEATURES } from '../../../src/node/declared-features.js';
 import { parseNodeLabels, parseTaints } from '../../../src/config/node-flags.js';
 
 const facts: NodeFacts = {
@@ -63,6 +64,28 @@ t.test('status: capacity, conditions with the kubelet reasons, addresses, endpoi
   t.equal(ready?.lastTransitionTime, '2026-01-01T00:00:10Z', 'a changed condition moves its transition time');
   t.equal(down.conditions?.find((c) => c.type === 'DiskPressure')?.lastTransitionTime, '2026-01-01T00:00:00Z', 'an unchanged one keeps it');
   t.equal(down.conditions?.find((c) => c.type === 'DiskPressure')?.lastHeartbeatTime, '2026-01-01T00:00:10Z', 'heartbeats always move');
+});
+
+// k8s.io/component-helpers@v0.37.2 nodedeclaredfeatures/features/registry.go: every name a node may declare.
+const REGISTRY = [
+  'DRANodeAllocatableResources', 'DRAOptionalNodeOperations', 'ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling',
+  'InPlacePodVerticalScalingInitContainers', 'InPlacePodVerticalScalingMemoryBackedVolumes', 'RestartAllContainersOnContainerExits',
+  'UserNamespacesHostNetworkSupport', 'VolumeBindMountOptions',
+];
+
+t.test('declared features: WebSocket streaming straight to the node, nothing nodelet does not do', async (t) => {
+  const s = nodeStatus(facts, healthy, undefined, new Date('2026-01-01T00:00:00Z'));
+  t.same(s.declaredFeatures, ['ExtendWebSocketsToKubelet'], 'in every status');
+  t.same(initialNode(facts, { labels: {}, taints: [] }, healthy, new Date()).status?.declaredFeatures, ['ExtendWebSocketsToKubelet'], 'and at registration');
+  t.ok(DECLARED_FEATURES.every((f) => REGISTRY.includes(f)), 'only registry names');
+  t.same([...DECLARED_FEATURES].sort(), DECLARED_FEATURES, 'sorted, as DiscoverNodeFeatures returns them');
+  s.declaredFeatures?.push('Mutated');
+  t.same(DECLARED_FEATURES, ['ExtendWebSocketsToKubelet'], 'each status has its own copy');
+  const held = nodeStatus(facts, healthy, undefined, new Date('2026-01-01T00:00:00Z'));
+  const next = nodeStatus(facts, healthy, held, new Date('2026-01-01T00:00:10Z'));
+  t.equal(nodeStatusDiffers(held, next), false, 'the same features: no change');
+  t.equal(nodeStatusDiffers({ ...held, declaredFeatures: [] }, next), true, 'an apiserver copy without them differs');
+  t.equal(nodeStatusDiffers({ ...held, declaredFeatures: ['ExtendWebSocketsToKubelet', 'VolumeBindMountOptions'] }, next), true, 'an atomic list: extra names differ');
 });
 
 t.test('a status counts as changed only beyond its heartbeat times', async (t) => {

@@ -1,0 +1,17 @@
+/**
+ * What this node reports in `Node.status.declaredFeatures` (NodeDeclaredFeatures, GA since 1.37):
+ * exactly the features of the registry (k8s.io/component-helpers/nodedeclaredfeatures/features/
+ * registry.go) that nodelet implements, sorted as `Framework.DiscoverNodeFeatures` returns them.
+ * The kubelet derives its list from its own feature gates (pkg/kubelet/kubelet_node_declared_features.go);
+ * nodelet has no gates, so the list is what the code does.
+ *
+ * | feature | declared | why |
+ * |---|---|---|
+ * | `ExtendWebSocketsToKubelet` | yes | exec and attach serve WebSocket `v5.channel.k8s.io` (and v4 … `channel.k8s.io`), port-forward the `SPDY/3.1+portforward.k8s.io` tunnel, natively (src/streaming/websocket, src/streaming/portforward/tunnel.ts): the apiserver may hand a client's WebSocket upgrade to the node untranslated (pkg/registry/core/pod/rest/subresources.go) |
+ * | `InPlacePodLevelResourcesVerticalScaling`, `InPlacePodVerticalScalingInitContainers`, `InPlacePodVerticalScalingMemoryBackedVolumes` | no | no in-place resize |
+ * | `RestartAllContainersOnContainerExits` | no | no `restartPolicyRules` |
+ * | `UserNamespacesHostNetworkSupport` | no | `hostUsers: false` is refused |
+ * | `VolumeBindMountOptions` | no | no bind-mount options |
+ * | `DRANodeAllocatableResources`, `DRAOptionalNodeOperations` | no | no DRA |
+ */
+export const DECLARED_FEATURES: readonly string[] = Object.freeze(['ExtendWebSocketsToKubelet']);
