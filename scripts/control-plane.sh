@@ -391,7 +391,7 @@ clusters:
 users:
 - name: tls-bootstrap-token-user
   user:
-    token: $id.$secret
+    token: "$id.$secret"
 contexts:
 - name: tls-bootstrap-token-user@nodelet-test
   context:
