@@ -400,7 +400,7 @@ clusters:
 users:
 - name: tls-bootstrap-token-user
   user:
-    token: $id.$secret
+    token: "$id.$secret"
 contexts:
 - name: tls-bootstrap-token-user@nodelet-test
   context:

@@ -69,7 +69,8 @@ const node = await startTestNode(
 // when its queue of subtests runs empty.
 t.test('without --kubeconfig on disk, a bad bootstrap token stops nodelet with the apiserver\'s refusal', async (t) => {
   const bad = join(dir, 'bad-bootstrap.kubeconfig');
-  const text = (await readFile(bootstrapKubeconfig, 'utf8')).replace(/token: (\w{6})\.\w{16}/, 'token: $1.0000000000000000');
+  // Quoted: a token ID of digits alone followed by zeros would read as a YAML number.
+  const text = (await readFile(bootstrapKubeconfig, 'utf8')).replace(/token: "?(\w{6})\.\w{16}"?/, 'token: "$1.0000000000000000"');
   await writeFile(bad, text, { mode: 0o600 });
   await t.rejects(
     startTestNode(t, { nodeName: `${nodeName}x`, kubeconfig: join(dir, 'never.kubeconfig'), bootstrapKubeconfig: bad, certDir: join(dir, 'bad-pki'), clientCAFile: cp.caFile, anonymousAuth: false }),
