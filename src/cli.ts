@@ -36,7 +36,8 @@ async function main(argv: string[]): Promise<void> {
     nodelet = await startNodelet(config, { log });
   } catch (err) {
     log.error({ err }, 'nodelet failed to start');
-    process.exit(1);
+    // A setting only the start can check (the eviction thresholds) is a usage error too: exit 2.
+    process.exit(err instanceof ConfigError ? err.exitCode : 1);
   }
   let stopping = false;
   const stop = (signal: string) => {

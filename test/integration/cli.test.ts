@@ -38,6 +38,12 @@ t.test('bad flags fail fast with one line and exit code 2', async (t) => {
   }
 });
 
+t.test('an eviction threshold nodelet cannot parse stops it at start with exit code 2 and the reason', async (t) => {
+  const { code, stdout, stderr } = await run(['--eviction-hard=memory.available<lots', '--eviction-soft=memory.available<1Gi']);
+  t.equal(code, 2);
+  t.match(stdout + stderr, /invalid eviction settings: /);
+});
+
 t.test('the CLI serves static pods from a --config file, flags overriding it', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-cli-'));
   const node = `cli${process.pid}`;
