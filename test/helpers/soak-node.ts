@@ -215,7 +215,8 @@ export class ChildNode {
 /** What Docker holds for one pod: sandboxes and containers by name, with their states. */
 export interface PodOnDocker {
   sandboxes: { id: string; state: string }[];
-  containers: Map<string, { id: string; state: string }[]>;
+  /** `sandboxId`: the sandbox the instance was created in (`io.kubernetes.sandbox.id`). */
+  containers: Map<string, { id: string; state: string; sandboxId?: string }[]>;
 }
 
 export async function podOnDocker(docker: Docker, node: string, uid: string, opts: { withoutDead?: boolean } = {}): Promise<PodOnDocker> {
@@ -229,7 +230,8 @@ export async function podOnDocker(docker: Docker, node: string, uid: string, opt
     if (c.Labels[Label.dockerType] === DockerType.sandbox) out.sandboxes.push(entry);
     else {
       const name = c.Labels[Label.containerName] ?? '';
-      out.containers.set(name, [...(out.containers.get(name) ?? []), entry]);
+      const sandboxId = c.Labels[Label.sandboxID];
+      out.containers.set(name, [...(out.containers.get(name) ?? []), { ...entry, ...(sandboxId ? { sandboxId } : {}) }]);
     }
   }
   return out;
@@ -245,10 +247,11 @@ export async function uidsOnDocker(docker: Docker, node: string): Promise<Map<st
 
 /**
  * Why the pods named `names` (manifest names) have not converged yet, or undefined once they
- * have: each listed with every container running and ready, and on Docker exactly one sandbox
- * (running) and per container exactly one running instance and at most one exited one (kept for
- * `logs --previous`), not counting those Docker itself failed to remove (state `dead`); and
- * nothing of the node on Docker belongs to any other pod.
+ * have: each listed with every container running and ready, and on Docker exactly one running
+ * sandbox — an exited one only while an instance the container GC keeps names it, as the
+ * kubelet's `evictSandboxes` keeps it — and per container exactly one running instance and at
+ * most one exited one (kept for `logs --previous`), not counting those Docker itself failed to
+ * remove (state `dead`); and nothing of the node on Docker belongs to any other pod.
  */
 export async function notConverged(node: ChildNode, names: readonly string[]): Promise<string | undefined> {
   const pods = await node.pods();
@@ -263,7 +266,10 @@ export async function notConverged(node: ChildNode, names: readonly string[]): P
     const notRunning = specNames.filter((n) => !statuses.some((s) => s.name === n && s.state?.running && s.ready));
     if (notRunning.length > 0) return `${name}: ${notRunning.join(',')} not running and ready in /pods`;
     const onDocker = await podOnDocker(node.docker, node.nodeName, uid, { withoutDead: true });
-    if (onDocker.sandboxes.length !== 1 || onDocker.sandboxes[0]!.state !== 'running') return `${name}: sandboxes on Docker ${JSON.stringify(onDocker.sandboxes.map((s) => s.state))}`;
+    const named = new Set([...onDocker.containers.values()].flat().map((c) => c.sandboxId));
+    const running = onDocker.sandboxes.filter((s) => s.state === 'running');
+    const unkept = onDocker.sandboxes.filter((s) => s.state !== 'running' && !named.has(s.id));
+    if (running.length !== 1 || unkept.length > 0) return `${name}: sandboxes on Docker ${JSON.stringify(onDocker.sandboxes.map((s) => s.state))}`;
     for (const n of specNames) {
       const list = onDocker.containers.get(n) ?? [];
       const running = list.filter((c) => c.state === 'running').length;
