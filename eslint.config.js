@@ -33,7 +33,7 @@ export const layers = {
   runtime: { deny: [F, ...top], why },
   network: { allowOnly: ['api', 'config', 'logging', 'async'], deny: [F, D, ...top], why: 'network/ runs CNI plugins for runtime/; it knows no engine and no kubelet' },
   cgroups: { allowOnly: ['api', 'logging'], deny: [F, D, ...top], why: 'cgroups/ writes the pod cgroups for kubelet/; it knows no engine' },
-  eviction: { allowOnly: ['api', 'logging'], deny: [F, D, ...top], why: 'eviction/ is the pure core of the eviction manager: readings, usage, kills and events are injected' },
+  eviction: { allowOnly: ['api', 'config', 'logging'], deny: [F, D, ...top], why: 'eviction/ is the pure core of the eviction manager: readings, usage, kills and events are injected' },
   kubelet: { deny: [F, ...top], why: 'kubelet/ implements host/; it never sees the HTTP layer' },
   volumes: { deny: [F, ...top], why: 'part of the kubelet, as kubelet/' },
   streaming: { deny: [F, D, ...top], why: 'pure protocol code' },

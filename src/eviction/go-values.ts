@@ -126,53 +126,6 @@ export function parseFloat32(text: string): number {
   return value;
 }
 
-/** Nanoseconds per time.ParseDuration unit. */
-const UNIT_NS: ReadonlyMap<string, bigint> = new Map([
-  ['ns', 1n],
-  ['us', 1_000n],
-  ['\u00b5s', 1_000n],
-  ['\u03bcs', 1_000n],
-  ['ms', 1_000_000n],
-  ['s', NANO],
-  ['m', 60n * NANO],
-  ['h', 3600n * NANO],
-]);
-const MAX_NS = (1n << 63n) - 1n;
-
-/**
- * time.ParseDuration in milliseconds (fractional below 1 ms), with Go's messages. The same
- * parser as config/duration.ts, which eviction/ may not import (the layering of eslint.config.js).
- */
-export function parseGoDuration(orig: string): number {
-  let s = orig;
-  let negative = false;
-  if (s.startsWith('-') || s.startsWith('+')) {
-    negative = s.startsWith('-');
-    s = s.slice(1);
-  }
-  if (s === '0') return 0;
-  const invalid = () => new Error(`time: invalid duration ${quote(orig)}`);
-  if (s === '') throw invalid();
-  let total = 0n;
-  while (s !== '') {
-    const m = /^(\d*)(?:\.(\d*))?/.exec(s);
-    const intDigits = m?.[1] ?? '';
-    const fracDigits = m?.[2] ?? '';
-    if (intDigits === '' && fracDigits === '') throw invalid();
-    s = s.slice(m?.[0].length ?? 0);
-    const unitName = /^[^0-9.]*/.exec(s)?.[0] ?? '';
-    if (unitName === '') throw new Error(`time: missing unit in duration ${quote(orig)}`);
-    const unit = UNIT_NS.get(unitName);
-    if (unit === undefined) throw new Error(`time: unknown unit ${quote(unitName)} in duration ${quote(orig)}`);
-    s = s.slice(unitName.length);
-    total += BigInt(intDigits || '0') * unit;
-    if (fracDigits !== '') total += (BigInt(fracDigits) * unit) / 10n ** BigInt(fracDigits.length);
-    if (total > MAX_NS + (negative ? 1n : 0n)) throw invalid();
-  }
-  const ms = Number(total) / 1e6;
-  return negative ? -ms : ms;
-}
-
 /** Go's `%q` for the printable strings configuration carries; JSON escaping is close enough. */
 export function quote(s: string): string {
   return JSON.stringify(s);

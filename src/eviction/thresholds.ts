@@ -2,7 +2,8 @@
 // pkg/kubelet/eviction/helpers.go (thresholds met, first observation, grace periods, node
 // conditions with their transition period, ordering). Thresholds are compared by identity:
 // the manager keeps the objects parsed once, as the kubelet keys its maps by the Threshold value.
-import { formatQuantity, parseFloat32, parseGoDuration, parseQuantity, quantityValue } from './go-values.js';
+import { parseDuration } from '../config/duration.js';
+import { formatQuantity, parseFloat32, parseQuantity, quantityValue } from './go-values.js';
 import type { EvictionConfigMaps, NodeCondition, NodeReadings, Observation, Observations, Signal, StarvedResource, Threshold, ThresholdValue } from './types.js';
 
 /** helpers.go `signalToResource`, restricted to the signals nodelet observes. */
@@ -97,7 +98,7 @@ function parseGracePeriods(statements: Readonly<Record<string, string>>): Map<Si
   const results = new Map<Signal, number>();
   for (const [name, val] of Object.entries(statements)) {
     const signal = checkSignal(name);
-    const gracePeriod = parseGoDuration(val);
+    const gracePeriod = parseDuration(val);
     if (gracePeriod < 0) throw new Error(`invalid eviction grace period specified: ${val}, must be a positive value`);
     results.set(signal, gracePeriod);
   }

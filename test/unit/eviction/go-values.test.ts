@@ -1,5 +1,6 @@
 import t from 'tap';
-import { ERR_FORMAT_WRONG, ERR_NUMERIC, ERR_SUFFIX, formatQuantity, parseFloat32, parseGoDuration, parseQuantity, quantityValue } from '../../../src/eviction/go-values.js';
+import { ERR_FORMAT_WRONG, ERR_NUMERIC, ERR_SUFFIX, formatQuantity, parseFloat32, parseQuantity, quantityValue } from '../../../src/eviction/go-values.js';
+import { parseDuration as parseGoDuration } from '../../../src/config/duration.js';
 
 t.test('parseQuantity keeps value and format, with apimachinery errors', async (t) => {
   t.same(parseQuantity('100Mi'), { nano: 100n * 1024n * 1024n * 1_000_000_000n, format: 'BinarySI' });
@@ -56,7 +57,7 @@ t.test('parseFloat32 is strconv.ParseFloat(s, 32)', async (t) => {
   t.throws(() => parseFloat32('1e39'), { message: 'strconv.ParseFloat: parsing "1e39": value out of range' });
 });
 
-t.test('parseGoDuration is time.ParseDuration', async (t) => {
+t.test('the grace periods\' parser (config/duration.ts) is time.ParseDuration', async (t) => {
   t.equal(parseGoDuration('1m30s'), 90_000);
   t.equal(parseGoDuration('1.5h'), 5_400_000);
   t.equal(parseGoDuration('500ms'), 500);
