@@ -15,6 +15,8 @@ import { ownCapabilityBounds } from './runtime/docker/privileged.js';
 import { NodeCgroups } from './cgroups/node-cgroups.js';
 import { flagzValues, kubeletConfiguration } from './config/index.js';
 import { ImageGC } from './kubelet/image-gc.js';
+import { ImagePullManager } from './kubelet/image-pull-manager.js';
+import { verificationEnforcer } from './kubelet/pull-records.js';
 import { EvictionManager } from './eviction/manager.js';
 import { parseThresholdConfig } from './eviction/thresholds.js';
 import { evictionReadings } from './stats/eviction-readings.js';
@@ -253,6 +255,12 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   let nodeSource: NodeSource | undefined;
   // Made below, once the stats it reads exist; new pods are admitted through it from then on.
   let eviction: EvictionManager | undefined;
+  // KubeletEnsureSecretPulledImages (pkg/kubelet/kuberuntime/kuberuntime_manager.go makes it
+  // beside the runtime): records under <root-dir>/image_manager, intents of an earlier run settled now.
+  const imagePullManager = await ImagePullManager.open(
+    { rootDir: config.rootDir, enforcer: verificationEnforcer(config.imagePullCredentialsVerificationPolicy, config.preloadedImagesVerificationAllowlist), log: log.child({ component: 'image-pull-manager' }) },
+    () => dockerRuntime.listImages(),
+  );
   const kubelet = new Kubelet({
     nodeName: config.nodeName,
     nodeIP: config.nodeIP,
@@ -266,6 +274,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     volumes,
     rootDir: config.rootDir,
     ...(objects ? { objects } : {}),
+    imagePullManager,
     onPodTerminated: (uid) => cluster?.podTerminated(uid),
     dns: { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, resolvConf: config.resolvConf },
     // Read at admission: until the node source below first builds the Node (moments after start,
@@ -312,6 +321,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     pinned: [config.podInfraContainerImage],
     warn: (reason, message) => recorder.record(node, 'Warning', reason, message),
     collected: (reason) => metrics.imageGarbageCollected.inc({ reason }),
+    afterFree: (remaining, began) => imagePullManager.pruneUnknownRecords(remaining, began),
     log,
   });
   const runImageGC = () => void imageGC.run();

@@ -1,3 +1,4 @@
+import { VERIFICATION_POLICIES } from './image-credentials.js';
 import type { Config } from './types.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -212,6 +213,14 @@ const TABLE = [
   {
     name: 'image-maximum-gc-age', kind: 'duration', target: 'imageMaximumGCAgeMs', default: '0s', fileField: 'imageMaximumGCAge', allowZero: true,
     help: 'An image unused this long is garbage collected whatever the disk usage; 0 turns it off (imageMaximumGCAge; the flag is nodelet\'s own, the kubelet has only the config field)',
+  },
+  {
+    name: 'image-pull-credentials-verification-policy', kind: 'enum', target: 'imagePullCredentialsVerificationPolicy', values: [...VERIFICATION_POLICIES], default: 'NeverVerifyPreloadedImages', fileField: 'imagePullCredentialsVerificationPolicy',
+    help: 'Which images already on the node a pod with imagePullPolicy IfNotPresent or Never may use without pulling again with its own credentials (KubeletEnsureSecretPulledImages): "NeverVerify" any; "NeverVerifyPreloadedImages" (default) those nodelet did not pull itself, and those nodelet pulled anonymously or with one of the pod\'s pull secrets (same secret or same credentials); "NeverVerifyAllowlistedImages" like that but only the preloaded images of --preloaded-images-verification-allowlist; "AlwaysVerify" only those nodelet pulled anonymously or with the pod\'s credentials. The flag is nodelet\'s own: the kubelet has only the config field',
+  },
+  {
+    name: 'preloaded-images-verification-allowlist', kind: 'stringList', target: 'preloadedImagesVerificationAllowlist', default: [], fileField: 'preloadedImagesVerificationAllowlist',
+    help: 'With --image-pull-credentials-verification-policy=NeverVerifyAllowlistedImages: the images (names without tag or digest, or prefixes ending in "/*") used without verification when nodelet did not pull them',
   },
   {
     name: 'maximum-dead-containers-per-container', kind: 'int', target: 'maxPerPodContainerCount', default: 1, min: -1,

@@ -12,6 +12,7 @@ import { resolveSecurity } from './security.js';
 import { parseNodeLabels, parseTaints } from './node-flags.js';
 import { parseContainerUlimits } from './ulimits.js';
 import { checkContainerLogMaxSize } from './log-rotation.js';
+import { validateVerificationConfig } from './image-credentials.js';
 import type { Config } from './types.js';
 
 export { ConfigError } from './errors.js';
@@ -93,6 +94,11 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     throw new ConfigError(`invalid image maximum GC age (from ${origin('imageMaximumGCAgeMs')}): must be greater than the minimum GC age`);
   }
 
+  const imagePullCredentialsVerificationPolicy = get('imagePullCredentialsVerificationPolicy');
+  const preloadedImagesVerificationAllowlist = get('preloadedImagesVerificationAllowlist');
+  const verificationError = validateVerificationConfig(imagePullCredentialsVerificationPolicy, preloadedImagesVerificationAllowlist);
+  if (verificationError) throw new ConfigError(verificationError);
+
   const shutdownGracePeriodMs = get('shutdownGracePeriodMs');
   const shutdownGracePeriodCriticalPodsMs = get('shutdownGracePeriodCriticalPodsMs');
   if (shutdownGracePeriodCriticalPodsMs > shutdownGracePeriodMs) {
@@ -147,6 +153,8 @@ export function buildConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hos
     imageGCLowThresholdPercent,
     imageMinimumGCAgeMs: get('imageMinimumGCAgeMs'),
     imageMaximumGCAgeMs,
+    imagePullCredentialsVerificationPolicy,
+    preloadedImagesVerificationAllowlist: Object.freeze([...preloadedImagesVerificationAllowlist]),
     maxPerPodContainerCount: get('maxPerPodContainerCount'),
     maxContainerCount: get('maxContainerCount'),
     minimumGCAgeMs: get('minimumGCAgeMs'),

@@ -1,3 +1,4 @@
+import type { VerificationPolicy } from './image-credentials.js';
 /**
  * nodelet's whole configuration, frozen once built from defaults ← `--config` file ← flags.
  * Field names follow the kubelet's KubeletConfiguration (kubelet.config.k8s.io/v1beta1) where one
@@ -70,6 +71,10 @@ export interface Config {
   readonly imageMinimumGCAgeMs: number;
   /** `imageMaximumGCAge` (0: off): an image unused this long is removed whatever the disk usage. */
   readonly imageMaximumGCAgeMs: number;
+  /** `imagePullCredentialsVerificationPolicy` (NeverVerifyPreloadedImages): who may reuse an image on the node. */
+  readonly imagePullCredentialsVerificationPolicy: VerificationPolicy;
+  /** `preloadedImagesVerificationAllowlist`: preloaded images used unverified (only with NeverVerifyAllowlistedImages). */
+  readonly preloadedImagesVerificationAllowlist: readonly string[];
   /** `--maximum-dead-containers-per-container` (1): dead instances the container GC keeps per container; -1 no limit. */
   readonly maxPerPodContainerCount: number;
   /** `--maximum-dead-containers` (-1: no limit): dead containers the container GC keeps on the node. */

@@ -47,6 +47,11 @@ export interface ImageGCOptions {
   readonly collected: (reason: 'age' | 'space') => void;
   readonly log: Logger;
   readonly now?: () => number;
+  /**
+   * `PostImageGCHook`s, run after images were freed for space: the IDs of the images left and when
+   * the run began (the image pull manager prunes the records of the images gone).
+   */
+  readonly afterFree?: (remainingImageIds: readonly string[], began: Date) => Promise<void>;
 }
 
 /**
@@ -182,6 +187,10 @@ export class ImageGC {
       if (freed >= bytesToFree) break;
     }
     if (errors.length) this.#o.log.warn({ errors }, 'Some images could not be removed');
+    if (this.#o.afterFree) {
+      const remaining = (await this.#o.store.listImages()).map((i) => i.id);
+      await this.#o.afterFree(remaining, new Date(freeTime));
+    }
     return freed;
   }
 

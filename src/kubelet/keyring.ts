@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RegistryAuth } from '../runtime/types.js';
 
 /**
@@ -78,9 +79,39 @@ export function parseDockerConfigJson(text: string): DockerConfig {
   return parseConfigMap(doc.auths);
 }
 
+/** Which secret a credential came from (`credentialprovider.SecretCoordinates`). */
+export interface SecretCoordinates {
+  readonly uid: string;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * A credential with where it came from and its hash (`TrackedAuthConfig`): what the image pull
+ * manager records after a pull, to tell later whether a pod holds the same credentials.
+ */
+export interface TrackedRegistryAuth extends RegistryAuth {
+  readonly source?: SecretCoordinates;
+  /** `hashAuthConfig`: the hex sha256 of the credential's JSON (Go's field order, empty fields left out). */
+  readonly authHash: string;
+}
+
+/** `hashAuthConfig` over `AuthConfig{Username, Password, Email}` as `json.Marshal` writes it. */
+export function hashAuthConfig(auth: RegistryAuth): string {
+  const json = JSON.stringify({
+    ...(auth.username ? { username: auth.username } : {}),
+    ...(auth.password ? { password: auth.password } : {}),
+    ...(auth.email ? { email: auth.email } : {}),
+  });
+  return createHash('sha256').update(json).digest('hex');
+}
+
 /** A secret as the keyring reads it: its type and its data, decoded. */
 export interface PullSecret {
   readonly name: string;
+  /** The secret's namespace and UID, which the pull manager's records name. */
+  readonly namespace?: string;
+  readonly uid?: string;
   readonly type?: string;
   readonly data: Readonly<Record<string, Buffer>>;
 }
@@ -96,8 +127,9 @@ export function keyringFromSecrets(secrets: readonly PullSecret[]): Keyring {
     const json = s.data[DOCKER_CONFIG_JSON_KEY];
     const cfg = s.data[DOCKER_CFG_KEY];
     try {
-      if (s.type === SECRET_TYPE_DOCKER_CONFIG_JSON && json?.length) keyring.add(parseDockerConfigJson(json.toString('utf8')));
-      else if (s.type === SECRET_TYPE_DOCKERCFG && cfg?.length) keyring.add(parseDockercfg(cfg.toString('utf8')));
+      const source = { uid: s.uid ?? '', namespace: s.namespace ?? '', name: s.name };
+      if (s.type === SECRET_TYPE_DOCKER_CONFIG_JSON && json?.length) keyring.add(parseDockerConfigJson(json.toString('utf8')), source);
+      else if (s.type === SECRET_TYPE_DOCKERCFG && cfg?.length) keyring.add(parseDockercfg(cfg.toString('utf8')), source);
     } catch (err) {
       const key = s.type === SECRET_TYPE_DOCKER_CONFIG_JSON ? DOCKER_CONFIG_JSON_KEY : DOCKER_CFG_KEY;
       throw new Error(`image pull secret ${JSON.stringify(s.name)}: invalid ${key}: ${(err as Error).message}`);
@@ -230,9 +262,10 @@ export function repositoryOf(image: string): string {
  */
 export class Keyring {
   #index: string[] = [];
-  readonly #creds = new Map<string, RegistryAuth[]>();
+  readonly #creds = new Map<string, TrackedRegistryAuth[]>();
 
-  add(config: DockerConfig): void {
+  /** Adds a docker config's credentials, each tracked to `source` (the secret it came from). */
+  add(config: DockerConfig, source?: SecretCoordinates): void {
     for (const [location, entry] of config) {
       const value = /^https?:\/\//.test(location) ? location : `https://${location}`;
       const parsed = splitLocation(value);
@@ -240,7 +273,8 @@ export class Keyring {
       let path = parsed.path;
       if (path.startsWith('/v2/') || path.startsWith('/v1/')) path = path.slice(3);
       const key = path && path !== '/' ? parsed.host + path : parsed.host;
-      const creds: RegistryAuth = { username: entry.username, password: entry.password, ...(entry.email ? { email: entry.email } : {}) };
+      const auth: RegistryAuth = { username: entry.username, password: entry.password, ...(entry.email ? { email: entry.email } : {}) };
+      const creds: TrackedRegistryAuth = { ...auth, ...(source ? { source } : {}), authHash: hashAuthConfig(auth) };
       this.#creds.set(key, [...(this.#creds.get(key) ?? []), creds]);
       this.#index.push(key);
     }
@@ -251,8 +285,8 @@ export class Keyring {
    * `Lookup(repoToPull)`: every credential whose location matches the repository, most specific
    * location first; with none, the default registry's for a Docker Hub image; else nothing.
    */
-  lookup(repository: string): RegistryAuth[] {
-    const out: RegistryAuth[] = [];
+  lookup(repository: string): TrackedRegistryAuth[] {
+    const out: TrackedRegistryAuth[] = [];
     for (const key of this.#index) if (locationMatches(key, repository)) out.push(...(this.#creds.get(key) ?? []));
     if (out.length) return out;
     if (isDefaultRegistryMatch(repository)) return [...(this.#creds.get(DEFAULT_REGISTRY_HOST) ?? [])];

@@ -21,6 +21,7 @@ import { sandboxRefusal } from './security-context.js';
 import { unsupportedFieldRefusal } from './unsupported.js';
 import { pullCredentials } from './pull-secrets.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
+import type { ImagePullManager } from './image-pull-manager.js';
 import { admissionRefusal, type AdmissionRefusal } from './admission.js';
 import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
@@ -59,6 +60,8 @@ export interface KubeletOptions {
   volumes?: VolumeManager;
   /** The apiserver's secrets and configMaps for `env` and `envFrom` (cluster mode); absent standalone. */
   objects?: PodObjectSource;
+  /** Who may reuse a pulled image (`KubeletEnsureSecretPulledImages`); absent: any pod may use any present image. */
+  imagePullManager?: ImagePullManager;
   /** `--root-dir`: where each container instance's termination-message file lives. */
   rootDir?: string;
   /**
@@ -710,6 +713,7 @@ export class Kubelet {
         // imagePullSecrets are read only when the image must be pulled.
         credentials: () => pullCredentials(pod, container.image ?? '', { objects: this.#o.objects, warn: (reason, message) => recorder.record(pod, 'Warning', reason, message) }),
         event: (type, reason, message) => recorder.record(subject, type, reason, message),
+        ...(this.#o.imagePullManager ? { pullManager: this.#o.imagePullManager } : {}),
       });
     } catch (err) {
       // An engine failure other than the pull itself (e.g. its image inspect) is a failed pull too.

@@ -1,8 +1,7 @@
 import type { Secret } from 'kubernetes-types/core/v1.js';
 import type { Pod } from '../api/types.js';
-import type { RegistryAuth } from '../runtime/types.js';
 import type { PodObjectSource } from '../volumes/source.js';
-import { keyringFromSecrets, repositoryOf, type PullSecret } from './keyring.js';
+import { keyringFromSecrets, repositoryOf, type PullSecret, type TrackedRegistryAuth } from './keyring.js';
 
 export interface PullSecretDeps {
   /** The apiserver's secrets (cluster mode); absent standalone, where no secret can be read. */
@@ -24,7 +23,7 @@ export const FAILED_PULL_SECRET_REASON = 'FailedToRetrieveImagePullSecret';
  * docker config in a secret rejects (the pull fails with `ErrImagePull`), as the kubelet's
  * keyring does.
  */
-export async function pullCredentials(pod: Pod, image: string, deps: PullSecretDeps): Promise<RegistryAuth[]> {
+export async function pullCredentials(pod: Pod, image: string, deps: PullSecretDeps): Promise<TrackedRegistryAuth[]> {
   // Entries with empty names pass validation; the kubelet skips them without a warning.
   const names = (pod.spec?.imagePullSecrets ?? []).map((r) => r.name ?? '').filter((n) => n !== '');
   if (!names.length) return [];
@@ -34,7 +33,7 @@ export async function pullCredentials(pod: Pod, image: string, deps: PullSecretD
   for (const name of names) {
     const secret = deps.objects ? await deps.objects.getSecret(namespace, name).catch(() => undefined) : undefined;
     if (!secret) failed.push(name);
-    else read.push(pullSecretOf(name, secret));
+    else read.push(pullSecretOf(name, namespace, secret));
   }
   if (failed.length) {
     const standalone = deps.objects ? '' : ' Standalone nodelet reads no secrets: they need cluster mode (--kubeconfig).';
@@ -44,8 +43,8 @@ export async function pullCredentials(pod: Pod, image: string, deps: PullSecretD
 }
 
 /** A secret's type and data, decoded from the API's base64. */
-function pullSecretOf(name: string, secret: Secret): PullSecret {
+function pullSecretOf(name: string, namespace: string, secret: Secret): PullSecret {
   const data: Record<string, Buffer> = {};
   for (const [key, value] of Object.entries(secret.data ?? {})) data[key] = Buffer.from(value, 'base64');
-  return { name, ...(secret.type ? { type: secret.type } : {}), data };
+  return { name, namespace, uid: secret.metadata?.uid ?? '', ...(secret.type ? { type: secret.type } : {}), data };
 }

@@ -128,6 +128,11 @@ export interface RegistryAuth {
  */
 export type PullCredentials = () => Promise<readonly RegistryAuth[]>;
 
+/** A pulled image, and which of the credentials given pulled it (their index; absent: anonymously). */
+export interface PulledImage extends ImageInfo {
+  readonly credentialIndex?: number;
+}
+
 /** A present image: its ID (`sha256:…`) and the user its config runs as (`""` for the default, root). */
 export interface ImageInfo {
   readonly id: string;
@@ -235,7 +240,7 @@ export interface Runtime {
    * until one succeeds; throws the engine's error (all of them, aggregated, when every one fails).
    * When to pull — the pull policy, events, back-off — is the kubelet's (src/kubelet/images.ts).
    */
-  pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<ImageInfo>;
+  pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<PulledImage>;
   /**
    * Creates and starts a sandbox (with `config`'s hostname when given) and, unless the pod uses
    * the host's network, sets up its pod network (CRI `RunPodSandbox`). A network that cannot be

@@ -109,6 +109,8 @@ export async function startTestNode(
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    imagePullCredentialsVerificationPolicy: 'NeverVerifyPreloadedImages',
+    preloadedImagesVerificationAllowlist: [],
     maxPerPodContainerCount: 1,
     maxContainerCount: -1,
     minimumGCAgeMs: 0,

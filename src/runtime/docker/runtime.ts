@@ -6,7 +6,7 @@ import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
 import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, PulledImage, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
 import type { NetworkPlugin } from '../../network/types.js';
 import { netnsPathOf, networkIdentityOf, portMappingsOf, setUpFailure, usesHostNetwork } from './pod-network.js';
 import type { SandboxConfig } from '../types.js';
@@ -352,11 +352,11 @@ export class DockerRuntime implements Runtime {
     return this.#image(image);
   }
 
-  async pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<ImageInfo> {
-    await this.#pullWith(image, credentials);
+  async pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<PulledImage> {
+    const credentialIndex = await this.#pullWith(image, credentials);
     const pulled = await this.#image(image);
     if (!pulled) throw new Error(`image "${image}" not present after its pull`);
-    return pulled;
+    return credentialIndex === undefined ? pulled : { ...pulled, credentialIndex };
   }
 
   async #image(image: string): Promise<ImageInfo | undefined> {
@@ -372,13 +372,18 @@ export class DockerRuntime implements Runtime {
   /**
    * The kubelet's `PullImage`: anonymously without credentials, else with each in turn until one
    * pull succeeds; when all fail, the error lists each failure (`[a, b]`, as Go's aggregate).
+   * Resolves to the index of the credential that pulled, undefined for an anonymous pull.
    */
-  async #pullWith(image: string, credentials: readonly RegistryAuth[]): Promise<void> {
-    if (!credentials.length) return this.#pull(image, undefined);
+  async #pullWith(image: string, credentials: readonly RegistryAuth[]): Promise<number | undefined> {
+    if (!credentials.length) {
+      await this.#pull(image, undefined);
+      return undefined;
+    }
     const failures: string[] = [];
     for (const [i, auth] of credentials.entries()) {
       try {
-        return await this.#pull(image, auth, i);
+        await this.#pull(image, auth, i);
+        return i;
       } catch (err) {
         failures.push((err as Error).message);
       }
