@@ -64,6 +64,8 @@ t.test('defaults', async (t) => {
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAgeMs: 120_000,
     imageMaximumGCAgeMs: 0,
+    imagePullCredentialsVerificationPolicy: 'NeverVerifyPreloadedImages',
+    preloadedImagesVerificationAllowlist: [],
     maxPerPodContainerCount: 1,
     maxContainerCount: -1,
     minimumGCAgeMs: 0,
@@ -225,6 +227,19 @@ t.test('eviction: map flags as cliflag\'s (first use replaces the default, later
   fails(t, () => build([`--config=${path}`]), /invalid value for evictionHard: expected a string for "memory.available", got number 100/);
   writeFileSync(path, FILE_HEAD + 'evictionHard: ["memory.available<1Gi"]\n');
   fails(t, () => build([`--config=${path}`]), /invalid value for evictionHard: expected a mapping of strings, got list/);
+});
+
+t.test('image credential verification: the kubelet\'s policy names and default, the allowlist only with NeverVerifyAllowlistedImages', async (t) => {
+  t.equal(build([]).imagePullCredentialsVerificationPolicy, 'NeverVerifyPreloadedImages');
+  const dir = t.testdir();
+  const path = join(dir, 'kubelet.yaml');
+  writeFileSync(path, FILE_HEAD + 'imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist:\n- reg.example/base\n- mirror.example/team/*\n');
+  const f = build([`--config=${path}`]);
+  t.same([f.imagePullCredentialsVerificationPolicy, f.preloadedImagesVerificationAllowlist], ['NeverVerifyAllowlistedImages', ['reg.example/base', 'mirror.example/team/*']]);
+  t.equal(build(['--image-pull-credentials-verification-policy=AlwaysVerify']).imagePullCredentialsVerificationPolicy, 'AlwaysVerify');
+  fails(t, () => build(['--image-pull-credentials-verification-policy=Sometimes']), /--image-pull-credentials-verification-policy/);
+  fails(t, () => build(['--preloaded-images-verification-allowlist=reg.example/base']), /can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not "NeverVerifyAllowlistedImages"/);
+  fails(t, () => build(['--image-pull-credentials-verification-policy=NeverVerifyAllowlistedImages', '--preloaded-images-verification-allowlist=reg.example/base:1']), /invalid image pattern in `preloadedImagesVerificationAllowlist`: neither tag nor digest is accepted in an image reference: reg.example\/base:1/);
 });
 
 t.test('DOCKER_HOST is the default endpoint; --docker-endpoint overrides it', async (t) => {

@@ -62,7 +62,7 @@ t.test('Always pulls a present image too; credentials are read only for a pull',
   let asked = 0;
   const credentials = async () => (asked++, []);
   await ensureImageExists(e.runtime, 'app:1', 'Always', { event: e.event, now: e.now, credentials });
-  t.same(e.calls, ['status app:1', 'pull app:1 0']);
+  t.same(e.calls, ['pull app:1 0'], 'Always does not even ask whether it is present (imagePullPrecheck)');
   t.match(e.events[1], /in 80ms \(80ms including waiting\)/);
   await ensureImageExists(e.runtime, 'app:1', 'IfNotPresent', { event: e.event, now: e.now, credentials });
   t.equal(asked, 1, 'not asked when no pull is needed');

@@ -2,6 +2,7 @@ import t from 'tap';
 import type { Secret } from 'kubernetes-types/core/v1.js';
 import type { Pod } from '../../../src/api/types.js';
 import { pullCredentials } from '../../../src/kubelet/pull-secrets.js';
+import { hashAuthConfig } from '../../../src/kubelet/keyring.js';
 import type { ImageInfo, RegistryAuth } from '../../../src/runtime/types.js';
 import type { PodObjectSource } from '../../../src/volumes/source.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -39,6 +40,9 @@ const podWith = (secrets: string[], image = 'registry.example:5000/app:1', polic
   spec: { restartPolicy: 'Always', imagePullSecrets: secrets.map((name) => ({ name })), containers: [{ name: 'app', image, imagePullPolicy: policy }] },
 });
 
+/** A credential without its tracking (source secret, hash). */
+const plain = (c: RegistryAuth): RegistryAuth => ({ username: c.username, password: c.password, ...(c.email ? { email: c.email } : {}) });
+
 function warnings() {
   const list: string[] = [];
   return { list, warn: (reason: string, message: string) => list.push(`${reason}: ${message}`) };
@@ -52,10 +56,12 @@ t.test('the credentials of the pull secrets that match the image, most specific 
   ]);
   const w = warnings();
   const creds = await pullCredentials(podWith(['host', 'team', 'elsewhere']), 'registry.example:5000/app:1', { objects: src, warn: w.warn });
-  t.same(creds, [
+  t.same(creds.map(plain), [
     { username: 'app-user', password: 'p2' },
     { username: 'host-user', password: 'p1' },
   ]);
+  t.same(creds.map((c) => c.source?.name), ['team', 'host'], 'each tracked to its secret');
+  t.same(creds.map((c) => c.authHash), [hashAuthConfig({ username: 'app-user', password: 'p2' }), hashAuthConfig({ username: 'host-user', password: 'p1' })]);
   t.same(src.reads, ['team/host', 'team/team', 'team/elsewhere']);
   t.same(w.list, []);
 });
@@ -64,7 +70,7 @@ t.test('a secret that cannot be read is skipped with the kubelet event; the pull
   const src = objects([dockerConfigSecret('ok', { 'registry.example:5000': { username: 'u', password: 'p' } })], ['down']);
   const w = warnings();
   const creds = await pullCredentials(podWith(['missing', 'ok', 'down', '']), 'registry.example:5000/app', { objects: src, warn: w.warn });
-  t.same(creds, [{ username: 'u', password: 'p' }]);
+  t.same(creds.map(plain), [{ username: 'u', password: 'p' }]);
   t.same(w.list, ['FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets (missing, down); attempting to pull the image may not succeed.']);
   t.notOk(src.reads.includes('team/'), 'an entry with an empty name is not read');
 });
@@ -108,7 +114,7 @@ t.test('through the sync: the pod pull secrets reach the runtime pull; read only
   t.teardown(() => kubelet.stop());
   add(podWith(['regcred']));
   await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
-  t.same(runtime.pulls, [{ image: 'registry.example:5000/app:1', credentials: [{ username: 'u', password: 'p' }] }]);
+  t.same(runtime.pulls.map((p) => ({ ...p, credentials: p.credentials.map(plain) })), [{ image: 'registry.example:5000/app:1', credentials: [{ username: 'u', password: 'p' }] }]);
 
   const second = setup(objects([]));
   t.teardown(() => second.kubelet.stop());
