@@ -12,6 +12,8 @@ import { createLogger } from '../../src/logging/index.js';
 import { PodManager } from '../../src/pod/manager.js';
 import { DockerRuntime } from '../../src/runtime/docker/runtime.js';
 import { ensureImageExists } from '../../src/kubelet/images.js';
+import { ImagePullManager } from '../../src/kubelet/image-pull-manager.js';
+import { verificationEnforcer } from '../../src/kubelet/pull-records.js';
 import { StatusManager } from '../../src/status/manager.js';
 import type { PodObjectSource } from '../../src/volumes/source.js';
 import { BUSYBOX, removeNodeContainers, testDocker } from '../helpers/docker.js';
@@ -24,7 +26,9 @@ import { waitFor } from '../helpers/wait.js';
  * image (from `docker save`), behind HTTP Basic authentication. Checked: the runtime's pull with
  * no, wrong, and several credentials; and through the kubelet's sync (pull secrets read from an
  * object source, as cluster mode's apiserver reader), a pod whose secret matches runs, one whose
- * secret holds a wrong password waits with ErrImagePull / ImagePullBackOff saying unauthorized.
+ * secret holds a wrong password waits with ErrImagePull / ImagePullBackOff saying unauthorized;
+ * with the image pull manager (KubeletEnsureSecretPulledImages), an image one pod pulled with its
+ * secret is not handed to a pod without that secret or its credentials.
  */
 t.setTimeout(180_000);
 
@@ -270,4 +274,70 @@ t.test('through the kubelet: pull secrets from the object source; the right one 
   }, 5_000, 50);
   t.match(waiting.message, /unauthorized/i, `${waiting.reason}: ${waiting.message}`);
   t.equal(statusManager.getPodStatus('bad')?.phase, 'Pending');
+});
+
+t.test('KubeletEnsureSecretPulledImages through the kubelet: a present image pulled with a secret is reused only with that secret or its credentials', async (t) => {
+  const dockerConfigOf = (name: string, password: string, uid: string): Secret => ({ ...dockerConfigSecret(name, password), metadata: { name, namespace: 'team', uid } });
+  const secrets = [dockerConfigOf('regcred', PASSWORD, 'uid-regcred'), dockerConfigOf('copy', PASSWORD, 'uid-copy'), dockerConfigOf('stale', 'old-password', 'uid-stale')];
+  const objects: PodObjectSource = {
+    getSecret: async (namespace, name) => secrets.find((s) => s.metadata?.namespace === namespace && s.metadata?.name === name),
+    getConfigMap: async () => undefined,
+    requestServiceAccountToken: async () => {
+      throw new Error('not used');
+    },
+  };
+  const rootDir = t.testdir();
+  const imagePullManager = await ImagePullManager.open({ rootDir, enforcer: verificationEnforcer('NeverVerifyPreloadedImages'), log }, () => runtime.listImages());
+  const podManager = new PodManager();
+  const statusManager = new StatusManager();
+  const recorder = new EventRecorder({ nodeName });
+  const kubelet = new Kubelet({
+    nodeName, nodeIP: '127.0.0.1', runtime, podManager, statusManager, recorder, log, objects, imagePullManager,
+    syncFrequencyMs: 60_000, relistPeriodMs: 1000, backoff: new Backoff({ initialMs: 200, maxMs: 400 }),
+  });
+  t.teardown(async () => {
+    await kubelet.stop();
+    await removeNodeContainers(docker, nodeName);
+  });
+  kubelet.start();
+  kubelet.markSourcesReady();
+  const image = await absent(imageName('ensure-secret-pulled'));
+  const add = (uid: string, pullSecrets: string[]) => {
+    const pod: Pod = {
+      metadata: { uid, name: uid, namespace: 'team' },
+      spec: {
+        restartPolicy: 'Always',
+        terminationGracePeriodSeconds: 0,
+        imagePullSecrets: pullSecrets.map((name) => ({ name })),
+        containers: [{ name: 'app', image, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', 'sleep 600'] }],
+      },
+    };
+    podManager.updatePod(pod);
+    kubelet.handlePodChanges({ added: [pod], updated: [], removed: [] });
+  };
+  const running = (uid: string) => waitFor(`${uid} running`, () => (statusManager.getPodStatus(uid)?.containerStatuses?.[0]?.state?.running ? true : undefined), 90_000, 50);
+  const pullsOk = () => registry.requests.filter((r) => r.includes('/manifests/') && r.endsWith(' ok')).length;
+
+  add('owner', ['regcred']);
+  await running('owner');
+  const afterOwner = pullsOk();
+  t.ok(afterOwner > 0, 'the owner pulled with its secret');
+  const recorded = imagePullManager.record((await docker.getImage(image).inspect()).Id);
+  t.same(recorded?.credentialMapping[`${registry.host}/nodelet-test/ensure-secret-pulled`]?.kubernetesSecrets?.map((s) => s.name), ['regcred'], 'the pulled record names the secret');
+
+  add('borrower', []);
+  const waiting = await waitFor('the pod without a secret refused', () => {
+    const w = statusManager.getPodStatus('borrower')?.containerStatuses?.[0]?.state?.waiting;
+    return w?.reason === 'ErrImagePull' || w?.reason === 'ImagePullBackOff' ? w : undefined;
+  }, 60_000, 50);
+  t.match(waiting.message, /no basic auth credentials|unauthorized/i, 'it had to pull with its own (no) credentials, and the registry refused');
+  t.notOk(statusManager.getPodStatus('borrower')?.containerStatuses?.[0]?.state?.running, 'the image on the node was not handed to it');
+
+  add('sibling', ['copy']);
+  await running('sibling');
+  t.equal(pullsOk(), afterOwner, 'another secret with the same credentials: no pull');
+  t.ok(recorder.list('team').some((e) => e.involvedObject?.name === 'sibling' && e.reason === 'Pulled' && /already present on machine and can be accessed by the pod/.test(e.message ?? '')), 'the kubelet\'s event');
+
+  add('rotated-out', ['stale']);
+  await waitFor('the pod with other credentials refused', () => (recorder.list('team').some((e) => e.involvedObject?.name === 'rotated-out' && e.reason === 'Failed' && /unauthorized/i.test(e.message ?? '')) ? true : undefined), 60_000, 50);
 });
