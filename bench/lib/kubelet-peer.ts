@@ -13,7 +13,7 @@
  * machine: tasks and their shims, netns mounts, the kubelet's root-dir bind mount and its cgroups.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -74,6 +74,20 @@ export function processes(): Map<number, { argv: string[]; ppid: number; comm: s
     }
   }
   return out;
+}
+
+/**
+ * Proportional set size of `pid` in bytes (`Pss` of /proc/PID/smaps_rollup), NaN when gone: each
+ * shared page counted once over its sharers, so a sum over many shims of one binary is not
+ * inflated by their shared text as a sum of RSS is.
+ */
+export function pssOf(pid: number | undefined): number {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** The `containerd-shim*` processes serving the containerd whose socket is `address`. */
@@ -368,6 +382,17 @@ export class KubeletPeer {
       clearTimeout(timer);
     }
     await unmountBelow(this.dir);
+    // The kubelet links every container's log into /var/log/containers (a fixed path,
+    // pkg/kubelet/kuberuntime/legacy.go) and unlinks it when it removes the
+    // container, which its GC had not necessarily done yet: remove the links into our directory.
+    const links = '/var/log/containers';
+    for (const name of existsSync(links) ? readdirSync(links) : []) {
+      try {
+        if (readlinkSync(join(links, name)).startsWith(`${this.dir}/`)) unlinkSync(join(links, name));
+      } catch {
+        /* not a link, or gone */
+      }
+    }
     return this.#removeCgroups(keepLog, log);
   }
 

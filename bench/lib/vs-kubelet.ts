@@ -35,7 +35,7 @@ import { ApiPods, ClusterNodelet } from './cluster.js';
 import { BenchControlPlane } from './control-plane.js';
 import { BUSYBOX } from './env.js';
 import { rssOf } from './extra.js';
-import { ContainerdPeer, KubeletPeer, processes, shimPids, writeBridgeNet } from './kubelet-peer.js';
+import { ContainerdPeer, KubeletPeer, processes, pssOf, shimPids, writeBridgeNet } from './kubelet-peer.js';
 import { cpuSecondsOf } from './proc.js';
 import { fmt as f, table, type Metric, type PartResult } from './report.js';
 import { median, percentile, round, spread } from './stats.js';
@@ -127,7 +127,7 @@ function cpuNow(a: Agent): Usage {
 }
 
 function rssNow(a: Agent): Usage {
-  return { agent: rssOf(a.agentPid()), runtime: sum(a.runtimePids().map(rssOf)), shims: sum(a.shims().map(rssOf)) };
+  return { agent: rssOf(a.agentPid()), runtime: sum(a.runtimePids().map(rssOf)), shims: sum(a.shims().map(pssOf)) };
 }
 
 const minus = (x: Usage, y: Usage): Usage => ({ agent: x.agent - y.agent, runtime: x.runtime - y.runtime, shims: x.shims - y.shims });
@@ -244,7 +244,7 @@ async function freshness(client: KubeClient, api: ApiPods, agents: Record<AgentN
 interface IdleResult {
   /** CPU-seconds per minute. */
   cpuPerMin: Usage;
-  /** Bytes, the median of 5 samples at the window's end. */
+  /** Bytes, the median of 5 samples at the window's end: RSS of the agent and the daemons, PSS summed over the shims. */
   rss: Usage;
 }
 
@@ -544,7 +544,7 @@ function report(job: VsKubeletJob, fig: Figures, meta: { k8s: string; loadStart:
       [`vs_kubelet_idle_shims_cpu_${pods}`, `  shims CPU (CPU-s per min)`, 'CPU-s/min', (r) => r.cpuPerMin.shims, 3],
       [`vs_kubelet_idle_agent_rss_${pods}`, `  agent RSS (MiB)`, 'MiB', (r) => r.rss.agent / MiB, 1],
       [`vs_kubelet_idle_runtime_rss_${pods}`, `  runtime daemons RSS (MiB)`, 'MiB', (r) => r.rss.runtime / MiB, 1],
-      [`vs_kubelet_idle_shims_rss_${pods}`, `  shims RSS (MiB)`, 'MiB', (r) => r.rss.shims / MiB, 1],
+      [`vs_kubelet_idle_shims_pss_${pods}`, `  shims PSS, summed (MiB)`, 'MiB', (r) => r.rss.shims / MiB, 1],
     ];
     for (const [metric, l, unit, fn, d] of items) {
       const v = one(fn);
