@@ -103,6 +103,45 @@ export function shimPids(address: string): number[] {
 
 // ---- containerd ---------------------------------------------------------------------------------
 
+/**
+ * containerd's config.toml (version 2) for the kubelet's peer: root, state and sockets below
+ * `dir`, the CRI plugin with `sandboxImage`, the CNI network of `net` and runc through the v2 shim
+ * on cgroupfs.
+ */
+export function containerdConfig(o: { dir: string; address: string; sandboxImage: string; net: BridgeNet }): string {
+  const { dir, address, net } = o;
+  return [
+    'version = 2',
+    `root = "${dir}/root"`,
+    `state = "${dir}/state"`,
+    '[grpc]',
+    `  address = "${address}"`,
+    '[ttrpc]',
+    `  address = "${address}.ttrpc"`,
+    '[metrics]',
+    '  address = ""',
+    '[plugins."io.containerd.grpc.v1.cri"]',
+    `  sandbox_image = "${o.sandboxImage}"`,
+    // Root here lacks CAP_SYS_RESOURCE: a sandbox's oom_score_adj of -998 (what the kubelet
+    // asks for the pause container) makes runc's init fail ("can't get final child's PID from
+    // pipe"). Clamped to containerd's own score instead, as nodelet does for its sandboxes.
+    '  restrict_oom_score_adj = true',
+    // The pod netns bind mounts below the state dir, not in the machine's /var/run/netns.
+    '  netns_mounts_under_state_dir = true',
+    '  [plugins."io.containerd.grpc.v1.cri".cni]',
+    '    bin_dir = "/usr/lib/cni"',
+    `    conf_dir = "${net.confDir}"`,
+    '  [plugins."io.containerd.grpc.v1.cri".containerd]',
+    '    snapshotter = "overlayfs"',
+    '    default_runtime_name = "runc"',
+    '    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]',
+    '      runtime_type = "io.containerd.runc.v2"',
+    '      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
+    '        SystemdCgroup = false',
+    '',
+  ].join('\n');
+}
+
 export class ContainerdPeer {
   private constructor(
     readonly child: ChildProcess,
@@ -125,39 +164,7 @@ export class ContainerdPeer {
     const net = await writeBridgeNet(dir, 'kubeletnet', o.bridgeIndex);
     const address = join(dir, 'c.sock');
     const config = join(dir, 'config.toml');
-    await writeFile(
-      config,
-      [
-        'version = 2',
-        `root = "${dir}/root"`,
-        `state = "${dir}/state"`,
-        '[grpc]',
-        `  address = "${address}"`,
-        '[ttrpc]',
-        `  address = "${address}.ttrpc"`,
-        '[metrics]',
-        '  address = ""',
-        '[plugins."io.containerd.grpc.v1.cri"]',
-        `  sandbox_image = "${o.sandboxImage}"`,
-        // Root here lacks CAP_SYS_RESOURCE: a sandbox's oom_score_adj of -998 (what the kubelet
-        // asks for the pause container) makes runc's init fail ("can't get final child's PID from
-        // pipe"). Clamped to containerd's own score instead, as nodelet does for its sandboxes.
-        '  restrict_oom_score_adj = true',
-        // The pod netns bind mounts below the state dir, not in the machine's /var/run/netns.
-        '  netns_mounts_under_state_dir = true',
-        '  [plugins."io.containerd.grpc.v1.cri".cni]',
-        '    bin_dir = "/usr/lib/cni"',
-        `    conf_dir = "${net.confDir}"`,
-        '  [plugins."io.containerd.grpc.v1.cri".containerd]',
-        '    snapshotter = "overlayfs"',
-        '    default_runtime_name = "runc"',
-        '    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]',
-        '      runtime_type = "io.containerd.runc.v2"',
-        '      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
-        '        SystemdCgroup = false',
-        '',
-      ].join('\n'),
-    );
+    await writeFile(config, containerdConfig({ dir, address, sandboxImage: o.sandboxImage, net }));
     const logFile = join(dir, 'containerd.log');
     const fd = openSync(logFile, 'a');
     const child = spawn('/usr/bin/containerd', ['--config', config], { stdio: ['ignore', fd, fd] });
@@ -303,6 +310,38 @@ export interface KubeletPeerOptions {
   log: Log;
 }
 
+/**
+ * The KubeletConfiguration (kubelet.config.k8s.io/v1beta1) of the peer: the defaults
+ * (pkg/kubelet/apis/config/v1beta1/defaults.go) but for what this machine and the bench's control
+ * plane need.
+ */
+export function kubeletConfiguration(o: { nodeIP: string; port: number; healthzPort: number; caFile: string; cgroupRoot: string; runtimeAddress: string; podLogsDir: string; maxPods: number }): Record<string, unknown> {
+  return {
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    kind: 'KubeletConfiguration',
+    address: o.nodeIP,
+    port: o.port,
+    readOnlyPort: 0,
+    healthzBindAddress: '127.0.0.1',
+    healthzPort: o.healthzPort,
+    // The apiserver's client certificate (x509) and tokens (webhook), authorized by
+    // SubjectAccessReview: as nodelet runs with --client-ca-file and Webhook modes.
+    authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: o.caFile } },
+    authorization: { mode: 'Webhook' },
+    // No systemd here (PID 1 is not systemd): cgroupfs, and containerd's SystemdCgroup=false.
+    cgroupDriver: 'cgroupfs',
+    cgroupRoot: o.cgroupRoot,
+    // This machine has cgroup v1: 1.35 made the kubelet refuse it unless told otherwise
+    // (failCgroupV1, pkg/kubelet/apis/config/v1beta1/defaults.go); 1.34 only warns.
+    failCgroupV1: false,
+    failSwapOn: false,
+    containerRuntimeEndpoint: `unix://${o.runtimeAddress}`,
+    // Not the machine's /var/log/pods.
+    podLogsDir: o.podLogsDir,
+    maxPods: o.maxPods,
+  };
+}
+
 export class KubeletPeer {
   private constructor(
     readonly child: ChildProcess,
@@ -324,31 +363,7 @@ export class KubeletPeer {
     const cgroupRoot = `/nodelet-bench-kubelet-${process.pid}`;
     for (const m of cgroupMounts()) mkdirSync(join(m, cgroupRoot), { recursive: true });
     const config = join(dir, 'config.yaml');
-    // A KubeletConfiguration at its defaults (cmd/kubelet/app/options, pkg/kubelet/apis/config/
-    // v1beta1/defaults.go) but for what this machine and the bench's control plane need.
-    await writeFile(
-      config,
-      JSON.stringify({
-        apiVersion: 'kubelet.config.k8s.io/v1beta1',
-        kind: 'KubeletConfiguration',
-        address: o.nodeIP,
-        port,
-        readOnlyPort: 0,
-        healthzBindAddress: '127.0.0.1',
-        healthzPort,
-        // The apiserver's client certificate (x509) and tokens (webhook), authorized by
-        // SubjectAccessReview: as nodelet runs with --client-ca-file and Webhook modes.
-        authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: o.cp.env.CA_FILE } },
-        authorization: { mode: 'Webhook' },
-        // No systemd here (PID 1 is not systemd): cgroupfs, and containerd's SystemdCgroup=false.
-        cgroupDriver: 'cgroupfs',
-        cgroupRoot,
-        failSwapOn: false,
-        containerRuntimeEndpoint: `unix://${o.containerd.address}`,
-        podLogsDir: join(dir, 'pod-logs'),
-        maxPods: o.maxPods,
-      }),
-    );
+    await writeFile(config, JSON.stringify(kubeletConfiguration({ nodeIP: o.nodeIP, port, healthzPort, caFile: o.cp.env.CA_FILE, cgroupRoot, runtimeAddress: o.containerd.address, podLogsDir: join(dir, 'pod-logs'), maxPods: o.maxPods })));
     const logFile = join(dir, 'kubelet.log');
     const fd = openSync(logFile, 'a');
     const child = spawn(

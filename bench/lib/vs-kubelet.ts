@@ -465,7 +465,7 @@ interface Figures {
  * One comparison line: nodelet's per-round values beside the kubelet's, the ratio nodelet ÷
  * kubelet paired per round (the median of the ratios), and which direction is better.
  */
-function compare(metric: string, unit: string, better: 'higher' | 'lower', nodelet: number[], kubelet: number[], extra: Record<string, unknown> = {}, digits = 1): Metric {
+export function compare(metric: string, unit: string, better: 'higher' | 'lower', nodelet: number[], kubelet: number[], extra: Record<string, unknown> = {}, digits = 1): Metric {
   const n = spread(nodelet);
   const k = spread(kubelet);
   const ratios = nodelet.map((x, i) => x / kubelet[i]!);
