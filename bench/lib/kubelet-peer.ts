@@ -143,6 +143,8 @@ export function containerdConfig(o: { dir: string; address: string; sandboxImage
 }
 
 export class ContainerdPeer {
+  #stopped = false;
+
   private constructor(
     readonly child: ChildProcess,
     readonly dir: string,
@@ -226,6 +228,8 @@ export class ContainerdPeer {
    * mounts below the directory (pod netns, rootfs) are detached.
    */
   async stop(keepLog: boolean, log: Log): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
     if (this.child.exitCode === null && this.child.signalCode === null) {
       try {
         const tasks = await this.tasks();
@@ -373,11 +377,18 @@ export class KubeletPeer {
     );
     closeSync(fd);
     const k = new KubeletPeer(child, dir, logFile, cgroupRoot, o.nodeName);
-    await waitFor('the kubelet answering /healthz', async () => {
-      k.alive();
-      const res = await fetch(`http://127.0.0.1:${healthzPort}/healthz`);
-      return res.ok ? true : undefined;
-    }, 60_000, 200);
+    try {
+      await waitFor('the kubelet answering /healthz', async () => {
+        k.alive();
+        const res = await fetch(`http://127.0.0.1:${healthzPort}/healthz`);
+        return res.ok ? true : undefined;
+      }, 60_000, 200);
+    } catch (err) {
+      // Its log stays for the diagnosis; the process, mounts and cgroups go.
+      await k.stop(true, o.log);
+      k.removeCgroups(o.log);
+      throw err;
+    }
     o.log(`kubelet pid ${child.pid} (node ${o.nodeName}, ${o.nodeIP}:${port}, cgroup root ${cgroupRoot})`);
     return k;
   }
@@ -386,7 +397,10 @@ export class KubeletPeer {
     if (this.child.exitCode !== null) throw new Error(`the kubelet exited with ${this.child.exitCode}; see ${this.logFile}`);
   }
 
-  /** SIGTERM (SIGKILL after 10 s), then its root-dir mounts and cgroups go, and (unless kept) its directory. */
+  /**
+   * SIGTERM (SIGKILL after 10 s), then its root-dir mounts and log links go, and (unless kept) its
+   * directory. Its cgroups go with `removeCgroups`, once the runtime has no task left in them.
+   */
   async stop(keepLog: boolean, log: Log): Promise<void> {
     const { child } = this;
     if (child.exitCode === null && child.signalCode === null) {
@@ -408,15 +422,15 @@ export class KubeletPeer {
         /* not a link, or gone */
       }
     }
-    return this.#removeCgroups(keepLog, log);
+    if (keepLog) log(`kubelet log kept: ${this.logFile}`);
+    else await rm(this.dir, { recursive: true, force: true });
   }
 
-  async #removeCgroups(keepLog: boolean, log: Log): Promise<void> {
+  /** Removes its cgroup root in every hierarchy, bottom-up; a cgroup still holding a process stays, and is named. */
+  removeCgroups(log: Log): void {
     const left: string[] = [];
     for (const m of cgroupMounts()) left.push(...removeCgroupTree(join(m, this.cgroupRoot)));
     if (left.length > 0) log(`kubelet: cgroups not removable (still in use): ${left.slice(0, 3).join(', ')}${left.length > 3 ? ', …' : ''}`);
-    if (keepLog) log(`kubelet log kept: ${this.logFile}`);
-    else await rm(this.dir, { recursive: true, force: true });
   }
 }
 

@@ -339,7 +339,13 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
   o.defer(() => containerd.stop(o.keepLogs, log));
   await containerd.importImages(o.engine.host, [BUSYBOX, PAUSE]);
   const kubelet = await KubeletPeer.start({ bin: job.kubeletBin, cp, containerd, nodeName: 'bench-kubelet', nodeIP: KUBELET_PART_ADDRS[1], maxPods: 250, log });
-  o.defer(() => kubelet.stop(o.keepLogs, log));
+  // The kubelet first, then containerd (which kills the tasks the kubelet left), then the
+  // kubelet's cgroups, which only empty cgroups leave.
+  o.defer(async () => {
+    await kubelet.stop(o.keepLogs, log);
+    await containerd.stop(o.keepLogs, log);
+    kubelet.removeCgroups(log);
+  });
 
   // Docker's own containerd (a child of dockerd) and its socket, whose shims serve nodelet's pods.
   const dockerContainerd = () => [...processes()].find(([, p]) => p.ppid === o.engine.pid && p.comm === 'containerd')?.[0];
