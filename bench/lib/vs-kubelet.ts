@@ -205,6 +205,8 @@ function deathPod(name: string, node: string, kills: number): Pod {
 async function freshness(client: KubeClient, api: ApiPods, agents: Record<AgentName, Agent>, kills: number, log: Log): Promise<Record<AgentName, number[]>> {
   const pods: Record<AgentName, string> = { nodelet: 'deaths-nodelet', kubelet: 'deaths-kubelet' };
   const up = AGENTS.map((n) => api.until(`${pods[n]} Running`, (pod) => pod.metadata?.name === pods[n] && allReady(pod), 180_000));
+  // Awaited below; a failing POST must not leave them rejecting unobserved.
+  for (const p of up) p.catch(() => undefined);
   for (const n of AGENTS) await client.request('POST', `/api/v1/namespaces/${NS}/pods`, { body: deathPod(pods[n], agents[n].node, kills) });
   await Promise.all(up);
   const out: Record<AgentName, number[]> = { nodelet: [], kubelet: [] };
@@ -224,6 +226,7 @@ async function freshness(client: KubeClient, api: ApiPods, agents: Record<AgentN
         at = when;
         return true;
       }, 30_000);
+      seen.catch(() => undefined);
       const t0 = performance.now();
       process.kill(pid, 'SIGKILL');
       await seen;
@@ -423,6 +426,7 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
         return seen.size === want.size;
       }, 60_000 + job.idlePods * 3_000);
     });
+    for (const p of idleUp) p.catch(() => undefined);
     for (const n of AGENTS) for (const name of idleNames(n)) await client.request('POST', `/api/v1/namespaces/${NS}/pods`, { body: benchPod(name, `idle-${n}`, agents[n].node) });
     await Promise.all(idleUp);
     const idleN = await idleWindow(agents, job.idleSeconds);
