@@ -236,6 +236,7 @@ async function freshness(client: KubeClient, api: ApiPods, agents: Record<AgentN
   for (const n of AGENTS) log(`kubelet part: kill → apiserver shows terminated, ${n}: ${out[n].map((x) => x.toFixed(0)).join(', ')} ms`);
   for (const n of AGENTS) {
     const gone = api.until(`${pods[n]} deleted`, (pod, type) => pod.metadata?.name === pods[n] && type === 'DELETED', 120_000);
+    gone.catch(() => undefined);
     await client.request('DELETE', `/api/v1/namespaces/${NS}/pods/${pods[n]}`);
     await gone;
   }
@@ -451,6 +452,8 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
     }
     for (const n of AGENTS) {
       const gone = api.until(`idle pods of ${n} deleted`, (pod, type) => type === 'DELETED' && api.batch(`idle-${n}`).length === 0, 180_000);
+      gone.catch(() => undefined);
+    gone.catch(() => undefined);
       await client.request('DELETE', `/api/v1/namespaces/${NS}/pods${query({ labelSelector: `bench-batch=idle-${n}` })}`);
       await gone;
     }
