@@ -30,6 +30,8 @@ import { watchPart } from './lib/watch.js';
 import { evictionPart } from './lib/eviction.js';
 import { idle110Part } from './lib/idle110.js';
 import { NETNS_PARTS, sealedParts, type SealedResult } from './lib/pod-network.js';
+import { buildKubelet } from './lib/kubelet-peer.js';
+import { KUBELET_PART_ADDRS } from './lib/vs-kubelet.js';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -72,14 +74,21 @@ interface Options {
   evictionRounds: number;
   idlePods: number;
   idleMinutes: number;
+  kubeletPods: number[];
+  kubeletRounds: number;
+  kubeletKills: number;
+  kubeletIdleSeconds: number;
+  kubeletExecMib: number;
   /** Where the chart goes ('' = nowhere). */
   svg: string;
 }
 
 const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
 const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'scale', 'cluster', 'watch', 'eviction', 'idle110'];
-/** Every part; NETNS_PARTS (`cni`, `podnet`) run first, in a sealed network namespace of their own. */
-const ALL_PARTS: readonly string[] = [...EXEC_PARTS, ...EXTRA_PARTS, ...NETNS_PARTS];
+/** Parts run in the sealed network namespace: the pod-network ones and the kubelet peer (bench/lib/vs-kubelet.ts). */
+const SEALED_PARTS: readonly string[] = [...NETNS_PARTS, 'kubelet'];
+/** Every part; SEALED_PARTS run first, in a sealed network namespace of their own. */
+const ALL_PARTS: readonly string[] = [...EXEC_PARTS, ...EXTRA_PARTS, ...SEALED_PARTS];
 
 const USAGE = `usage: npm run bench -- [options]
   --rounds N          interleaved rounds (default 5; 1 with --quick)
@@ -90,7 +99,8 @@ const USAGE = `usage: npm run bench -- [options]
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
   --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,scale,cluster,watch,
-                      eviction,idle110,cni,podnet (these two run in a sealed network namespace of their own, see bench/README.md)
+                      eviction,idle110,cni,podnet,kubelet (the last three run in a sealed network namespace of their own,
+                      see bench/README.md)
   --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
   --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
   --sessions N        idle exec sessions opened for the RSS figure (default 1000; 100 with --quick)
@@ -113,6 +123,11 @@ const USAGE = `usage: npm run bench -- [options]
   --eviction-rounds N evictions per monitoring period in the eviction part (default 5; 2 with --quick)
   --idle-pods N       static pods of the idle110 part (default 110, the default --max-pods; more raise it)
   --idle-minutes N    how long the idle110 part samples nodelet, every 30 s (default 10; 2 with --quick)
+  --kubelet-pods LIST pod batch sizes of the kubelet part's pod-start figure (default 1,30,100; 1,30 with --quick)
+  --kubelet-rounds N  rounds of the kubelet part's pod starts and kubectl execs (default 2; 1 with --quick)
+  --kubelet-kills N   container kills per node for the kubelet part's status freshness (default 20; 10 with --quick)
+  --kubelet-idle-seconds N  each idle window of the kubelet part's cost figure (default 60; 20 with --quick)
+  --kubelet-exec-mib N  MiB per kubectl exec stdout transfer in the kubelet part (default 256; 64 with --quick)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --heap-snapshots DIR  a V8 heap snapshot of nodelet after each forced GC (memory figures), in DIR;
@@ -163,6 +178,11 @@ function parseOptions(argv: string[]): Options {
       'eviction-rounds': { type: 'string' },
       'idle-pods': { type: 'string' },
       'idle-minutes': { type: 'string' },
+      'kubelet-pods': { type: 'string' },
+      'kubelet-rounds': { type: 'string' },
+      'kubelet-kills': { type: 'string' },
+      'kubelet-idle-seconds': { type: 'string' },
+      'kubelet-exec-mib': { type: 'string' },
       svg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -222,6 +242,11 @@ function parseOptions(argv: string[]): Options {
     evictionRounds: int(values['eviction-rounds'], quick ? 2 : 5, 'eviction-rounds'),
     idlePods: int(values['idle-pods'], 110, 'idle-pods'),
     idleMinutes: int(values['idle-minutes'], quick ? 2 : 10, 'idle-minutes'),
+    kubeletPods: (values['kubelet-pods'] ?? (quick ? '1,30' : '1,30,100')).split(',').map((x) => int(x.trim(), 1, 'kubelet-pods')),
+    kubeletRounds: int(values['kubelet-rounds'], quick ? 1 : 2, 'kubelet-rounds'),
+    kubeletKills: int(values['kubelet-kills'], quick ? 10 : 20, 'kubelet-kills'),
+    kubeletIdleSeconds: int(values['kubelet-idle-seconds'], quick ? 20 : 60, 'kubelet-idle-seconds'),
+    kubeletExecMib: int(values['kubelet-exec-mib'], quick ? 64 : 256, 'kubelet-exec-mib'),
     svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
 }
@@ -296,11 +321,15 @@ async function main(): Promise<void> {
   try {
     // The pod-network parts first, in a sealed network namespace of their own (bench/lib/pod-network.ts),
     // before this process's engine starts: the two engines never compete for the CPUs.
-    const netnsParts: string[] = NETNS_PARTS.filter((p) => opts.only.has(p));
+    const netnsParts: string[] = SEALED_PARTS.filter((p) => opts.only.has(p));
     let sealed: SealedResult | undefined;
     if (netnsParts.length > 0) {
+      // The kubelet is built here, outside the sealed namespace (Go may need its module cache).
+      const kubeletBin = opts.only.has('kubelet') ? await buildKubelet(root) : '';
+      if (kubeletBin) log(`kubelet part: ${kubeletBin}`);
       sealed = await sealedParts({
         root,
+        loAddrs: opts.only.has('kubelet') ? KUBELET_PART_ADDRS : [],
         job: {
           parts: netnsParts,
           cniPods: opts.cniPods,
@@ -309,6 +338,19 @@ async function main(): Promise<void> {
           podnetRounds: opts.rounds,
           cli: opts.nodeletCli,
           keepLogs: opts.keepLogs,
+          ...(kubeletBin
+            ? {
+                kubelet: {
+                  kubeletBin,
+                  podCounts: opts.kubeletPods,
+                  rounds: opts.kubeletRounds,
+                  kills: opts.kubeletKills,
+                  idleSeconds: opts.kubeletIdleSeconds,
+                  idlePods: 30,
+                  execMib: opts.kubeletExecMib,
+                },
+              }
+            : {}),
         },
         log,
         defer: (fn) => void cleanups.push(fn),

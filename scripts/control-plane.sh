@@ -5,6 +5,9 @@
 #   scripts/control-plane.sh build                  build the binaries (the four, kube-proxy and
 #                                                   kubectl) from test/control-plane (cached by
 #                                                   version) and print their directory
+#   scripts/control-plane.sh build-kubelet          build the kubelet of the same pin into the same
+#                                                   directory (the bench's peer; not part of `build`,
+#                                                   which CI runs) and print its path
 #   scripts/control-plane.sh start DIR              make a PKI in DIR, start everything, wait until
 #                                                   pods can be created; prints DIR/admin.kubeconfig
 #   scripts/control-plane.sh start-proxy DIR NODE   start kube-proxy (iptables mode) as NODE's; only
@@ -74,13 +77,25 @@ have_binaries() {
 
 build() {
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
+  build_components "${COMPONENTS[@]}"
+  echo "$BIN_DIR"
+}
+
+# The real kubelet (cmd/kubelet) of the pin, for the bench's "nodelet vs the kubelet" part: built
+# like the control plane (CGO_ENABLED=0, the same version stamping), cached beside it.
+build_kubelet() {
+  [ -x "$BIN_DIR/kubelet" ] || build_components kubelet
+  echo "$BIN_DIR/kubelet"
+}
+
+# build_components NAME...: builds each missing binary into $BIN_DIR under a lock.
+build_components() {
   command -v go >/dev/null 2>&1 ||
     die "Go is needed to build the control plane ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
   mkdir -p "$BIN_DIR"
   # Parallel test files may all ask for a build: one compiles, the others wait for it.
   exec 9>"$BIN_DIR/.build.lock"
   flock 9
-  if have_binaries; then echo "$BIN_DIR"; return 0; fi
   local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
   local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
   ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
@@ -88,7 +103,7 @@ build() {
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
   log "building Kubernetes $K8S_VERSION and etcd $ETCD_VERSION with $(go version | awk '{print $3}') into $BIN_DIR (a cold build takes a while)"
   local c pkg tmp flags
-  for c in "${COMPONENTS[@]}"; do
+  for c in "$@"; do
     [ -x "$BIN_DIR/$c" ] && continue
     case $c in
       etcd) pkg=go.etcd.io/etcd/server/v3; flags=(-trimpath) ;;
@@ -103,7 +118,6 @@ build() {
     mv -f "$tmp" "$BIN_DIR/$c"
     log "built $c in $((SECONDS - start)) s"
   done
-  echo "$BIN_DIR"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -544,6 +558,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; e
 
 case ${1:-} in
   build) [ $# -eq 1 ] || usage; build ;;
+  build-kubelet) [ $# -eq 1 ] || usage; build_kubelet ;;
   start) [ $# -eq 2 ] || usage; start "$2" ;;
   node-kubeconfig) [ $# -eq 3 ] || usage; node_kubeconfig "$2" "$3" ;;
   start-proxy) [ $# -eq 3 ] || usage; start_proxy "$2" "$3" ;;

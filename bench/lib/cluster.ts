@@ -61,6 +61,8 @@ function benchPod(name: string, batch: string): Pod {
 export interface ClusterNodeletVariant {
   /** `--hostname-override` (default `bench-cluster`). */
   nodeName?: string;
+  /** `--node-ip` and `--address` (default 127.0.0.1; the kubelet part uses an address on its netns's `lo`). */
+  nodeIP?: string;
   /** `--root-dir` (default `<workDir>/root`). */
   rootDir?: string;
   /** More nodelet flags, after the bench's own. */
@@ -104,8 +106,8 @@ export class ClusterNodelet {
         '--authentication-token-webhook',
         '--authorization-mode', 'Webhook',
         '--hostname-override', nodeName,
-        '--node-ip', '127.0.0.1',
-        '--address', '127.0.0.1',
+        '--node-ip', o.nodeIP ?? '127.0.0.1',
+        '--address', o.nodeIP ?? '127.0.0.1',
         '--port', String(port),
         '--docker-endpoint', o.dockerHost,
         '--pod-manifest-path', manifests,
@@ -121,7 +123,7 @@ export class ClusterNodelet {
     closeSync(fd);
     const cert = readFileSync(o.cp.env.KUBELET_CLIENT_CERT);
     const key = readFileSync(o.cp.env.KUBELET_CLIENT_KEY);
-    return new ClusterNodelet(child, `https://127.0.0.1:${port}`, workDir, manifests, logFile, cert, key);
+    return new ClusterNodelet(child, `https://${o.nodeIP ?? '127.0.0.1'}:${port}`, workDir, manifests, logFile, cert, key);
   }
 
   get pid(): number | undefined {

@@ -1,6 +1,6 @@
 /**
- * The bench's pod-network parts (`cni`, `podnet`), run by `sealedParts` (pod-network.ts) as
- * `nsenter --net=/run/netns/<name> -- node netns-child.js` with the job in NODELET_BENCH_NETNS_JOB.
+ * The bench's sealed-netns parts (`cni`, `podnet`; `kubelet`: bench/lib/vs-kubelet.ts), run by
+ * `sealedParts` (pod-network.ts) as `nsenter --net=/run/netns/<name> -- node netns-child.js` with the job in NODELET_BENCH_NETNS_JOB.
  * It refuses to run anywhere but inside that namespace. There it starts a private engine of its
  * own (scripts/docker-engine.sh private + images; dockerd inherits the namespace, so its
  * containers' sandboxes and the CNI plugins nodelet runs live in it), runs the parts, writes
@@ -13,7 +13,9 @@ import { runsInsideNetns } from '../../test/helpers/netns.js';
 import { nodeBaseImage } from '../../test/helpers/node-base-image.js';
 import { cleanupsOnExit } from './cleanups.js';
 import { Engine, repoRoot } from './env.js';
-import { JOB_ENV, NETNS_ENV, runPodNetworkParts, type SealedJob, type SealedResult } from './pod-network.js';
+import { JOB_ENV, NETNS_ENV, NETNS_PARTS, runPodNetworkParts, type SealedJob, type SealedResult } from './pod-network.js';
+import type { PartResult } from './report.js';
+import { vsKubeletPart } from './vs-kubelet.js';
 
 const log = (msg: string): void => void process.stderr.write(`bench: ${msg}\n`);
 
@@ -33,19 +35,37 @@ async function main(): Promise<void> {
       }),
     );
     const docker = await engine.version();
-    const parts = await runPodNetworkParts({
-      root,
-      job,
-      dockerHost: engine.host,
-      docker: dockerClient(engine.host),
-      // test/helpers/docker.ts's CLI wrapper (which nodeBaseImage uses) reads DOCKER_HOST.
-      nodeImage: () => {
-        process.env.DOCKER_HOST = engine.host;
-        return nodeBaseImage();
-      },
-      log,
-      defer: (fn) => void cleanups.push(fn),
-    });
+    const parts: PartResult[] = [];
+    if (job.parts.some((p) => (NETNS_PARTS as readonly string[]).includes(p))) {
+      const pn = await runPodNetworkParts({
+        root,
+        job,
+        dockerHost: engine.host,
+        docker: dockerClient(engine.host),
+        // test/helpers/docker.ts's CLI wrapper (which nodeBaseImage uses) reads DOCKER_HOST.
+        nodeImage: () => {
+          process.env.DOCKER_HOST = engine.host;
+          return nodeBaseImage();
+        },
+        log,
+        defer: (fn) => void cleanups.push(fn),
+      });
+      parts.push(...pn);
+    }
+    if (job.kubelet) {
+      parts.push(
+        await vsKubeletPart({
+          root,
+          job: job.kubelet,
+          cli: job.cli,
+          keepLogs: job.keepLogs,
+          engine,
+          docker: dockerClient(engine.host),
+          log,
+          defer: (fn) => void cleanups.push(fn),
+        }),
+      );
+    }
     const result: SealedResult = { parts, docker, netns: name };
     writeFileSync(job.out, JSON.stringify(result));
   } finally {

@@ -33,6 +33,7 @@ import type { Pod, PodList } from '../../src/api/types.js';
 import { createSealedNetns, deleteNetns, nsenterArgv } from '../../test/helpers/netns.js';
 import { waitFor } from '../../test/helpers/wait.js';
 import { BUSYBOX, NodeletProcess } from './env.js';
+import type { VsKubeletJob } from './vs-kubelet.js';
 import { fmt as f, table, type Metric, type PartResult } from './report.js';
 import { median, percentile, round, spread } from './stats.js';
 
@@ -52,6 +53,8 @@ export interface SealedJob {
   /** nodelet's entry point (`--nodelet-cli`), default dist/cli.js. */
   cli: string | undefined;
   keepLogs: boolean;
+  /** The `kubelet` part's job (bench/lib/vs-kubelet.ts), when it is selected. */
+  kubelet?: VsKubeletJob;
   /** Where the child writes its `SealedResult` (JSON). */
   out: string;
 }
@@ -73,7 +76,7 @@ export const JOB_ENV = 'NODELET_BENCH_NETNS_JOB';
  * file) with the bench, so a failure or SIGINT/SIGTERM of the bench removes them too; it also runs
  * here once the child is done.
  */
-export async function sealedParts(o: { root: string; job: Omit<SealedJob, 'out'>; log: Log; defer: (fn: () => Promise<void>) => void }): Promise<SealedResult> {
+export async function sealedParts(o: { root: string; job: Omit<SealedJob, 'out'>; loAddrs?: readonly string[]; log: Log; defer: (fn: () => Promise<void>) => void }): Promise<SealedResult> {
   const name = `nodelet-b${process.pid}`;
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-bench-netns-'));
   const out = join(dir, 'result.json');
@@ -96,8 +99,8 @@ export async function sealedParts(o: { root: string; job: Omit<SealedJob, 'out'>
   };
   o.defer(cleanup);
   deleteNetns(name);
-  createSealedNetns(name);
-  o.log(`sealed netns ${name}: lo only, no route (checked); running ${o.job.parts.join(', ')} inside it`);
+  createSealedNetns(name, { loAddrs: o.loAddrs ?? [] });
+  o.log(`sealed netns ${name}: lo only${o.loAddrs?.length ? ` (with ${o.loAddrs.join(', ')})` : ''}, no route (checked); running ${o.job.parts.join(', ')} inside it`);
   const [cmd, args] = nsenterArgv(name, [process.execPath, join(import.meta.dirname, 'netns-child.js')]);
   const job: SealedJob = { ...o.job, out };
   child = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, [NETNS_ENV]: name, [JOB_ENV]: JSON.stringify(job) } });

@@ -1,0 +1,584 @@
+/**
+ * The `kubelet` part: nodelet beside the real kubelet (with containerd), in one cluster, on one
+ * machine, in one run. Runs inside the bench's sealed network namespace (netns-child.js), where
+ * both nodes' CNI bridges and pod IPs exist:
+ *
+ * - a control plane of its own (bench/lib/control-plane.ts), on 127.0.0.1 of the namespace;
+ * - node `bench-nodelet`: nodelet in cluster mode on the bench's private Docker engine, with CNI
+ *   (bridge `cni1`, 10.244.1.0/24), node IP 10.200.0.1;
+ * - node `bench-kubelet`: kubelet of the same pin on containerd's CRI plugin (bridge `cni2`,
+ *   10.244.2.0/24), node IP 10.200.0.2 (bench/lib/kubelet-peer.ts).
+ *
+ * Every workload is pinned by `spec.nodeName`, the same pod spec on both, and every figure is
+ * what the apiserver shows (one admin watch over the bench's pods), so both agents are measured
+ * by the same clock and the same observer:
+ * 1. pod start: N pods POSTed at once → Running and Ready; per pod and the total; then their
+ *    deletion (graceful, the pods exit on SIGTERM) → gone from the apiserver;
+ * 2. status freshness: a container's main process SIGKILLed behind the agent's back → the
+ *    apiserver shows it terminated;
+ * 3. agent cost: CPU-seconds and RSS of the agent, its runtime daemons and the shims, idle with 0
+ *    and with 30 pods, and per pod start;
+ * 4. `kubectl exec` through the apiserver to each node: stdout throughput and first-byte latency.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type Docker from 'dockerode';
+import type { Pod } from 'kubernetes-types/core/v1.js';
+import { KubeClient, query } from '../../src/apiserver/client.js';
+import { loadKubeconfig } from '../../src/config/kubeconfig.js';
+import { waitFor } from '../../test/helpers/wait.js';
+import { ApiPods, ClusterNodelet } from './cluster.js';
+import { BenchControlPlane } from './control-plane.js';
+import { BUSYBOX } from './env.js';
+import { rssOf } from './extra.js';
+import { ContainerdPeer, KubeletPeer, processes, pssOf, shimPids, writeBridgeNet } from './kubelet-peer.js';
+import { cpuSecondsOf } from './proc.js';
+import { fmt as f, table, type Metric, type PartResult } from './report.js';
+import { median, percentile, round, spread } from './stats.js';
+
+type Log = (msg: string) => void;
+const NS = 'default';
+const MiB = 1024 ** 2;
+const MB = 1e6;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The node IPs on the sealed namespace's `lo` (sealedParts adds them for this part). */
+export const KUBELET_PART_ADDRS = ['10.200.0.1', '10.200.0.2'] as const;
+/** The pause image of the bench's engine (scripts/docker-engine.sh `images`), nodelet's default too. */
+const PAUSE = 'registry.k8s.io/pause:3.10';
+
+/** What the parent hands the sealed child for this part. */
+export interface VsKubeletJob {
+  kubeletBin: string;
+  /** Batch sizes of the pod-start figure, e.g. [1, 30, 100]. */
+  podCounts: number[];
+  rounds: number;
+  kills: number;
+  /** Seconds per idle window of the cost figure. */
+  idleSeconds: number;
+  /** Pods of the idle window with pods. */
+  idlePods: number;
+  /** MiB per `kubectl exec` stdout transfer (0: skip the exec figures). */
+  execMib: number;
+}
+
+type AgentName = 'nodelet' | 'kubelet';
+const AGENTS: readonly AgentName[] = ['nodelet', 'kubelet'];
+
+/** One node as the part drives it: its agent, runtime daemons, shims and containers. */
+interface Agent {
+  name: AgentName;
+  node: string;
+  agentPid(): number | undefined;
+  /** The runtime daemons serving it (nodelet: dockerd + its containerd; kubelet: containerd). */
+  runtimePids(): number[];
+  shims(): number[];
+  /** The host pid of a container's main process, from its `containerID` (`docker://…`, `containerd://…`). */
+  containerPid(containerID: string): Promise<number>;
+  /** Containers (sandboxes included) still running for this node. */
+  runningContainers(): Promise<number>;
+  alive(): void;
+}
+
+const allReady = (p: Pod | undefined): boolean => {
+  const cs = p?.status?.containerStatuses ?? [];
+  return (
+    p?.status?.phase === 'Running' &&
+    cs.length > 0 &&
+    cs.length === (p.spec?.containers.length ?? -1) &&
+    cs.every((c) => c.state?.running && c.ready) &&
+    (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
+  );
+};
+
+/** The bench pod of this part: busybox that exits on SIGTERM (so deletion is not padded by a grace period it would ignore). */
+function benchPod(name: string, batch: string, node: string): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS, labels: { 'bench-batch': batch } },
+    spec: {
+      nodeName: node,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 5,
+      containers: [{ name: 'app', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', 'trap "exit 0" TERM; sleep 2147483647 & wait'] }],
+    },
+  };
+}
+
+const podNames = (batch: string, n: number) => Array.from({ length: n }, (_, i) => `${batch}-${String(i).padStart(3, '0')}`);
+
+// ---- CPU and RSS of an agent's processes ------------------------------------------------------------
+
+interface Usage {
+  agent: number;
+  runtime: number;
+  shims: number;
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+function cpuNow(a: Agent): Usage {
+  return { agent: cpuSecondsOf(a.agentPid()), runtime: sum(a.runtimePids().map(cpuSecondsOf)), shims: sum(a.shims().map(cpuSecondsOf)) };
+}
+
+function rssNow(a: Agent): Usage {
+  return { agent: rssOf(a.agentPid()), runtime: sum(a.runtimePids().map(rssOf)), shims: sum(a.shims().map(pssOf)) };
+}
+
+const minus = (x: Usage, y: Usage): Usage => ({ agent: x.agent - y.agent, runtime: x.runtime - y.runtime, shims: x.shims - y.shims });
+
+// ---- 1. pod start and deletion ------------------------------------------------------------------------
+
+interface StartResult {
+  /** Per pod: ms from the first POST to the watch showing it Running and Ready. */
+  perPodMs: number[];
+  totalMs: number;
+  /** CPU-seconds during the batch (shims: those alive at its end, all born in it). */
+  cpu: Usage;
+  /** Per pod: ms from the DELETE to the watch's DELETED event. */
+  deletePerPodMs: number[];
+  deleteTotalMs: number;
+}
+
+async function startAndDelete(client: KubeClient, api: ApiPods, a: Agent, batch: string, n: number): Promise<StartResult> {
+  const names = podNames(batch, n);
+  const wanted = new Set(names);
+  const ready = new Map<string, number>();
+  const timeoutMs = 60_000 + n * 3_000;
+  const before = cpuNow(a);
+  const t0 = performance.now();
+  const done = api.until(`${n} pods of ${batch} Running and Ready on ${a.node}`, (pod, type, at) => {
+    const name = pod.metadata?.name ?? '';
+    if (type !== 'DELETED' && wanted.has(name) && !ready.has(name) && allReady(pod)) ready.set(name, at - t0);
+    return ready.size === n;
+  }, timeoutMs);
+  done.catch(() => undefined);
+  // 32 in flight, as cluster.ts (kubectl apply of new objects) sends them.
+  for (let i = 0; i < names.length; i += 32) {
+    await Promise.all(names.slice(i, i + 32).map((name) => client.request('POST', `/api/v1/namespaces/${NS}/pods`, { body: benchPod(name, batch, a.node) })));
+  }
+  await done;
+  const cpu = minus(cpuNow(a), before);
+
+  const gone = new Map<string, number>();
+  const t1 = performance.now();
+  const deleted = api.until(`${batch} deleted from ${a.node}`, (pod, type, at) => {
+    const name = pod.metadata?.name ?? '';
+    if (type === 'DELETED' && wanted.has(name)) gone.set(name, at - t1);
+    return gone.size === n;
+  }, timeoutMs);
+  deleted.catch(() => undefined);
+  // The default grace (the pods' 5 s, which they cut short by exiting on SIGTERM): the agent
+  // kills the containers and then deletes the object itself (grace 0), as the kubelet's status manager does.
+  await client.request('DELETE', `/api/v1/namespaces/${NS}/pods${query({ labelSelector: `bench-batch=${batch}` })}`);
+  await deleted;
+  await waitFor(`${a.node}'s containers of ${batch} stopped`, async () => {
+    a.alive();
+    return (await a.runningContainers()) === 0 ? true : undefined;
+  }, 120_000, 100);
+  return { perPodMs: names.map((x) => ready.get(x)!), totalMs: Math.max(...ready.values()), cpu, deletePerPodMs: names.map((x) => gone.get(x)!), deleteTotalMs: Math.max(...gone.values()) };
+}
+
+// ---- 2. status freshness ------------------------------------------------------------------------------
+
+function deathPod(name: string, node: string, kills: number): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS, labels: { 'bench-batch': name } },
+    spec: {
+      nodeName: node,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 0,
+      // Never: each kill is one terminated container, with no crash-loop back-off in the way.
+      restartPolicy: 'Never',
+      containers: Array.from({ length: kills }, (_, i) => ({ name: `k${i}`, image: BUSYBOX, imagePullPolicy: 'Never', command: ['sleep', '2147483647'] })),
+    },
+  };
+}
+
+async function freshness(client: KubeClient, api: ApiPods, agents: Record<AgentName, Agent>, kills: number, log: Log): Promise<Record<AgentName, number[]>> {
+  const pods: Record<AgentName, string> = { nodelet: 'deaths-nodelet', kubelet: 'deaths-kubelet' };
+  const up = AGENTS.map((n) => api.until(`${pods[n]} Running`, (pod) => pod.metadata?.name === pods[n] && allReady(pod), 180_000));
+  // Awaited below; a failing POST must not leave them rejecting unobserved.
+  for (const p of up) p.catch(() => undefined);
+  for (const n of AGENTS) await client.request('POST', `/api/v1/namespaces/${NS}/pods`, { body: deathPod(pods[n], agents[n].node, kills) });
+  await Promise.all(up);
+  const out: Record<AgentName, number[]> = { nodelet: [], kubelet: [] };
+  for (let i = 0; i < kills; i++) {
+    const name = `k${i}`;
+    // Alternate which node's container dies first.
+    for (const n of i % 2 === 0 ? AGENTS : [...AGENTS].reverse()) {
+      const status = (p: Pod | undefined) => p?.status?.containerStatuses?.find((c) => c.name === name);
+      const id = status(api.pods.get(pods[n]))?.containerID;
+      if (!id) throw new Error(`${pods[n]}/${name} has no container ID on the apiserver`);
+      const pid = await agents[n].containerPid(id);
+      // A random phase, so samples do not lock onto a periodic relist or status batch.
+      await sleep(50 + Math.random() * 450);
+      let at = Number.NaN;
+      const seen = api.until(`${pods[n]}/${name} terminated`, (pod, _type, when) => {
+        if (pod.metadata?.name !== pods[n] || !status(pod)?.state?.terminated) return false;
+        at = when;
+        return true;
+      }, 30_000);
+      seen.catch(() => undefined);
+      const t0 = performance.now();
+      process.kill(pid, 'SIGKILL');
+      await seen;
+      out[n].push(at - t0);
+    }
+  }
+  for (const n of AGENTS) log(`kubelet part: kill → apiserver shows terminated, ${n}: ${out[n].map((x) => x.toFixed(0)).join(', ')} ms`);
+  for (const n of AGENTS) {
+    const gone = api.until(`${pods[n]} deleted`, (pod, type) => pod.metadata?.name === pods[n] && type === 'DELETED', 120_000);
+    gone.catch(() => undefined);
+    await client.request('DELETE', `/api/v1/namespaces/${NS}/pods/${pods[n]}`);
+    await gone;
+  }
+  return out;
+}
+
+// ---- 3. idle cost ---------------------------------------------------------------------------------------
+
+interface IdleResult {
+  /** CPU-seconds per minute. */
+  cpuPerMin: Usage;
+  /** Bytes, the median of 5 samples at the window's end: RSS of the agent and the daemons, PSS summed over the shims. */
+  rss: Usage;
+}
+
+async function idleWindow(agents: Record<AgentName, Agent>, seconds: number): Promise<Record<AgentName, IdleResult>> {
+  const before = { nodelet: cpuNow(agents.nodelet), kubelet: cpuNow(agents.kubelet) };
+  const t0 = performance.now();
+  // The measurement window itself (a duration, not a wait for a condition).
+  await sleep(seconds * 1000);
+  const min = (performance.now() - t0) / 60_000;
+  const out = {} as Record<AgentName, IdleResult>;
+  for (const n of AGENTS) {
+    const d = minus(cpuNow(agents[n]), before[n]);
+    const rss: Usage[] = [];
+    for (let i = 0; i < 5; i++) {
+      rss.push(rssNow(agents[n]));
+      await sleep(100);
+    }
+    out[n] = {
+      cpuPerMin: { agent: d.agent / min, runtime: d.runtime / min, shims: d.shims / min },
+      rss: { agent: median(rss.map((r) => r.agent)), runtime: median(rss.map((r) => r.runtime)), shims: median(rss.map((r) => r.shims)) },
+    };
+  }
+  return out;
+}
+
+// ---- 4. kubectl exec through the apiserver --------------------------------------------------------------
+
+/** `kubectl exec POD -- ARGS`: ms to the first stdout byte, to exit, and the stdout bytes. */
+function kubectlExec(kubectl: string, kubeconfig: string, pod: string, args: string[]): Promise<{ firstByteMs: number; totalMs: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(kubectl, ['--kubeconfig', kubeconfig, 'exec', pod, '-c', 'app', '--', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let firstByteMs = Number.NaN;
+    let bytes = 0;
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => {
+      if (bytes === 0) firstByteMs = performance.now() - t0;
+      bytes += c.length;
+    });
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code !== 0) reject(new Error(`kubectl exec ${pod} exited with ${code}: ${err.trim()}`));
+      else resolve({ firstByteMs, totalMs: performance.now() - t0, bytes });
+    });
+  });
+}
+
+// ---- the part ------------------------------------------------------------------------------------------
+
+export interface VsKubeletOptions {
+  root: string;
+  job: VsKubeletJob;
+  cli: string | undefined;
+  keepLogs: boolean;
+  /** The sealed child's private engine: nodelet's runtime. */
+  engine: { host: string; pid: number | undefined; dir: string };
+  docker: Docker;
+  log: Log;
+  defer: (fn: () => Promise<void>) => void;
+}
+
+export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
+  const { log, job } = o;
+  const loadStart = loadavg().map((x) => x.toFixed(2)).join(' ');
+  const cp = await BenchControlPlane.start(o.root, log, (stop) => o.defer(stop));
+  log(`kubelet part: kube-apiserver ${cp.env.K8S_VERSION} at ${cp.server}`);
+  const client = new KubeClient(loadKubeconfig(cp.env.ADMIN_KUBECONFIG), { maxSockets: 32, userAgent: 'nodelet-bench' });
+  o.defer(async () => client.close());
+
+  // nodelet: cluster mode, CNI bridge cni1.
+  const work = await mkdtemp(join(tmpdir(), 'nodelet-bench-vs-kubelet-'));
+  o.defer(() => rm(work, { recursive: true, force: true }));
+  const nodeletNet = await writeBridgeNet(work, 'nodeletnet', 1);
+  const nodelet = await ClusterNodelet.start({
+    root: o.root,
+    cli: o.cli,
+    dockerHost: o.engine.host,
+    cp,
+    nodeName: 'bench-nodelet',
+    nodeIP: KUBELET_PART_ADDRS[0],
+    args: ['--network-plugin=cni', '--cni-bin-dir', '/usr/lib/cni', '--cni-conf-dir', nodeletNet.confDir, '--cni-cache-dir', nodeletNet.cacheDir],
+  });
+  o.defer(async () => {
+    await nodelet.stop();
+    if (o.keepLogs) log(`kubelet part: nodelet log kept: ${nodelet.logFile}`);
+    else await rm(nodelet.workDir, { recursive: true, force: true });
+  });
+
+  // The kubelet: containerd (CRI, bridge cni2) with the bench's images, then the kubelet.
+  const containerd = await ContainerdPeer.start({ sandboxImage: PAUSE, bridgeIndex: 2, log });
+  o.defer(() => containerd.stop(o.keepLogs, log));
+  await containerd.importImages(o.engine.host, [BUSYBOX, PAUSE]);
+  const kubelet = await KubeletPeer.start({ bin: job.kubeletBin, cp, containerd, nodeName: 'bench-kubelet', nodeIP: KUBELET_PART_ADDRS[1], maxPods: 250, log });
+  // The kubelet first, then containerd (which kills the tasks the kubelet left), then the
+  // kubelet's cgroups, which only empty cgroups leave.
+  o.defer(async () => {
+    await kubelet.stop(o.keepLogs, log);
+    await containerd.stop(o.keepLogs, log);
+    kubelet.removeCgroups(log);
+  });
+
+  // Docker's own containerd (a child of dockerd) and its socket, whose shims serve nodelet's pods.
+  const dockerContainerd = () => [...processes()].find(([, p]) => p.ppid === o.engine.pid && p.comm === 'containerd')?.[0];
+  const dockerCtdAddress = join(readFileSync(join(o.engine.dir, 'execroot'), 'utf8').trim(), 'containerd/containerd.sock');
+  const agents: Record<AgentName, Agent> = {
+    nodelet: {
+      name: 'nodelet',
+      node: 'bench-nodelet',
+      agentPid: () => nodelet.pid,
+      runtimePids: () => [o.engine.pid, dockerContainerd()].filter((x): x is number => x !== undefined),
+      shims: () => shimPids(dockerCtdAddress),
+      containerPid: async (id) => (await o.docker.getContainer(id.replace(/^docker:\/\//, '')).inspect()).State.Pid,
+      runningContainers: async () => (await o.docker.listContainers({ filters: { label: ['io.nodelet.node=bench-nodelet'], status: ['running'] } })).length,
+      alive: () => nodelet.alive(),
+    },
+    kubelet: {
+      name: 'kubelet',
+      node: 'bench-kubelet',
+      agentPid: () => kubelet.pid,
+      runtimePids: () => [containerd.pid].filter((x): x is number => x !== undefined),
+      shims: () => shimPids(containerd.address),
+      containerPid: async (id) => {
+        const t = (await containerd.tasks()).get(id.replace(/^containerd:\/\//, ''));
+        if (!t) throw new Error(`containerd has no task ${id}`);
+        return t.pid;
+      },
+      runningContainers: async () => [...(await containerd.tasks()).values()].filter((t) => t.status === 'RUNNING').length,
+      alive: () => kubelet.alive(),
+    },
+  };
+
+  const api = new ApiPods(client);
+  try {
+    for (const a of Object.values(agents)) {
+      await waitFor(`node ${a.node} Ready`, async () => {
+        a.alive();
+        const n = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>('GET', `/api/v1/nodes/${a.node}`);
+        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+      }, 120_000, 200);
+    }
+    await waitFor('default ServiceAccount', () => client.request('GET', `/api/v1/namespaces/${NS}/serviceaccounts/default`), 60_000, 200);
+    await api.start();
+    log('kubelet part: both nodes Ready; warm-up (3 pods on each, not recorded)');
+    for (const n of AGENTS) await startAndDelete(client, api, agents[n], `warm-${n}`, 3);
+
+    // Idle, 0 pods (both nodes empty, measured over the same window).
+    log(`kubelet part: idle window, 0 pods, ${job.idleSeconds} s`);
+    const idle0 = await idleWindow(agents, job.idleSeconds);
+
+    // 1. Pod start and deletion, rounds alternating which node goes first.
+    const starts = new Map<number, Record<AgentName, StartResult[]>>();
+    for (const n of job.podCounts) starts.set(n, { nodelet: [], kubelet: [] });
+    for (let r = 0; r < job.rounds; r++) {
+      for (const n of job.podCounts) {
+        for (const name of r % 2 === 0 ? AGENTS : [...AGENTS].reverse()) {
+          const res = await startAndDelete(client, api, agents[name], `${name[0]}${r}n${n}`, n);
+          starts.get(n)![name].push(res);
+          log(`kubelet part round ${r + 1}/${job.rounds}, ${n} pod(s) on ${name}: all Ready in ${res.totalMs.toFixed(0)} ms (p50 ${percentile(res.perPodMs, 50).toFixed(0)}), deleted in ${res.deleteTotalMs.toFixed(0)} ms; CPU agent ${res.cpu.agent.toFixed(2)} s, runtime ${res.cpu.runtime.toFixed(2)} s`);
+        }
+      }
+    }
+
+    // 2. Status freshness.
+    log(`kubelet part: ${job.kills} × SIGKILL of a container's process → apiserver shows terminated, each node`);
+    const fresh = await freshness(client, api, agents, job.kills, log);
+
+    // 3. Idle with pods: both nodes hold `idlePods` pods during the same window.
+    log(`kubelet part: ${job.idlePods} idle pods on each node, window ${job.idleSeconds} s`);
+    const idleNames = (n: AgentName) => podNames(`idle-${n}`, job.idlePods);
+    const idleUp = AGENTS.map((n) => {
+      const want = new Set(idleNames(n));
+      const seen = new Set<string>();
+      return api.until(`${job.idlePods} idle pods on ${n}`, (pod) => {
+        if (want.has(pod.metadata?.name ?? '') && allReady(pod)) seen.add(pod.metadata?.name ?? '');
+        return seen.size === want.size;
+      }, 60_000 + job.idlePods * 3_000);
+    });
+    for (const p of idleUp) p.catch(() => undefined);
+    for (const n of AGENTS) for (const name of idleNames(n)) await client.request('POST', `/api/v1/namespaces/${NS}/pods`, { body: benchPod(name, `idle-${n}`, agents[n].node) });
+    await Promise.all(idleUp);
+    const idleN = await idleWindow(agents, job.idleSeconds);
+
+    // 4. kubectl exec through the apiserver, to one idle pod of each node.
+    const exec: Record<AgentName, { mbps: number[]; firstByteMs: number[] }> = { nodelet: { mbps: [], firstByteMs: [] }, kubelet: { mbps: [], firstByteMs: [] } };
+    if (job.execMib > 0) {
+      const kubectl = join(dirname(job.kubeletBin), 'kubectl');
+      const bytes = job.execMib * MiB;
+      log(`kubelet part: kubectl exec through the apiserver, ${job.execMib} MiB stdout and 'echo x' first byte, ${job.rounds + 1} rounds (the first not recorded)`);
+      for (let r = 0; r <= job.rounds; r++) {
+        for (const n of r % 2 === 0 ? AGENTS : [...AGENTS].reverse()) {
+          const pod = idleNames(n)[0]!;
+          const t = await kubectlExec(kubectl, cp.env.ADMIN_KUBECONFIG, pod, ['dd', 'if=/dev/zero', 'bs=65536', `count=${bytes / 65536}`]);
+          if (t.bytes !== bytes) throw new Error(`kubectl exec on ${n}: ${t.bytes} B of ${bytes}`);
+          const e = await kubectlExec(kubectl, cp.env.ADMIN_KUBECONFIG, pod, ['echo', 'x']);
+          if (r === 0) continue;
+          exec[n].mbps.push(bytes / MB / (t.totalMs / 1000));
+          exec[n].firstByteMs.push(e.firstByteMs);
+        }
+      }
+    }
+    for (const n of AGENTS) {
+      const gone = api.until(`idle pods of ${n} deleted`, (pod, type) => type === 'DELETED' && api.batch(`idle-${n}`).length === 0, 180_000);
+      gone.catch(() => undefined);
+    gone.catch(() => undefined);
+      await client.request('DELETE', `/api/v1/namespaces/${NS}/pods${query({ labelSelector: `bench-batch=idle-${n}` })}`);
+      await gone;
+    }
+    const loadEnd = loadavg().map((x) => x.toFixed(2)).join(' ');
+    return report(job, { starts, fresh, idle0, idleN, exec }, { k8s: cp.env.K8S_VERSION, loadStart, loadEnd });
+  } finally {
+    await api.stop();
+  }
+}
+
+// ---- report ---------------------------------------------------------------------------------------------
+
+interface Figures {
+  starts: Map<number, Record<AgentName, StartResult[]>>;
+  fresh: Record<AgentName, number[]>;
+  idle0: Record<AgentName, IdleResult>;
+  idleN: Record<AgentName, IdleResult>;
+  exec: Record<AgentName, { mbps: number[]; firstByteMs: number[] }>;
+}
+
+/**
+ * One comparison line: nodelet's per-round values beside the kubelet's, the ratio nodelet ÷
+ * kubelet paired per round (the median of the ratios), and which direction is better.
+ */
+export function compare(metric: string, unit: string, better: 'higher' | 'lower', nodelet: number[], kubelet: number[], extra: Record<string, unknown> = {}, digits = 1): Metric {
+  const n = spread(nodelet);
+  const k = spread(kubelet);
+  const ratios = nodelet.map((x, i) => x / kubelet[i]!);
+  const rs = spread(ratios);
+  return {
+    metric,
+    variant: 'nodelet',
+    value: round(n.median, digits),
+    unit,
+    baseline: round(k.median, digits),
+    baseline_variant: 'kubelet',
+    ratio: round(rs.median, 3),
+    better,
+    min: round(n.min, digits),
+    max: round(n.max, digits),
+    baseline_min: round(k.min, digits),
+    baseline_max: round(k.max, digits),
+    ratio_min: round(rs.min, 3),
+    ratio_max: round(rs.max, 3),
+    rounds: nodelet.length,
+    per_round: nodelet.map((x) => round(x, digits)),
+    baseline_per_round: kubelet.map((x) => round(x, digits)),
+    ...extra,
+  };
+}
+
+function report(job: VsKubeletJob, fig: Figures, meta: { k8s: string; loadStart: string; loadEnd: string }): PartResult {
+  const metrics: Metric[] = [];
+  const rows: string[][] = [[`nodelet vs the kubelet ${meta.k8s} + containerd 1.6 (same control plane, same machine, same run)`, 'nodelet', '[min–max]', 'kubelet', '[min–max]', 'nodelet÷kubelet', 'better']];
+  const cell = (xs: number[], d: number) => {
+    const s = spread(xs);
+    return [f(s.median, d), xs.length > 1 ? `[${f(s.min, d)}–${f(s.max, d)}]` : ''];
+  };
+  const add = (label: string, m: Metric, nodelet: number[], kubelet: number[], d: number) => {
+    metrics.push(m);
+    rows.push([`  ${label}`, ...cell(nodelet, d), ...cell(kubelet, d), `${f(m.ratio)}${nodelet.length > 1 ? ` [${f(m.ratio_min as number)}–${f(m.ratio_max as number)}]` : ''}`, m.better as string]);
+  };
+  const by = <T,>(rs: Record<AgentName, T[]>, fn: (x: T) => number) => ({ nodelet: rs.nodelet.map(fn), kubelet: rs.kubelet.map(fn) });
+
+  for (const [n, rs] of fig.starts) {
+    const rows3: [string, string, (x: StartResult) => number][] = [
+      [`vs_kubelet_start_p50_n${n}`, `${n} pod(s) POSTed at once → Running+Ready, per-pod p50 (ms)`, (x) => percentile(x.perPodMs, 50)],
+      ...(n > 1
+        ? ([
+            [`vs_kubelet_start_p99_n${n}`, `  per-pod p99 (ms)`, (x) => percentile(x.perPodMs, 99)],
+            [`vs_kubelet_start_total_n${n}`, `  all ${n} Running+Ready (ms)`, (x) => x.totalMs],
+          ] as [string, string, (x: StartResult) => number][])
+        : []),
+      [`vs_kubelet_delete_total_n${n}`, `  DELETE → all ${n} gone from the apiserver (ms)`, (x) => x.deleteTotalMs],
+    ];
+    for (const [metric, label, fn] of rows3) {
+      const v = by(rs, fn);
+      add(label, compare(metric, 'ms', 'lower', v.nodelet, v.kubelet, { pods: n }, 0), v.nodelet, v.kubelet, 0);
+    }
+    if (n > 1) {
+      const ag = by(rs, (x) => (x.cpu.agent / n) * 1000);
+      add(`  agent CPU per pod start (CPU-ms)`, compare(`vs_kubelet_agent_cpu_per_pod_start_n${n}`, 'CPU-ms per pod', 'lower', ag.nodelet, ag.kubelet, { pods: n }), ag.nodelet, ag.kubelet, 1);
+      const rt = by(rs, (x) => ((x.cpu.runtime + x.cpu.shims) / n) * 1000);
+      add(`  runtime (daemons + shims) CPU per pod start (CPU-ms)`, compare(`vs_kubelet_runtime_cpu_per_pod_start_n${n}`, 'CPU-ms per pod', 'lower', rt.nodelet, rt.kubelet, { pods: n }), rt.nodelet, rt.kubelet, 1);
+    }
+  }
+
+  // Freshness: all samples of each node (one "round"); the ratio of the percentiles.
+  for (const p of [50, 99]) {
+    const nv = percentile(fig.fresh.nodelet, p);
+    const kv = percentile(fig.fresh.kubelet, p);
+    const m = compare(`vs_kubelet_status_freshness_p${p}`, `ms (p${p})`, 'lower', [nv], [kv], { samples: fig.fresh.nodelet.map((x) => round(x, 1)), baseline_samples: fig.fresh.kubelet.map((x) => round(x, 1)) }, 0);
+    add(`container SIGKILLed → apiserver shows terminated, p${p} of ${fig.fresh.nodelet.length} (ms)`, m, [nv], [kv], 0);
+  }
+
+  for (const [label, idle, pods] of [['0 pods', fig.idle0, 0], [`${job.idlePods} pods`, fig.idleN, job.idlePods]] as const) {
+    const one = (fn: (r: IdleResult) => number) => ({ nodelet: [fn(idle.nodelet)], kubelet: [fn(idle.kubelet)] });
+    const items: [string, string, string, (r: IdleResult) => number, number][] = [
+      [`vs_kubelet_idle_agent_cpu_${pods}`, `idle, ${label}: agent CPU (CPU-s per min)`, 'CPU-s/min', (r) => r.cpuPerMin.agent, 3],
+      [`vs_kubelet_idle_runtime_cpu_${pods}`, `  runtime daemons CPU (CPU-s per min)`, 'CPU-s/min', (r) => r.cpuPerMin.runtime, 3],
+      [`vs_kubelet_idle_shims_cpu_${pods}`, `  shims CPU (CPU-s per min)`, 'CPU-s/min', (r) => r.cpuPerMin.shims, 3],
+      [`vs_kubelet_idle_agent_rss_${pods}`, `  agent RSS (MiB)`, 'MiB', (r) => r.rss.agent / MiB, 1],
+      [`vs_kubelet_idle_runtime_rss_${pods}`, `  runtime daemons RSS (MiB)`, 'MiB', (r) => r.rss.runtime / MiB, 1],
+      [`vs_kubelet_idle_shims_pss_${pods}`, `  shims PSS, summed (MiB)`, 'MiB', (r) => r.rss.shims / MiB, 1],
+    ];
+    for (const [metric, l, unit, fn, d] of items) {
+      const v = one(fn);
+      add(l, compare(metric, unit, 'lower', v.nodelet, v.kubelet, { pods, window_s: job.idleSeconds }, d), v.nodelet, v.kubelet, d);
+    }
+  }
+
+  if (fig.exec.nodelet.mbps.length > 0) {
+    const e = fig.exec;
+    add(`kubectl exec via the apiserver: ${job.execMib} MiB stdout (MB/s, kubectl start included)`, compare('vs_kubelet_exec_stdout_throughput', 'MB/s', 'higher', e.nodelet.mbps, e.kubelet.mbps, { bytes: job.execMib * MiB }), e.nodelet.mbps, e.kubelet.mbps, 1);
+    add(`  'echo x' first byte (ms, kubectl start included)`, compare('vs_kubelet_exec_first_byte', 'ms', 'lower', e.nodelet.firstByteMs, e.kubelet.firstByteMs, {}), e.nodelet.firstByteMs, e.kubelet.firstByteMs, 0);
+  }
+
+  return {
+    metrics,
+    lines: [
+      table(rows),
+      `  (${job.rounds} round(s) where it says [min–max], alternating which node goes first; ratios paired per round. Agent: the nodelet`,
+      '   process / the kubelet process. Runtime daemons: dockerd + its containerd / the CRI containerd. Shims: containerd-shim-runc-v2',
+      `   of each containerd (docker: one per container; CRI: one per pod). Load average at the part's start ${meta.loadStart}, at its end ${meta.loadEnd}.)`,
+      '',
+    ],
+  };
+}
