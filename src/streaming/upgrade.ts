@@ -36,7 +36,8 @@ export interface StreamingSession {
   /**
    * Writes the 101 (completes the handshake) on the upgrade's socket and serves the session;
    * `upgraded` is called once, at the 101. Resolves (never rejects) once the session is over, or
-   * once the socket closed before the handshake completed (then `upgraded` is never called).
+   * once the socket closed before the handshake completed or was gone already (then `upgraded` is
+   * never called).
    */
   start(upgraded: () => void): Promise<void>;
 }

@@ -58,6 +58,8 @@ export function spdySession(upgrade: UpgradeRequest, protocol: string, serve: (s
     protocol,
     start: (upgraded) => {
       const { socket, head } = upgrade;
+      // A client that left while the request was checked: nothing to serve, no 'close' to wait for.
+      if (socket.destroyed) return Promise.resolve();
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n${STREAM_PROTOCOL_HEADER}: ${protocol}\r\n\r\n`);
       upgraded();
       return serve(socket, head);

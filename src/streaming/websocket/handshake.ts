@@ -84,6 +84,8 @@ export function webSocketSession(upgrade: UpgradeRequest, protocol: string, serv
     start: (upgraded) =>
       new Promise<void>((resolve) => {
         const { socket } = upgrade;
+        // A client that left while the request was checked: no 'close' is coming any more.
+        if (socket.destroyed) return resolve();
         // `ws` may drop a dying socket without calling back: the session is then over.
         const closed = (): void => resolve();
         socket.once('close', closed);
