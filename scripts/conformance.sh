@@ -47,29 +47,14 @@
 # before the namespace is entered: nothing inside it can reach the Go module proxy.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-# NODELET_K8S picks the Kubernetes pin: unset (or 1.34), the wrapper module test/control-plane-1.34
-# (k8s.io/kubernetes v1.34.4), which CI runs; 1.37, test/control-plane (v1.37.2), runnable on demand
-# until the 1.35-1.37 gaps docs/conformance.md lists are closed. Each version has a cache directory of its own.
-K8S_PIN=${NODELET_K8S:-1.34}
-case $K8S_PIN in
-  1.37) MODULE=$ROOT/test/control-plane ;;
-  *) MODULE=$ROOT/test/control-plane-$K8S_PIN ;;
-esac
-
-log() { echo "conformance: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-module_version() {
-  local v
-  [ -f "$MODULE/go.mod" ] || die "NODELET_K8S=${NODELET_K8S:-}: no wrapper module $MODULE (1.37 or 1.34)"
-  v=$(awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$MODULE/go.mod")
-  [ -n "$v" ] || die "no version of $1 in $MODULE/go.mod"
-  echo "$v"
-}
+LOG_NAME=conformance
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+# NODELET_K8S picks the Kubernetes pin (lib.sh, k8s_module).
+k8s_module
 
 K8S_VERSION=$(module_version k8s.io/kubernetes)
-CACHE=${NODELET_CACHE:-$HOME/.cache/nodelet}
+CACHE=$NODELET_CACHE_DIR
 BIN_DIR=$CACHE/conformance/$K8S_VERSION/bin
 E2E=$BIN_DIR/e2e.test
 GINKGO=$BIN_DIR/ginkgo
@@ -159,17 +144,11 @@ k8s_source() {
 
 build_e2e() {
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
-  command -v go >/dev/null 2>&1 ||
-    die "Go is needed to build e2e.test ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
-  mkdir -p "$BIN_DIR"
-  exec 9>"$BIN_DIR/.build.lock"
-  flock 9
+  need_go "e2e.test ($K8S_VERSION)" ": install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
+  build_lock "$BIN_DIR"
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
   # The same version stamping as scripts/control-plane.sh: the suite logs and compares it.
-  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
-  ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  ld+=" -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
+  local ld; ld=$(k8s_ldflags "$K8S_VERSION")
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
   log "building e2e.test, ginkgo, agnhost, nnp, sample-apiserver ($K8S_VERSION) and pause with $(go version | awk '{print $3}') into $BIN_DIR"
   local b tmp start
@@ -1110,8 +1089,6 @@ summary() {
   node "$ROOT/test/conformance/report.mjs" summary "$out/junit_01.xml" "$skip_file" \
     --focus "$focus" --out "$out/summary.md"
 }
-
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=${1:-}
 [ $# -eq 0 ] || shift
