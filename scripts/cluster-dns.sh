@@ -15,26 +15,21 @@
 # `kubernetes` Service.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LOG_NAME=cluster-dns
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 MODULE=$ROOT/test/cluster-dns
 TIMEOUT=${NODELET_CLUSTER_DNS_TIMEOUT:-120}
 
-log() { echo "cluster-dns: $*" >&2; }
-die() { log "$*"; exit 1; }
-
 VERSION=$(awk '{ for (i = 1; i < NF; i++) if ($i == "github.com/coredns/coredns" && $(i + 1) ~ /^v/) { print $(i + 1); exit } }' "$MODULE/go.mod")
 [ -n "$VERSION" ] || die "no version of github.com/coredns/coredns in $MODULE/go.mod"
-BIN=${NODELET_CACHE:-$HOME/.cache/nodelet}/coredns/$VERSION/coredns
+BIN=$NODELET_CACHE_DIR/coredns/$VERSION/coredns
 IMAGE=nodelet.local/coredns:$VERSION
 
 build() {
   if [ -x "$BIN" ]; then echo "$BIN"; return 0; fi
-  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then PATH=$PATH:/usr/local/go/bin; fi
-  command -v go >/dev/null 2>&1 || die "Go is needed to build CoreDNS $VERSION and \`go\` is not on PATH"
-  mkdir -p "$(dirname "$BIN")"
-  # Parallel callers: one compiles, the others wait for it.
-  exec 9>"$(dirname "$BIN")/.build.lock"
-  flock 9
+  need_go "CoreDNS $VERSION"
+  build_lock "$(dirname "$BIN")"
   if [ -x "$BIN" ]; then echo "$BIN"; return 0; fi
   local start=$SECONDS tmp="$BIN.tmp.$$"
   log "building CoreDNS $VERSION with $(go version | awk '{print $3}')"
@@ -71,20 +66,14 @@ deploy() {
   image
   sed -e "s#@IMAGE@#$IMAGE#g" -e "s#@DNS_IP@#$dns_ip#g" "$MODULE/coredns.yaml" |
     kubectl --kubeconfig "$kubeconfig" apply -f - >/dev/null
-  local deadline=$((SECONDS + TIMEOUT))
-  until ready "$kubeconfig"; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      log "CoreDNS not Ready after $TIMEOUT s:"
-      kubectl --kubeconfig "$kubeconfig" -n kube-system get pods -l k8s-app=kube-dns -o wide >&2 || true
-      kubectl --kubeconfig "$kubeconfig" -n kube-system logs -l k8s-app=kube-dns --tail=20 >&2 || true
-      exit 1
-    fi
-    sleep 0.2
-  done
+  if ! wait_until "$TIMEOUT" 0.2 ready "$kubeconfig"; then
+    log "CoreDNS not Ready after $TIMEOUT s:"
+    kubectl --kubeconfig "$kubeconfig" -n kube-system get pods -l k8s-app=kube-dns -o wide >&2 || true
+    kubectl --kubeconfig "$kubeconfig" -n kube-system logs -l k8s-app=kube-dns --tail=20 >&2 || true
+    exit 1
+  fi
   log "CoreDNS $VERSION Ready behind kube-dns $dns_ip"
 }
-
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 case ${1:-} in
   build) [ $# -eq 1 ] || usage; build ;;

@@ -47,29 +47,14 @@
 # before the namespace is entered: nothing inside it can reach the Go module proxy.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-# NODELET_K8S picks the Kubernetes pin: unset (or 1.34), the wrapper module test/control-plane-1.34
-# (k8s.io/kubernetes v1.34.4), which CI runs; 1.37, test/control-plane (v1.37.2), runnable on demand
-# until the 1.35-1.37 gaps docs/conformance.md lists are closed. Each version has a cache directory of its own.
-K8S_PIN=${NODELET_K8S:-1.34}
-case $K8S_PIN in
-  1.37) MODULE=$ROOT/test/control-plane ;;
-  *) MODULE=$ROOT/test/control-plane-$K8S_PIN ;;
-esac
-
-log() { echo "conformance: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-module_version() {
-  local v
-  [ -f "$MODULE/go.mod" ] || die "NODELET_K8S=${NODELET_K8S:-}: no wrapper module $MODULE (1.37 or 1.34)"
-  v=$(awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$MODULE/go.mod")
-  [ -n "$v" ] || die "no version of $1 in $MODULE/go.mod"
-  echo "$v"
-}
+LOG_NAME=conformance
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+# NODELET_K8S picks the Kubernetes pin (lib.sh, k8s_module).
+k8s_module
 
 K8S_VERSION=$(module_version k8s.io/kubernetes)
-CACHE=${NODELET_CACHE:-$HOME/.cache/nodelet}
+CACHE=$NODELET_CACHE_DIR
 BIN_DIR=$CACHE/conformance/$K8S_VERSION/bin
 E2E=$BIN_DIR/e2e.test
 GINKGO=$BIN_DIR/ginkgo
@@ -159,17 +144,11 @@ k8s_source() {
 
 build_e2e() {
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
-  command -v go >/dev/null 2>&1 ||
-    die "Go is needed to build e2e.test ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
-  mkdir -p "$BIN_DIR"
-  exec 9>"$BIN_DIR/.build.lock"
-  flock 9
+  need_go "e2e.test ($K8S_VERSION)" ": install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
+  build_lock "$BIN_DIR"
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
   # The same version stamping as scripts/control-plane.sh: the suite logs and compares it.
-  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
-  ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  ld+=" -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
+  local ld; ld=$(k8s_ldflags "$K8S_VERSION")
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
   log "building e2e.test, ginkgo, agnhost, nnp, sample-apiserver ($K8S_VERSION) and pause with $(go version | awk '{print $3}') into $BIN_DIR"
   local b tmp start
@@ -246,6 +225,11 @@ copy_with_libs() {
   done
 }
 
+# image_files NAME DIR: the files of image NAME that no build step makes (users and groups,
+# configuration, pages), test/conformance/images/NAME/rootfs, copied over the root filesystem
+# being built in DIR.
+image_files() { cp -R "$ROOT/test/conformance/images/$1/rootfs/." "$2/"; }
+
 # busybox_rootfs DIR LAYOUT: busybox-static with one link per applet; LAYOUT "flat" puts every
 # applet in /bin (the busybox image), "full" at busybox's own install paths (an Alpine layout).
 busybox_rootfs() {
@@ -288,45 +272,7 @@ build_images() {
     # test/images/busybox mirrors the upstream busybox image: busybox alone, applets in /bin.
     local r=$ctx/busybox
     busybox_rootfs "$r" flat
-    cat >"$r/etc/passwd" <<'EOF'
-root:x:0:0:root:/root:/bin/sh
-daemon:x:1:1:daemon:/usr/sbin:/bin/false
-bin:x:2:2:bin:/bin:/bin/false
-sys:x:3:3:sys:/dev:/bin/false
-sync:x:4:100:sync:/bin:/bin/sync
-mail:x:8:8:mail:/var/spool/mail:/bin/false
-www-data:x:33:33:www-data:/var/www:/bin/false
-operator:x:37:37:Operator:/var:/bin/false
-nobody:x:65534:65534:nobody:/home:/bin/false
-EOF
-    cat >"$r/etc/group" <<'EOF'
-root:x:0:
-daemon:x:1:
-bin:x:2:
-sys:x:3:
-adm:x:4:
-tty:x:5:
-disk:x:6:
-lp:x:7:
-mail:x:8:
-kmem:x:9:
-wheel:x:10:root
-cdrom:x:11:
-dialout:x:18:
-floppy:x:19:
-video:x:28:
-audio:x:29:
-tape:x:32:
-www-data:x:33:
-operator:x:37:
-utmp:x:43:
-plugdev:x:46:
-staff:x:50:
-lock:x:54:
-netdev:x:82:
-users:x:100:
-nogroup:x:65534:
-EOF
+    image_files busybox "$r"
     log "building $BUSYBOX_IMAGE from $(busybox | head -n 1 | awk '{print $1, $2}')"
     tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["sh"]' - "$BUSYBOX_IMAGE" >/dev/null
   fi
@@ -371,67 +317,8 @@ EOF
     done
     copy_with_libs "$(command -v getent)" "$r" /usr/bin/getent
     # glibc without an nsswitch.conf asks DNS first and stops at its answer: /etc/hosts first, as
-    # musl (Alpine's getent) does.
-    printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$r/etc/nsswitch.conf"
-    cat >"$r/etc/passwd" <<'EOF'
-root:x:0:0:root:/root:/bin/sh
-bin:x:1:1:bin:/bin:/sbin/nologin
-daemon:x:2:2:daemon:/sbin:/sbin/nologin
-lp:x:4:7:lp:/var/spool/lpd:/sbin/nologin
-sync:x:5:0:sync:/sbin:/bin/sync
-shutdown:x:6:0:shutdown:/sbin:/sbin/shutdown
-halt:x:7:0:halt:/sbin:/sbin/halt
-mail:x:8:12:mail:/var/mail:/sbin/nologin
-news:x:9:13:news:/usr/lib/news:/sbin/nologin
-uucp:x:10:14:uucp:/var/spool/uucppublic:/sbin/nologin
-cron:x:16:16:cron:/var/spool/cron:/sbin/nologin
-ftp:x:21:21::/var/lib/ftp:/sbin/nologin
-sshd:x:22:22:sshd:/dev/null:/sbin/nologin
-games:x:35:35:games:/usr/games:/sbin/nologin
-ntp:x:123:123:NTP:/var/empty:/sbin/nologin
-guest:x:405:100:guest:/dev/null:/sbin/nologin
-nobody:x:65534:65534:nobody:/:/sbin/nologin
-user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh
-EOF
-    cat >"$r/etc/group" <<'EOF'
-root:x:0:root
-bin:x:1:root,bin,daemon
-daemon:x:2:root,bin,daemon
-sys:x:3:root,bin
-adm:x:4:root,daemon
-tty:x:5:
-disk:x:6:root
-lp:x:7:lp
-kmem:x:9:
-wheel:x:10:root
-floppy:x:11:root
-mail:x:12:mail
-news:x:13:news
-uucp:x:14:uucp
-cron:x:16:cron
-audio:x:18:
-cdrom:x:19:
-dialout:x:20:root
-ftp:x:21:
-sshd:x:22:
-input:x:23:
-tape:x:26:root
-video:x:27:root
-netdev:x:28:
-kvm:x:34:kvm
-games:x:35:
-shadow:x:42:
-www-data:x:82:
-users:x:100:games
-ntp:x:123:
-abuild:x:300:
-utmp:x:406:
-ping:x:999:
-nogroup:x:65533:
-nobody:x:65534:
-user-defined-in-image:x:1000:
-group-defined-in-image:x:50000:user-defined-in-image
-EOF
+    # musl (Alpine's getent) does: its etc/nsswitch.conf says so. Alpine's users, and agnhost's.
+    image_files agnhost "$r"
     mkdir -p "$r/home/user-defined-in-image"
     chown 1000:1000 "$r/home/user-defined-in-image"
     log "building $AGNHOST_IMAGE from test/images/agnhost ($K8S_VERSION)"
@@ -452,8 +339,7 @@ EOF
     # test/images/nonewprivs/Dockerfile: Alpine with nnp at /usr/local/bin, set-uid root, as CMD.
     local r=$ctx/nonewprivs
     busybox_rootfs "$r" full
-    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$r/etc/passwd"
-    printf 'root:x:0:root\nnobody:x:65534:\n' >"$r/etc/group"
+    image_files nonewprivs "$r"
     mkdir -p "$r/usr/local/bin"
     cp "$NNP" "$r/usr/local/bin/nnp"
     chown 0:0 "$r/usr/local/bin/nnp"
@@ -490,8 +376,7 @@ build_aggregator_images() {
   local r=$1 path_env=$2
   if ! image_present "$SAMPLE_APISERVER_IMAGE"; then
     busybox_rootfs "$r/sample-apiserver" full
-    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$r/sample-apiserver/etc/passwd"
-    printf 'root:x:0:root\nnobody:x:65534:\n' >"$r/sample-apiserver/etc/group"
+    image_files sample-apiserver "$r/sample-apiserver"
     cp "$SAMPLE_APISERVER" "$r/sample-apiserver/sample-apiserver"
     log "building $SAMPLE_APISERVER_IMAGE from k8s.io/sample-apiserver $(module_version k8s.io/sample-apiserver)"
     tar -C "$r/sample-apiserver" -c . | docker import --change "$path_env" \
@@ -534,44 +419,9 @@ build_nginx_image() {
   copy_with_libs "$nginx/x/usr/sbin/nginx" "$r" /usr/sbin/nginx
   mkdir -p "$r/etc/nginx/conf.d" "$r/usr/share/nginx/html" "$r/var/cache/nginx" "$r/var/log/nginx" "$r/run"
   cp "$common/x/etc/nginx/mime.types" "$r/etc/nginx/"
-  cat >"$r/etc/nginx/nginx.conf" <<'EOF'
-user  nginx;
-worker_processes  auto;
-error_log  /var/log/nginx/error.log notice;
-pid        /run/nginx.pid;
-events {
-    worker_connections  1024;
-}
-http {
-    include       /etc/nginx/mime.types;
-    default_type  application/octet-stream;
-    access_log  /var/log/nginx/access.log;
-    sendfile        on;
-    keepalive_timeout  65;
-    client_body_temp_path /var/cache/nginx/client_temp;
-    proxy_temp_path       /var/cache/nginx/proxy_temp;
-    fastcgi_temp_path     /var/cache/nginx/fastcgi_temp;
-    uwsgi_temp_path       /var/cache/nginx/uwsgi_temp;
-    scgi_temp_path        /var/cache/nginx/scgi_temp;
-    include /etc/nginx/conf.d/*.conf;
-}
-EOF
-  cat >"$r/etc/nginx/conf.d/default.conf" <<'EOF'
-server {
-    listen       80;
-    listen  [::]:80;
-    server_name  localhost;
-    location / {
-        root   /usr/share/nginx/html;
-        index  index.html index.htm;
-    }
-}
-EOF
-  printf '<!DOCTYPE html>\n<html>\n<head>\n<title>Welcome to nginx!</title>\n</head>\n<body>\n<h1>Welcome to nginx!</h1>\n</body>\n</html>\n' >"$r/usr/share/nginx/html/index.html"
+  image_files nginx "$r"
   ln -sf /dev/stdout "$r/var/log/nginx/access.log"
   ln -sf /dev/stderr "$r/var/log/nginx/error.log"
-  printf 'root:x:0:0:root:/root:/bin/sh\nnginx:x:101:101:nginx:/var/cache/nginx:/sbin/nologin\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$r/etc/passwd"
-  printf 'root:x:0:root\nnginx:x:101:nginx\nnobody:x:65534:\n' >"$r/etc/group"
   log "building $NGINX_IMAGE from Debian's nginx $(dpkg-deb -f "$nginx"/nginx_*.deb Version)"
   # The official image's STOPSIGNAL SIGQUIT is not a change `docker import` takes: SIGTERM stops
   # nginx too (fast shutdown instead of graceful).
@@ -713,66 +563,9 @@ LogLevel warn
 </IfModule>
 EOF
   } >"$r$h/conf/httpd.conf"
-  echo '<html><body><h1>It works!</h1></body></html>' >"$r$h/htdocs/index.html"
-  # The official image's /usr/local/bin/httpd-foreground.
-  printf '#!/bin/sh\nset -e\n\n# Apache gets grumpy about PID files pre-existing\nrm -f %s/logs/httpd.pid\n\nexec httpd -DFOREGROUND "$@"\n' "$h" >"$r/usr/local/bin/httpd-foreground"
-  chmod 755 "$r/usr/local/bin/httpd-foreground"
-  # Alpine's users and groups; the official image adds www-data (82) and gives it ServerRoot.
-  cat >"$r/etc/passwd" <<'EOF'
-root:x:0:0:root:/root:/bin/sh
-bin:x:1:1:bin:/bin:/sbin/nologin
-daemon:x:2:2:daemon:/sbin:/sbin/nologin
-adm:x:3:4:adm:/var/adm:/sbin/nologin
-lp:x:4:7:lp:/var/spool/lpd:/sbin/nologin
-sync:x:5:0:sync:/sbin:/bin/sync
-shutdown:x:6:0:shutdown:/sbin:/sbin/shutdown
-halt:x:7:0:halt:/sbin:/sbin/halt
-mail:x:8:12:mail:/var/spool/mail:/sbin/nologin
-news:x:9:13:news:/usr/lib/news:/sbin/nologin
-uucp:x:10:14:uucp:/var/spool/uucppublic:/sbin/nologin
-operator:x:11:0:operator:/root:/sbin/nologin
-man:x:13:15:man:/usr/man:/sbin/nologin
-cron:x:16:16:cron:/var/spool/cron:/sbin/nologin
-ftp:x:21:21::/var/lib/ftp:/sbin/nologin
-sshd:x:22:22:sshd:/dev/null:/sbin/nologin
-games:x:35:35:games:/usr/games:/sbin/nologin
-ntp:x:123:123:NTP:/var/empty:/sbin/nologin
-guest:x:405:100:guest:/dev/null:/sbin/nologin
-nobody:x:65534:65534:nobody:/:/sbin/nologin
-www-data:x:82:82:Linux User,,,:/home/www-data:/sbin/nologin
-EOF
-  cat >"$r/etc/group" <<'EOF'
-root:x:0:root
-bin:x:1:root,bin,daemon
-daemon:x:2:root,bin,daemon
-sys:x:3:root,bin,adm
-adm:x:4:root,adm,daemon
-tty:x:5:
-disk:x:6:root,adm
-lp:x:7:lp
-kmem:x:9:
-wheel:x:10:root
-floppy:x:11:root
-mail:x:12:mail
-news:x:13:news
-uucp:x:14:uucp
-man:x:15:man
-cron:x:16:cron
-audio:x:18:
-cdrom:x:19:
-dialout:x:20:root
-ftp:x:21:
-sshd:x:22:
-tape:x:26:root
-video:x:27:root
-netdev:x:28:
-games:x:35:
-www-data:x:82:www-data
-users:x:100:games
-ntp:x:123:
-nogroup:x:65533:
-nobody:x:65534:
-EOF
+  # Its files: htdocs/index.html ("It works!"), the official image's /usr/local/bin/httpd-foreground,
+  # Alpine's users and groups (the official image adds www-data, 82, and gives it ServerRoot).
+  image_files httpd "$r"
   chown 82:82 "$r$h"
   local version; version=$(dpkg-deb -f "$(debian_package apache2-bin)"/apache2-bin_*.deb Version)
   # Newer official httpd images set STOPSIGNAL SIGWINCH (graceful stop), which is not a change
@@ -813,17 +606,7 @@ build_jessie_dnsutils_image() {
   # Debian's /bin/sh; busybox's sh would run its own nslookup before PATH's.
   copy_with_libs "$(readlink -f "$(command -v dash)")" "$r" /bin/dash
   ln -sf dash "$r/bin/sh"
-  cat >"$r/etc/nsswitch.conf" <<'EOF'
-passwd:         files
-group:          files
-shadow:         files
-hosts:          files dns
-networks:       files
-protocols:      files
-services:       files
-ethers:         files
-rpc:            files
-EOF
+  image_files jessie-dnsutils "$r"
   if [ -f /usr/share/base-passwd/passwd.master ]; then
     cp /usr/share/base-passwd/passwd.master "$r/etc/passwd"
     cp /usr/share/base-passwd/group.master "$r/etc/group"
@@ -1110,8 +893,6 @@ summary() {
   node "$ROOT/test/conformance/report.mjs" summary "$out/junit_01.xml" "$skip_file" \
     --focus "$focus" --out "$out/summary.md"
 }
-
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=${1:-}
 [ $# -eq 0 ] || shift

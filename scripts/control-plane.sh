@@ -40,35 +40,20 @@
 # cluster CA). NODELET_CLUSTER_SIGNING_DURATION (e.g. 10m) shortens the certificates CSRs get.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-# NODELET_K8S picks the Kubernetes pin: unset (or 1.34), the wrapper module test/control-plane-1.34
-# (k8s.io/kubernetes v1.34.4), which CI runs; 1.37, test/control-plane (v1.37.2), runnable on demand
-# until the 1.35-1.37 gaps docs/conformance.md lists are closed. Each version has a cache directory of its own.
-K8S_PIN=${NODELET_K8S:-1.34}
-case $K8S_PIN in
-  1.37) MODULE=$ROOT/test/control-plane ;;
-  *) MODULE=$ROOT/test/control-plane-$K8S_PIN ;;
-esac
+LOG_NAME=control-plane
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+# NODELET_K8S picks the Kubernetes pin (lib.sh, k8s_module).
+k8s_module
 COMPONENTS=(kube-apiserver etcd kube-controller-manager kube-scheduler kube-proxy kubectl)
 TIMEOUT=${NODELET_CONTROL_PLANE_TIMEOUT:-60}
-
-log() { echo "control-plane: $*" >&2; }
-die() { log "$*"; exit 1; }
 
 # ---------------------------------------------------------------------------------------------
 # Versions and the binary cache
 
-module_version() {
-  local v
-  [ -f "$MODULE/go.mod" ] || die "NODELET_K8S=${NODELET_K8S:-}: no wrapper module $MODULE (1.37 or 1.34)"
-  v=$(awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$MODULE/go.mod")
-  [ -n "$v" ] || die "no version of $1 in $MODULE/go.mod"
-  echo "$v"
-}
-
 K8S_VERSION=$(module_version k8s.io/kubernetes)
 ETCD_VERSION=$(module_version go.etcd.io/etcd/server/v3)
-BIN_DIR=${NODELET_CACHE:-$HOME/.cache/nodelet}/control-plane/$K8S_VERSION-etcd${ETCD_VERSION#v}/bin
+BIN_DIR=$NODELET_CACHE_DIR/control-plane/$K8S_VERSION-etcd${ETCD_VERSION#v}/bin
 
 have_binaries() {
   local c
@@ -90,16 +75,11 @@ build_kubelet() {
 
 # build_components NAME...: builds each missing binary into $BIN_DIR under a lock.
 build_components() {
-  command -v go >/dev/null 2>&1 ||
-    die "Go is needed to build the control plane ($K8S_VERSION) and \`go\` is not on PATH: install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
+  need_go "the control plane ($K8S_VERSION)" ": install Go >= 1.26 (1.24 for NODELET_K8S=1.34)"
   mkdir -p "$BIN_DIR"
   # Parallel test files may all ask for a build: one compiles, the others wait for it.
-  exec 9>"$BIN_DIR/.build.lock"
-  flock 9
-  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1"
-  ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  ld+=" -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
+  build_lock "$BIN_DIR"
+  local ld; ld=$(k8s_ldflags "$K8S_VERSION")
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
   log "building Kubernetes $K8S_VERSION and etcd $ETCD_VERSION with $(go version | awk '{print $3}') into $BIN_DIR (a cold build takes a while)"
   local c pkg tmp flags
@@ -124,24 +104,6 @@ build_components() {
 # Helpers for start/stop
 
 abs_dir() { mkdir -p "$1" && (cd "$1" && pwd); }
-
-# Free loopback ports, all different (the kernel picks them; they are released before use).
-free_ports() {
-  node -e '
-    const net = require("net");
-    const n = Number(process.argv[1]);
-    const servers = [];
-    const next = () => {
-      if (servers.length === n) {
-        console.log(servers.map((s) => s.address().port).join(" "));
-        for (const s of servers) s.close();
-        return;
-      }
-      const s = net.createServer();
-      s.listen(0, "127.0.0.1", () => { servers.push(s); next(); });
-    };
-    next();' "$1"
-}
 
 ssl() {
   local err
@@ -435,23 +397,20 @@ node_allowed() {
     grep -Eq '"allowed": ?true'
 }
 
+# Whether node identities may create tokenreviews and subjectaccessreviews.
+node_delegated_auth() { node_allowed create authentication.k8s.io tokenreviews && node_allowed create authorization.k8s.io subjectaccessreviews; }
+
 # A kubelet authenticates and authorizes proxied requests with TokenReview and
 # SubjectAccessReview. The Node authorizer allows both to node identities; should a release stop
 # doing so, grant exactly those two creates to system:nodes (never the broad system:node role).
 ensure_node_rbac() {
-  if node_allowed create authentication.k8s.io tokenreviews && node_allowed create authorization.k8s.io subjectaccessreviews; then
-    return 0
-  fi
+  node_delegated_auth && return 0
   log "node identities cannot create tokenreviews/subjectaccessreviews: granting them to system:nodes"
   admin_curl /apis/rbac.authorization.k8s.io/v1/clusterroles -X POST -H 'Content-Type: application/json' -o /dev/null -d \
     '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"nodelet-test:node-delegated-auth"},"rules":[{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]},{"apiGroups":["authorization.k8s.io"],"resources":["subjectaccessreviews"],"verbs":["create"]}]}'
   admin_curl /apis/rbac.authorization.k8s.io/v1/clusterrolebindings -X POST -H 'Content-Type: application/json' -o /dev/null -d \
     '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"nodelet-test:node-delegated-auth"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"nodelet-test:node-delegated-auth"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"system:nodes"}]}'
-  local deadline=$((SECONDS + TIMEOUT))
-  until node_allowed create authentication.k8s.io tokenreviews && node_allowed create authorization.k8s.io subjectaccessreviews; do
-    [ "$SECONDS" -lt "$deadline" ] || fail_component kube-apiserver "the node RBAC grant did not take effect"
-    sleep 0.1
-  done
+  wait_until "$TIMEOUT" 0.1 node_delegated_auth || fail_component kube-apiserver "the node RBAC grant did not take effect"
 }
 
 node_kubeconfig() {
@@ -553,8 +512,6 @@ stop() {
   stop_components kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd
   rm -rf "$DIR"
 }
-
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 case ${1:-} in
   build) [ $# -eq 1 ] || usage; build ;;

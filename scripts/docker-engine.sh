@@ -28,11 +28,12 @@
 # No registry is needed: images are built from Debian's busybox-static with `docker import`
 # (the docker CLI talks to either engine).
 set -euo pipefail
+LOG_NAME=docker-engine
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 BUSYBOX_IMAGE=${NODELET_BUSYBOX_IMAGE:-nodelet.local/busybox:1.35}
 PAUSE_IMAGE=${NODELET_PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
-
-log() { echo "docker-engine: $*" >&2; }
 
 need_packages() {
   local missing=()
@@ -42,13 +43,7 @@ need_packages() {
   command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
   # Port-forward enters the pod's network namespace with nsenter (above); TLS certificates come from openssl.
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-  if [ ${#missing[@]} -gt 0 ]; then
-    [ "$(id -u)" = 0 ] || { log "missing ${missing[*]} and not root: install them first"; exit 1; }
-    log "installing ${missing[*]} from Debian"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq "${missing[@]}" >&2
-  fi
+  install_missing "${missing[@]}"
 }
 
 need_podman() {
@@ -57,14 +52,8 @@ need_podman() {
   command -v conmon >/dev/null 2>&1 || missing+=(conmon)
   # runc, as dockerd uses: crun 1.8 refuses a hybrid cgroup hierarchy (v1 with a v2 mount).
   command -v runc >/dev/null 2>&1 || missing+=(runc)
-  if [ ${#missing[@]} -gt 0 ]; then
-    [ "$(id -u)" = 0 ] || { log "missing ${missing[*]} and not root: install them first"; exit 1; }
-    log "installing ${missing[*]} from Debian"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    # Pods use network none: no slirp4netns, netavark or CNI plugins; storage is kernel overlay.
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-  fi
+  # Pods use network none: no slirp4netns, netavark or CNI plugins; storage is kernel overlay.
+  install_missing --no-install-recommends "${missing[@]}"
 }
 
 answers() { DOCKER_HOST="$1" timeout 5 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }

@@ -19,27 +19,22 @@
 # exports no traces (OTEL_TRACES_EXPORTER=none: its default OTLP exporter would dial out).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LOG_NAME=image-registry
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 MODULE=$ROOT/test/image-registry
 TIMEOUT=${NODELET_IMAGE_REGISTRY_TIMEOUT:-30}
 
-log() { echo "image-registry: $*" >&2; }
-die() { log "$*"; exit 1; }
-
 VERSION=$(awk '$1 == "github.com/distribution/distribution/v3" && $2 ~ /^v/ { print $2; exit }' "$MODULE/go.mod")
 [ -n "$VERSION" ] || die "no version of github.com/distribution/distribution/v3 in $MODULE/go.mod"
-BIN_DIR=${NODELET_CACHE:-$HOME/.cache/nodelet}/image-registry/$VERSION
+BIN_DIR=$NODELET_CACHE_DIR/image-registry/$VERSION
 
 have_binaries() { [ -x "$BIN_DIR/registry" ] && [ -x "$BIN_DIR/htpasswd" ]; }
 
 build() {
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
-  if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then PATH=$PATH:/usr/local/go/bin; fi
-  command -v go >/dev/null 2>&1 || die "Go is needed to build the registry $VERSION and \`go\` is not on PATH"
-  mkdir -p "$BIN_DIR"
-  # Parallel callers: one compiles, the others wait for it.
-  exec 9>"$BIN_DIR/.build.lock"
-  flock 9
+  need_go "the registry $VERSION"
+  build_lock "$BIN_DIR"
   if have_binaries; then echo "$BIN_DIR"; return 0; fi
   local start=$SECONDS
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
@@ -110,8 +105,6 @@ stop() {
   kill -KILL "$pid" 2>/dev/null || true
   rm -f "$pidfile"
 }
-
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=${1:-}
 [ $# -eq 0 ] || shift

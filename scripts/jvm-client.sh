@@ -22,11 +22,10 @@
 #   java -cp "$(scripts/jvm-client.sh lib vertx5)/*" test/jvm-client/FabricWatch.java ...
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LOG_NAME=jvm-client
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 CLASS_PATHS=(main vertx5)
-
-log() { echo "jvm-client: $*" >&2; }
-die() { log "$*"; exit 1; }
 
 # Sets NAME, POM, VERSION, DIR, LIB, STAMP, SUM and JARS (the jars a finished copy must hold) for
 # class path $1.
@@ -39,7 +38,7 @@ use() {
   esac
   VERSION=$(sed -n 's#.*<fabric8.version>\([^<]*\)</fabric8.version>.*#\1#p' "$POM" | head -n 1)
   [ -n "$VERSION" ] || die "no <fabric8.version> in $POM"
-  DIR=${NODELET_CACHE:-$HOME/.cache/nodelet}/fabric8/$VERSION
+  DIR=$NODELET_CACHE_DIR/fabric8/$VERSION
   case $NAME in
     main) LIB=$DIR/lib; JARS="kubernetes-client kubernetes-httpclient-vertx kubernetes-httpclient-jdk" ;;
     vertx5) LIB=$DIR/lib-vertx5; JARS="kubernetes-client kubernetes-httpclient-vertx-5" ;;
@@ -57,10 +56,8 @@ build() {
   if built; then echo "$LIB"; return 0; fi
   command -v mvn >/dev/null 2>&1 || die "Maven is needed to resolve fabric8 $VERSION and \`mvn\` is not on PATH"
   command -v java >/dev/null 2>&1 || die "a JDK (17 or later) is needed to run the client and \`java\` is not on PATH"
-  mkdir -p "$DIR"
   # Parallel callers: one resolves, the others wait for it.
-  exec 9>"$DIR/.build.lock"
-  flock 9
+  build_lock "$DIR"
   if built; then exec 9>&-; echo "$LIB"; return 0; fi
   local start=$SECONDS tmp="$LIB.tmp.$$" jar
   rm -rf "$LIB".tmp.* # left by an interrupted build (none runs now: we hold the lock)
@@ -84,8 +81,6 @@ lib() {
   built || die "fabric8 $VERSION's $NAME class path is not resolved (or $(basename "$POM") changed since): run \`$0 build\` first"
   echo "$LIB"
 }
-
-usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 case ${1:-} in
   build)

@@ -7,7 +7,7 @@
  *
  * | feature | declared | why |
  * |---|---|---|
- * | `ExtendWebSocketsToKubelet` | yes | exec and attach serve WebSocket `v5.channel.k8s.io` (and v4 … `channel.k8s.io`), port-forward the `SPDY/3.1+portforward.k8s.io` tunnel, natively (src/streaming/websocket, src/streaming/portforward/tunnel.ts): the apiserver may hand a client's WebSocket upgrade to the node untranslated (pkg/registry/core/pod/rest/subresources.go) |
+ * | `ExtendWebSocketsToKubelet` | yes | exec and attach serve WebSocket `v5.channel.k8s.io` (and v4 … `channel.k8s.io`), port-forward the `SPDY/3.1+portforward.k8s.io` tunnel, natively (src/streaming/remotecommand/websocket.ts, src/streaming/websocket/tunnel.ts): the apiserver may hand a client's WebSocket upgrade to the node untranslated (pkg/registry/core/pod/rest/subresources.go) |
  * | `InPlacePodLevelResourcesVerticalScaling`, `InPlacePodVerticalScalingInitContainers`, `InPlacePodVerticalScalingMemoryBackedVolumes` | no | no in-place resize |
  * | `RestartAllContainersOnContainerExits` | no | no `restartPolicyRules` |
  * | `UserNamespacesHostNetworkSupport` | no | `hostUsers: false` is refused |

@@ -11,7 +11,7 @@ import { preferredTableVersion, type TableVersion } from './negotiate.js';
 import { queryValue } from './params.js';
 import { validateListOptions } from './list-options.js';
 import { acceptWatchWebSocket, isUpgradeRequest } from './upgrade.js';
-import { offeredProtocols } from '../streaming/portforward/channels.js';
+import { offeredSubprotocols } from '../streaming/websocket/handshake.js';
 import type { Table } from './table.js';
 
 /**
@@ -429,7 +429,7 @@ export function serveWatch<T extends KubeObject>(request: FastifyRequest, reply:
   };
   if (isWebSocketRequest(request)) {
     // `IsWebSocketRequest` → `HandleWS`: the same watch, one WebSocket message per event.
-    const offered = offeredProtocols(request.headers['sec-websocket-protocol']);
+    const offered = offeredSubprotocols(request.raw);
     let socket: ReturnType<typeof acceptWatchWebSocket>;
     try {
       socket = acceptWatchWebSocket(request, reply, offered[0] ?? '', (ws, upgraded) => follow(webSocketSink(ws, upgraded)));

@@ -1,20 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, notFound } from '../../api/errors.js';
+import { notFound } from '../../api/errors.js';
 import type { Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
-import { offeredProtocols } from '../../streaming/portforward/channels.js';
-import { STREAM_PROTOCOL_HEADER, negotiateRemoteCommandProtocol, protocolInfo, selectWebSocketProtocol } from '../../streaming/remotecommand/negotiate.js';
 import { parseStreamOptions, type ParsedStreamOptions, type QueryDialect, type StreamQuery } from '../../streaming/remotecommand/options.js';
-import { serveSpdyRemoteCommand } from '../../streaming/remotecommand/spdy.js';
-import { SpdyConnection } from '../../streaming/spdy/index.js';
+import { serveRemoteCommand } from '../../streaming/remotecommand/serve.js';
 import type { CommandResult, StreamIO } from '../../streaming/types.js';
-import { serveWebSocketRemoteCommand } from '../../streaming/websocket/session.js';
 import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
 import type { Host } from '../../host/index.js';
 import { podDoesNotExist } from '../errors.js';
 import { defaultContainerName } from '../params.js';
 import type { StreamingUpgradeLabels } from '../../metrics/registry.js';
-import { acceptUpgrade, noSubprotocol, spdyProtocol, upgradeRequest, type StreamingSessions } from '../upgrade.js';
+import { acceptUpgrade, pendingUpgrade, type StreamingSessions } from '../upgrade.js';
 
 export interface StreamingOptions {
   sessions: StreamingSessions;
@@ -47,10 +43,11 @@ interface ApiParams {
 
 /**
  * exec and attach, on the kubelet's paths (`/exec/{ns}/{pod}[/{uid}]/{container}`, GET or POST)
- * and on the apiserver's (`/api/v1/namespaces/{ns}/pods/{name}/exec?container=`), over WebSocket
- * (`channel.k8s.io` v1–v5 and base64) or SPDY/3.1 (v1–v4). Everything that can fail is checked
- * before the 101 — pod, container, running, options, protocol, session cap — and answered with a
- * Status; after the upgrade, failures travel on the error channel.
+ * and on the apiserver's (`/api/v1/namespaces/{ns}/pods/{name}/exec?container=`). The routes
+ * resolve pod → container and parse the options; transport and protocol (WebSocket `channel.k8s.io`
+ * v1–v5 and base64, or SPDY/3.1 v1–v4) are `serveRemoteCommand`'s. Everything that can fail is
+ * checked before the 101 — pod, container, running, options, protocol, session cap — and answered
+ * with a Status; after the upgrade, failures travel on the error channel.
  */
 export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Host; streaming: StreamingOptions }): Promise<void> {
   const { host, streaming } = opts;
@@ -80,39 +77,21 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
     return parseStreamOptions(request.query, dialect, kind);
   }
 
+  /** Resolves the container (404 or 400 before any upgrade) and hands the upgrade to `serveRemoteCommand`. */
   async function serve(kind: Kind, request: FastifyRequest, reply: FastifyReply, pod: Pod, container: string, options: ParsedStreamOptions): Promise<void> {
     const ref = host.resolveContainer(pod, container);
-    const { protocol: transport } = upgradeRequest(request);
-    // The protocol is negotiated here, once; the session gets its version and framing.
-    let protocol: string;
-    if (transport === 'websocket') {
-      const offered = offeredProtocols(request.headers['sec-websocket-protocol']);
-      const selected = selectWebSocketProtocol(offered);
-      if (selected === false) throw noSubprotocol(offered);
-      protocol = selected;
-    } else {
-      protocol = spdyProtocol(reply, negotiateRemoteCommandProtocol(request.raw.headersDistinct[STREAM_PROTOCOL_HEADER.toLowerCase()]));
-    }
-    const info = protocolInfo(protocol);
-    if (!info) throw badRequest(`unsupported protocol ${protocol}`);
-
+    const upgrade = pendingUpgrade(request);
     // Fastify's logger is the pino instance nodelet passed in (buildServer's `loggerInstance`).
     const log = request.log.child({ pod: `${ref.namespace}/${ref.pod}`, container: ref.container, stream: kind }) as Logger;
-    const spec = {
-      version: info.version,
-      options,
+    const negotiated = serveRemoteCommand(upgrade, {
       kind,
-      command: options.command,
+      options,
       log,
-      closeWaitMs: streaming.closeWaitMs,
       run: (io: StreamIO): Promise<CommandResult> => (kind === 'exec' ? host.exec(ref, options.command, io) : host.attach(ref, io)),
-    };
-    acceptUpgrade(request, reply, streaming, kind, transport === 'websocket' ? { websocket: protocol } : { spdy: protocol }, ({ socket, head, ws }) => {
-      log.debug({ protocol }, 'remote command started');
-      if (ws) return serveWebSocketRemoteCommand(ws, socket, { ...spec, framing: info, idleTimeoutMs: streaming.idleTimeoutMs });
-      const connection = new SpdyConnection(socket, { head, log, idleTimeoutMs: streaming.idleTimeoutMs });
-      return serveSpdyRemoteCommand(connection, { ...spec, creationTimeoutMs: streaming.streamCreationTimeoutMs });
+      idleTimeoutMs: streaming.idleTimeoutMs,
+      streamCreationTimeoutMs: streaming.streamCreationTimeoutMs,
+      closeWaitMs: streaming.closeWaitMs,
     });
+    acceptUpgrade(reply, upgrade, streaming, kind, negotiated);
   }
 }
-

@@ -1,8 +1,6 @@
+import type { HeaderLines } from '../headers.js';
+import { handshake, type HandshakeResult } from '../spdy/handshake.js';
 import type { RemoteCommandVersion } from '../types.js';
-
-/** The header the SPDY handshake negotiates on, and the one a 403 lists the server's protocols in. */
-export const STREAM_PROTOCOL_HEADER = 'X-Stream-Protocol-Version';
-export const ACCEPTED_PROTOCOLS_HEADER = 'X-Accepted-Stream-Protocol-Versions';
 
 /**
  * The kubelet's SPDY remote-command list (CRI streaming server). There is no v5 over SPDY: a client
@@ -14,7 +12,6 @@ export const SPDY_REMOTE_COMMAND_PROTOCOLS: readonly string[] = [
   'v2.channel.k8s.io',
   'channel.k8s.io',
 ];
-export const SPDY_PORT_FORWARD_PROTOCOLS: readonly string[] = ['portforward.k8s.io'];
 
 /**
  * WebSocket remote-command subprotocols we serve: the kubelet's wsstream set plus `v5.channel.k8s.io`
@@ -28,59 +25,9 @@ export const WEBSOCKET_REMOTE_COMMAND_PROTOCOLS: readonly string[] = [
   'base64.channel.k8s.io',
 ];
 
-export type HandshakeResult =
-  | { readonly protocol: string }
-  | { readonly error: 400; readonly message: string }
-  /** The caller answers 403 and sets one `X-Accepted-Stream-Protocol-Versions` header per `accepted`. */
-  | { readonly error: 403; readonly message: string; readonly accepted: readonly string[] };
-
-/**
- * Header lines as Node gives them: `req.headersDistinct[name]` (one element per line), a single
- * joined string (`req.headers[name]`), or undefined.
- */
-export type HeaderLines = string | readonly string[] | undefined;
-
-/**
- * apimachinery's `commaSeparatedHeaderValues`: every header line split on `,`, trimmed of spaces,
- * empties dropped. So repeated lines (kubectl) and one comma-joined line (Node's `req.headers`) agree.
- */
-export function clientProtocols(lines: HeaderLines): string[] {
-  const list = lines === undefined ? [] : typeof lines === 'string' ? [lines] : lines;
-  const out: string[] = [];
-  for (const line of list) {
-    for (const part of line.split(',')) {
-      const p = part.replace(/^ +| +$/g, '');
-      if (p) out.push(p);
-    }
-  }
-  return out;
-}
-
-/** Go's `%v` of a `[]string`: `[a b c]`, reproduced so error bodies read like the kubelet's. */
-const goList = (xs: readonly string[]): string => `[${xs.join(' ')}]`;
-
-/** apimachinery `httpstream.Handshake`: the first client-offered protocol the server supports wins. */
-export function handshake(lines: HeaderLines, serverProtocols: readonly string[]): HandshakeResult {
-  const offered = clientProtocols(lines);
-  if (offered.length === 0) {
-    return { error: 400, message: `unable to upgrade: ${STREAM_PROTOCOL_HEADER} is required` };
-  }
-  const chosen = offered.find((p) => serverProtocols.includes(p));
-  if (chosen !== undefined) return { protocol: chosen };
-  return {
-    error: 403,
-    message: `unable to upgrade: unable to negotiate protocol: client supports ${goList(offered)}, server accepts ${goList(serverProtocols)}`,
-    accepted: [...serverProtocols],
-  };
-}
-
 /** SPDY exec/attach negotiation (v4…v1; a v5 offer resolves to v4). */
 export const negotiateRemoteCommandProtocol = (lines: HeaderLines): HandshakeResult =>
   handshake(lines, SPDY_REMOTE_COMMAND_PROTOCOLS);
-
-/** SPDY port-forward negotiation (`portforward.k8s.io` only). */
-export const negotiatePortForwardProtocol = (lines: HeaderLines): HandshakeResult =>
-  handshake(lines, SPDY_PORT_FORWARD_PROTOCOLS);
 
 /**
  * WebSocket subprotocol selection, like wsstream's `handshake`: the client's order decides (the first

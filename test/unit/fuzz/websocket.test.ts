@@ -6,7 +6,7 @@ import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { decodeFrame, REMOTE_COMMAND_CHANNELS, type Framing } from '../../../src/streaming/websocket/channels.js';
 import { protocolInfo } from '../../../src/streaming/remotecommand/negotiate.js';
-import { serveWebSocketRemoteCommand } from '../../../src/streaming/websocket/session.js';
+import { serveWebSocketRemoteCommand } from '../../../src/streaming/remotecommand/websocket.js';
 import { fuzzSeed, prng } from '../../helpers/prng.js';
 import { waitFor } from '../../helpers/wait.js';
 

@@ -199,7 +199,7 @@ t.test('hostPath type checks', async (t) => {
   await t.rejects(vm.setUpPod(mk(file, 'Bogus'), info), /Bogus is an invalid volume type/);
 });
 
-t.test('fsGroup: group ownership and group access on emptyDir and configMap files', async (t) => {
+t.test('fsGroup: group ownership and group access on emptyDir and configMap files', { skip: !root && 'needs root (chown to the fsGroup)' }, async (t) => {
   const mem = memorySource();
   mem.configMaps.set('ns/cfg', { data: { k: 'v' } });
   const { vm, rootDir } = await setup(t, mem.source);
@@ -214,7 +214,7 @@ t.test('fsGroup: group ownership and group access on emptyDir and configMap file
   t.equal(conf.mode & 0o777, 0o640, 'group read added to a read-only volume');
 });
 
-t.test('fsGroup on an emptyDir is applied once, while it is new: a restarted nodelet adopts it and never walks it again', async (t) => {
+t.test('fsGroup on an emptyDir is applied once, while it is new: a restarted nodelet adopts it and never walks it again', { skip: !root && 'needs root (chown to the fsGroup)' }, async (t) => {
   const { vm, rootDir } = await setup(t);
   const hostFile = join(rootDir, 'host-file');
   await writeFile(hostFile, 'host', { mode: 0o644 });

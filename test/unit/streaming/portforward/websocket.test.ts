@@ -6,7 +6,7 @@ import WebSocket, { WebSocketServer, createWebSocketStream } from 'ws';
 import { ForwardLimiter } from '../../../../src/streaming/portforward/limits.js';
 import type { ForwardFn } from '../../../../src/streaming/portforward/spdy.js';
 import { serveSpdyPortForward } from '../../../../src/streaming/portforward/spdy.js';
-import { tunnelStream } from '../../../../src/streaming/portforward/tunnel.js';
+import { tunnelStream } from '../../../../src/streaming/websocket/tunnel.js';
 import { serveWebSocketPortForward, type WebSocketPortForwardOptions } from '../../../../src/streaming/portforward/websocket.js';
 import { SpdyConnection } from '../../../../src/streaming/spdy/index.js';
 import { TestClient, type Received } from '../spdy/fixtures/helpers.js';

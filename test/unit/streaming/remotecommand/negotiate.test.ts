@@ -1,24 +1,8 @@
 import t from 'tap';
-import {
-  clientProtocols,
-  handshake,
-  negotiatePortForwardProtocol,
-  negotiateRemoteCommandProtocol,
-  protocolInfo,
-  protocolName,
-  selectWebSocketProtocol,
-} from '../../../../src/streaming/remotecommand/negotiate.js';
+import { negotiateRemoteCommandProtocol, protocolInfo, protocolName, selectWebSocketProtocol } from '../../../../src/streaming/remotecommand/negotiate.js';
 
 const KUBECTL_129 = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'];
 const SERVER = '[v4.channel.k8s.io v3.channel.k8s.io v2.channel.k8s.io channel.k8s.io]';
-
-t.test('client offers: repeated lines and comma-joined values agree', async (t) => {
-  t.same(clientProtocols(KUBECTL_129), KUBECTL_129, 'headersDistinct: one element per line');
-  t.same(clientProtocols(KUBECTL_129.join(', ')), KUBECTL_129, "req.headers joins lines with ', '");
-  t.same(clientProtocols(['v4.channel.k8s.io,v3.channel.k8s.io', ' channel.k8s.io ']), ['v4.channel.k8s.io', 'v3.channel.k8s.io', 'channel.k8s.io']);
-  t.same(clientProtocols([' , ,', '']), []);
-  t.same(clientProtocols(undefined), []);
-});
 
 t.test('SPDY remote command: first client protocol the server supports wins', async (t) => {
   t.same(negotiateRemoteCommandProtocol(KUBECTL_129), { protocol: 'v4.channel.k8s.io' }, 'v5 over SPDY resolves to v4');
@@ -35,7 +19,6 @@ t.test('SPDY: missing header → 400', async (t) => {
   t.same(negotiateRemoteCommandProtocol(undefined), want);
   t.same(negotiateRemoteCommandProtocol([]), want);
   t.same(negotiateRemoteCommandProtocol(''), want);
-  t.same(negotiatePortForwardProtocol(undefined), want);
 });
 
 t.test('SPDY: no overlap → 403 listing the accepted protocols', async (t) => {
@@ -49,16 +32,6 @@ t.test('SPDY: no overlap → 403 listing the accepted protocols', async (t) => {
     message: `unable to upgrade: unable to negotiate protocol: client supports [v9.channel.k8s.io portforward.k8s.io], server accepts ${SERVER}`,
     accepted: ['v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'],
   });
-});
-
-t.test('SPDY port-forward: portforward.k8s.io only', async (t) => {
-  t.same(negotiatePortForwardProtocol(['portforward.k8s.io']), { protocol: 'portforward.k8s.io' });
-  t.same(negotiatePortForwardProtocol(KUBECTL_129), {
-    error: 403,
-    message: `unable to upgrade: unable to negotiate protocol: client supports [${KUBECTL_129.join(' ')}], server accepts [portforward.k8s.io]`,
-    accepted: ['portforward.k8s.io'],
-  });
-  t.same(handshake(['b', 'a'], ['a', 'b']), { protocol: 'b' });
 });
 
 t.test('WebSocket subprotocol selection', async (t) => {

@@ -1,7 +1,7 @@
 import { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import type { Logger } from '../../logging/index.js';
-import { OUTBOUND_HIGH_WATER_MARK } from '../websocket/connection.js';
+import { OUTBOUND_HIGH_WATER_MARK } from './connection.js';
 
 const INBOUND_HIGH_WATER_MARK = 64 * 1024;
 

@@ -1,11 +1,11 @@
 import { Readable, Writable, type Duplex } from 'node:stream';
 import type WebSocket from 'ws';
-import type { ProtocolInfo } from '../remotecommand/negotiate.js';
-import { RemoteCommand, type RemoteCommandSpec } from '../remotecommand/session.js';
-import { ChannelConnection } from './connection.js';
-import { ERROR_CHANNEL, REMOTE_COMMAND_CHANNELS, RESIZE_CHANNEL, STDERR_CHANNEL, STDIN_CHANNEL, STDOUT_CHANNEL } from './channels.js';
+import { ERROR_CHANNEL, REMOTE_COMMAND_CHANNELS, RESIZE_CHANNEL, STDERR_CHANNEL, STDIN_CHANNEL, STDOUT_CHANNEL } from '../websocket/channels.js';
+import { ChannelConnection } from '../websocket/connection.js';
+import type { ProtocolInfo } from './negotiate.js';
+import { RemoteCommand, type RemoteCommandSpec } from './session.js';
 
-export { MAX_FRAME_PAYLOAD, OUTBOUND_HIGH_WATER_MARK } from './connection.js';
+export { MAX_FRAME_PAYLOAD, OUTBOUND_HIGH_WATER_MARK } from '../websocket/connection.js';
 
 export interface WebSocketSessionOptions extends RemoteCommandSpec {
   /** The negotiated framing (`protocolInfo` of the chosen subprotocol); its version is `spec.version`. */

@@ -10,7 +10,7 @@ import {
   OUTBOUND_HIGH_WATER_MARK,
   serveWebSocketRemoteCommand,
   type WebSocketSessionOptions,
-} from '../../../../src/streaming/websocket/session.js';
+} from '../../../../src/streaming/remotecommand/websocket.js';
 import type { CommandResult, StreamIO, StreamOptions, TerminalSize } from '../../../../src/streaming/types.js';
 import { waitFor } from '../../../helpers/wait.js';
 
