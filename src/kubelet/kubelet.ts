@@ -12,7 +12,8 @@ import { PodWorkers } from './pod-workers.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
 import { ProberManager } from './prober/manager.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
-import { graceAfterHook, runHook, terminationLogMount } from './lifecycle.js';
+import { runHook, terminationLogMount } from './lifecycle.js';
+import { PodKiller } from './kill.js';
 import { generatePodStatus } from './pod-status.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
@@ -142,6 +143,8 @@ export class Kubelet {
   readonly #containerGC: ContainerGC;
   /** Allocated resources and in-place resizes (src/kubelet/resize-manager.ts). */
   readonly #resize: ResizeManager;
+  /** Every kill of a container or a pod goes through it (src/kubelet/kill.ts). */
+  readonly #killer: PodKiller;
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
@@ -152,6 +155,13 @@ export class Kubelet {
       podCgroups: cgroups?.resizePod ? { resizePod: (pod, fields) => cgroups.resizePod?.(pod, fields) ?? Promise.resolve() } : undefined,
       record: (pod, type, reason, message) => opts.recorder.record(pod, type, reason, message),
       log: opts.log,
+    });
+    this.#killer = new PodKiller({
+      runtime: opts.runtime,
+      record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
+      log: opts.log,
+      ...(opts.volumes ? { tearDownVolumes: (uid: string) => opts.volumes?.tearDown(uid) ?? Promise.resolve() } : {}),
+      ...(cgroups ? { removePodCgroup: (uid: string) => cgroups.removePod(uid) } : {}),
     });
     this.#backoff = opts.backoff ?? new Backoff();
     this.#sandboxBackoff = opts.sandboxBackoff ?? new Backoff({ initialMs: 1000, maxMs: 10_000 });
@@ -493,19 +503,11 @@ export class Kubelet {
     if (running.length === 0) this.#endingDone.get(uid)?.();
     if (running.length === 0 && sandboxes.length === 0) {
       if (!failure) this.#o.onPodTerminated?.(uid);
-      else if (this.#evictions.has(uid) && runtimePod) await this.#reclaimEvicted(runtimePod);
+      else if (this.#evictions.has(uid) && runtimePod) await this.#reclaimEvicted(pod, runtimePod);
       return;
     }
-    const grace = graceOverride ?? pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-    const plog = this.#o.log.child({ pod: podRef(pod), podUID: uid });
-    await Promise.all(
-      running.map(async (c) => {
-        this.#o.recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
-        plog.info({ container: c.name, gracePeriod: grace }, 'Killing container with a grace period');
-        await this.#stopContainer(pod, c.name, c.id, grace, sandboxes[0]?.id);
-      }),
-    );
-    await this.#stopSandboxes(sandboxes, plog);
+    // The containers and sandboxes stay: they are removed when the pod leaves its source.
+    if (runtimePod) await this.#killer.killPod(runtimePod, pod, { grace: graceOverride });
     // The stops come back as PLEG events; the next sync publishes the terminal status.
     await this.pleg.relist();
   }
@@ -513,15 +515,6 @@ export class Kubelet {
   /** The pod IP of a sandbox as last listed, where probes and hooks connect by default. */
   #podIP(pod: Pod, sandboxId: string): string | undefined {
     return this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
-  }
-
-  /**
-   * Stops sandboxes, their pod networks torn down first (the runtime's `stopSandbox`). A failed
-   * DEL is logged, not fatal: the sandbox is stopped anyway and its attachment stays cached, so
-   * its removal (or the network GC) tries the DEL again.
-   */
-  async #stopSandboxes(sandboxes: readonly { readonly id: string }[], log: Logger): Promise<void> {
-    await Promise.all(sandboxes.map((s) => this.#o.runtime.stopSandbox(s.id).catch((err: unknown) => log.warn({ err, sandbox: s.id }, 'Failed to tear down the pod network of a sandbox'))));
   }
 
   /**
@@ -572,14 +565,11 @@ export class Kubelet {
   async #apply(pod: Pod, runtimePod: RuntimePod | undefined, actions: PodActions): Promise<void> {
     const { runtime, recorder, log } = this.#o;
     const plog = log.child({ pod: podRef(pod), podUID: pod.metadata?.uid });
-    const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
-
     await Promise.all(
       actions.kill.map(async (k) => {
-        if (k.name !== 'POD') recorder.record(containerSubject(pod, k.name), 'Normal', 'Killing', k.message);
         plog.info({ container: k.name }, k.message);
-        if (k.name === 'POD') await this.#stopSandboxes([k], plog);
-        else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
+        if (k.name === 'POD') await this.#killer.stopSandboxes([k], plog);
+        else if (runtimePod) await this.#killer.killContainer(runtimePod, pod, k, { grace: k.graceSeconds, message: k.message });
       }),
     );
     // Removal of what the sync replaces is best effort: a container the runtime cannot remove
@@ -763,7 +753,8 @@ export class Kubelet {
         if (failure) {
           clog.warn({ error: failure }, 'PostStartHook failed');
           recorder.record(subject, 'Warning', 'FailedPostStartHook', failure);
-          await runtime.stopContainer(id, pod.spec?.terminationGracePeriodSeconds ?? 30);
+          const target = { uid: pod.metadata?.uid ?? '', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', sandboxes: [sandbox] };
+          await this.#killer.killContainer(target, pod, { id, name: container.name }, { message: 'FailedPostStartHook' });
         }
       }
     } catch (err) {
@@ -773,27 +764,6 @@ export class Kubelet {
       recorder.record(subject, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
       this.#recordStartFailure(pod, container, { reason: 'CreateContainerError', message: (err as Error).message });
     }
-  }
-
-  /**
-   * Stops one container the kubelet's way: its `preStop` hook first (bounded by the grace
-   * period; a failure is an event, not a reason to skip the stop), then SIGTERM with what is left
-   * of the grace period (at least 2 s), then SIGKILL.
-   */
-  async #stopContainer(pod: Pod, name: string, id: string, graceSeconds: number, sandboxId: string | undefined): Promise<void> {
-    const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === name);
-    const hook = spec?.lifecycle?.preStop;
-    let grace = graceSeconds;
-    if (hook && spec && sandboxId && graceSeconds > 0) {
-      const started = Date.now();
-      const failure = await runHook(hook, spec, runtimeProbeIO(this.#o.runtime, id, sandboxId, this.#podIP(pod, sandboxId)), graceSeconds * 1000);
-      if (failure) {
-        this.#o.log.warn({ pod: podRef(pod), container: name, error: failure }, 'PreStopHook failed');
-        this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'FailedPreStopHook', failure);
-      }
-      grace = graceAfterHook(graceSeconds, Date.now() - started);
-    }
-    await this.#o.runtime.stopContainer(id, grace);
   }
 
   /**
@@ -815,28 +785,12 @@ export class Kubelet {
   }
 
   /**
-   * Stops every container (its preStop hook when the pod's last spec is known, then SIGTERM,
-   * SIGKILL after the grace period recorded on it), then the sandbox, then removes them all.
+   * A pod gone from its source (or an orphan): killed (preStop hooks when its last spec is known),
+   * then its containers, sandboxes, volumes and cgroup removed.
    */
   async #killPod(runtimePod: RuntimePod, lastSpec?: Pod): Promise<void> {
-    const { runtime, log } = this.#o;
-    log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: runtimePod.uid }, 'Killing pod');
-    const sandboxId = runtimePod.sandboxes.find((s) => s.ready)?.id;
-    await Promise.all(runtimePod.containers
-        .filter((c) => c.state === 'running')
-        .map((c) => (lastSpec ? this.#stopContainer(lastSpec, c.name, c.id, c.gracePeriodSeconds ?? 30, sandboxId) : runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30))));
-    await this.#stopSandboxes(runtimePod.sandboxes.filter((s) => s.ready), log);
-    for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
-    for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
-    // No container holds the pod's volumes any more: unmount and delete <rootDir>/pods/<uid>.
-    await this.#o.volumes?.tearDown(runtimePod.uid).catch((err: unknown) => log.warn({ err, podUID: runtimePod.uid }, 'Failed to tear down pod volumes'));
-    await this.#removePodCgroup(runtimePod.uid, log);
+    await this.#killer.killPod(runtimePod, lastSpec, { remove: true, tearDown: true });
     await this.pleg.relist();
-  }
-
-  /** Once no container of the pod is left, its cgroup goes too (one with processes still exiting is retried). */
-  async #removePodCgroup(uid: string, log: Logger): Promise<void> {
-    await this.#o.podCgroups?.removePod(uid).catch((err: unknown) => log.warn({ err, podUID: uid }, 'Failed to remove pod cgroup'));
   }
 
   // ---- Eviction (src/eviction/, the kubelet's `killPodFunc`) ----
@@ -889,14 +843,10 @@ export class Kubelet {
     return this.#reclaimed.has(uid) || !this.pleg.getPod(uid);
   }
 
-  async #reclaimEvicted(runtimePod: RuntimePod): Promise<void> {
-    const { runtime, log } = this.#o;
+  async #reclaimEvicted(pod: Pod, runtimePod: RuntimePod): Promise<void> {
     const uid = runtimePod.uid;
-    for (const c of [...runtimePod.containers, ...runtimePod.sandboxes]) {
-      await runtime.removeContainer(c.id).catch((err: unknown) => log.warn({ err, podUID: uid, containerID: c.id }, 'Failed to remove a container of an evicted pod'));
-    }
-    await this.#o.volumes?.tearDown(uid).catch((err: unknown) => log.warn({ err, podUID: uid }, 'Failed to tear down the volumes of an evicted pod'));
-    await this.#removePodCgroup(uid, log);
+    // Nothing of it runs any more: this removes. A removal that failed was logged; the status is final anyway.
+    await this.#killer.killPod(runtimePod, pod, { remove: true, tearDown: true }).catch(() => undefined);
     this.#reclaimed.add(uid);
     this.prober.removePod(uid);
     await this.pleg.relist();
@@ -935,26 +885,13 @@ export class Kubelet {
   async #restartNow(uid: string): Promise<void> {
     const req = this.#restarts.get(uid);
     if (!req) return;
-    const { runtime, recorder, log } = this.#o;
     try {
       const pod = this.#o.podManager.getPodByUID(uid);
       const runtimePod = this.pleg.getPod(uid);
       if (runtimePod) {
-        const plog = log.child({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: uid });
-        plog.info({ gracePeriod: req.graceSeconds }, 'Deleting pod on request; it is recreated from its source');
-        await Promise.all(
-          runtimePod.containers
-            .filter((c) => c.state === 'running')
-            .map(async (c) => {
-              if (pod) recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
-              await runtime.stopContainer(c.id, req.graceSeconds);
-            }),
-        );
-        await this.#stopSandboxes(runtimePod.sandboxes.filter((s) => s.ready), plog);
-        for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
-        for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
-        await this.#o.volumes?.tearDown(uid).catch((err: unknown) => plog.warn({ err }, 'Failed to tear down pod volumes'));
-        await this.#removePodCgroup(uid, plog);
+        this.#o.log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: uid, gracePeriod: req.graceSeconds }, 'Deleting pod on request; it is recreated from its source');
+        // As every kill of the kubelet: preStop hooks first, then the request's grace period.
+        await this.#killer.killPod(runtimePod, pod, { grace: req.graceSeconds, remove: true, tearDown: true });
       }
       await this.pleg.relist();
       this.#o.statusManager.deletePodStatus(uid);

@@ -242,3 +242,42 @@ t.test('evictPod resolves when the pod leaves its source before its stop is seen
   await waitFor('evictPod resolved', () => resolved, 5000, 5);
   t.equal(resolved, true);
 });
+
+// One kill path (src/kubelet/kill.ts): a preStop `sleep` hook needs no exec, so the in-memory
+// runtime shows it by the grace period left for SIGTERM (the hook's second taken from it).
+const hooked = (): Pod => pod('Always', { containers: [{ name: 'app', image: 'busybox', lifecycle: { preStop: { sleep: { seconds: 1 } } } }] });
+/** The hook's timer does not hold the process (as every timer of the kubelet's): the test does, as the server would. */
+const holdProcess = (t: { teardown(fn: () => void): void }) => {
+  const timer = setInterval(() => {}, 1000);
+  t.teardown(() => clearInterval(timer));
+};
+const killings = (recorder: { list(ns: string): { reason?: string; message?: string }[] }) => recorder.list('default').filter((e) => e.reason === 'Killing').map((e) => e.message);
+
+t.test('an API delete (restartPod) kills as every kill: Killing, the preStop hook within the request\'s grace period, then the removal and a new incarnation', async (t) => {
+  const { runtime, recorder, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  holdProcess(t);
+  add(hooked());
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  let killed = false;
+  await kubelet.restartPod('u1', 5, () => (killed = true));
+  t.ok(killed);
+  t.ok(runtime.calls.includes('stop app 4'), `preStop ran before the stop, which got the grace left (${runtime.calls.filter((c) => c.startsWith('stop app')).join(', ')})`);
+  t.ok(runtime.calls.indexOf('remove app') > runtime.calls.indexOf('stop app 4'), 'removed after the stop');
+  t.same(killings(recorder), ['Stopping container app']);
+  await waitFor('the new incarnation', () => (runtime.calls.filter((c) => c === 'start app 0').length === 2 ? true : undefined), 5000, 5);
+});
+
+t.test('a pod removed from its source: Killing recorded and its preStop hook run with its last spec, then everything removed', async (t) => {
+  const { runtime, recorder, podManager, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  holdProcess(t);
+  const p = hooked();
+  add(p);
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  podManager.deletePod(p);
+  kubelet.handlePodChanges({ added: [], updated: [], removed: [p] });
+  await waitFor('removed', () => (runtime.calls.includes('remove POD') ? true : undefined), 5000, 5);
+  t.ok(runtime.calls.includes('stop app 6'), 'the spec\'s 7 s less the hook\'s second');
+  t.same(killings(recorder), ['Stopping container app']);
+});
