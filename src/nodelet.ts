@@ -227,7 +227,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     log,
     getPod: (uid) => podManager.getPodByUID(uid),
     listPods: () => podManager.getPods(),
-    podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, kubelet.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
+    podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, kubelet.runtimePod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
     clusterDomain: config.clusterDomain,
   });
   const allocatable = nodeAllocatable();
@@ -266,7 +266,6 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     volumes,
     rootDir: config.rootDir,
     ...(objects ? { objects } : {}),
-    onPodTerminated: (uid) => cluster?.podTerminated(uid),
     dns: { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain, resolvConf: config.resolvConf },
     // Read at admission: until the node source below first builds the Node (moments after start,
     // nodeSource.start()) there is no allocatable, and resources are not checked.
@@ -289,8 +288,9 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
       kubelet.handlePodChanges(diff);
       cluster?.podsChanged();
     },
+    // An apiserver pod refused as invalid is reported Failed by the kubelet, as those it refuses itself.
     onRejected: (source, pod, message) => {
-      if (source === 'api') cluster?.podRejected(pod, message);
+      if (source === 'api') kubelet.rejectPod(pod, { reason: 'FailedValidation', message });
     },
   });
   kubelet.start();
@@ -344,7 +344,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   const readCgroup = (location: CgroupLocation | undefined) => (location ? readCgroupStats(location, readText) : Promise.resolve(undefined));
   const stats = new StatsSampler({
     runtime,
-    pods: () => kubelet.pleg.getPods(),
+    pods: () => kubelet.runtimePods(),
     log,
     readNode: () => readNodeStats(),
     readHost: hostReader({ rootDir: config.rootDir, imageFsRoot: localImageFsRoot }),
@@ -361,7 +361,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   });
   stats.start();
   const diskStats = new DiskStatsCache({
-    pods: () => kubelet.pleg.getPods(),
+    pods: () => kubelet.runtimePods(),
     podSpec: (uid) => podManager.getPodByUID(uid),
     localVolumeDir: (pod, name) => volumes.localEphemeralVolumeDir(pod, name),
     containerDiskUsage: (ids) => dockerRuntime.containerDiskUsage(ids),
@@ -377,7 +377,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     imageFsRoot: localImageFsRoot,
     sampleNow: () => stats.sampleNow(),
     snapshot: () => stats.snapshot(),
-    runtimePod: (uid) => kubelet.pleg.getPod(uid),
+    runtimePod: (uid) => kubelet.runtimePod(uid),
     containerDiskUsage: (ids) => dockerRuntime.containerDiskUsage(ids),
     localVolumeDir: (pod, name) => volumes.localEphemeralVolumeDir(pod, name),
     ...(podCgroups ? { podProcesses: (uid: string) => podCgroups.processes(uid) } : {}),
@@ -407,7 +407,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   let servingPort = config.port;
   nodeSource = new NodeSource({
     readFacts: () => readNodeFacts({ engine: () => dockerRuntime.engineFacts(), nodeName: config.nodeName, nodeIP: config.nodeIP, port: servingPort, rootDir: config.rootDir, kubeletVersion: serverVersion.gitVersion, maxPods: config.maxPods }),
-    health: () => healthFromRelist(kubelet.pleg.health(), Date.now(), runtime.networkStatus().readiness, eviction?.conditions()),
+    health: () => healthFromRelist(kubelet.relistHealth(), Date.now(), runtime.networkStatus().readiness, eviction?.conditions()),
     spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
     registeredUID: () => cluster?.node.uid,
     log,
@@ -415,10 +415,10 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
   const host = new KubeletHost({ nodeName: config.nodeName, podManager, statusManager, runtime, recorder, kubelet, stats, diskStats, nodeSource, log });
   const sessions = new StreamingSessions(config.maxStreamingSessions);
   metrics.collectFrom({
-    runningPods: () => kubelet.pleg.getPods().filter((p) => p.sandboxes.some((s) => s.ready)).length,
+    runningPods: () => kubelet.runtimePods().filter((p) => p.sandboxes.some((s) => s.ready)).length,
     containersByState: () => {
       const counts: Record<string, number> = { created: 0, running: 0, exited: 0, unknown: 0 };
-      for (const p of kubelet.pleg.getPods()) for (const c of p.containers) counts[c.state] = (counts[c.state] ?? 0) + 1;
+      for (const p of kubelet.runtimePods()) for (const c of p.containers) counts[c.state] = (counts[c.state] ?? 0) + 1;
       return counts;
     },
     sessions: () => sessions.size,
@@ -509,13 +509,16 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
         sourceSeen('api');
       },
       hasRunningContainers: (uid) => {
-        const rp = kubelet.pleg.getPod(uid);
+        const rp = kubelet.runtimePod(uid);
         return rp !== undefined && (rp.containers.some((c) => c.state === 'running') || rp.sandboxes.some((s) => s.ready));
       },
       ...(network ? { podCIDRs: (cidrs: readonly string[]) => network.setPodCIDRs(cidrs) } : {}),
       log,
       ...(opts.clusterTiming ? { timing: opts.clusterTiming } : {}),
     });
+    const mode = cluster;
+    kubelet.on('podTerminated', (uid) => mode.podTerminated(uid));
+    kubelet.on('podRejected', (pod) => mode.podRejected(pod));
   }
   const posture = {
     tls: tls !== undefined,

@@ -47,8 +47,8 @@ export interface ClusterMode {
   podsChanged(): void;
   /** A terminating pod stopped: its API object may be deleted now. */
   podTerminated(uid: string): void;
-  /** The pod config refused an apiserver pod: report it `Failed`. */
-  podRejected(pod: Pod, message: string): void;
+  /** The kubelet reported a pod `Failed` it will not run (`Kubelet.rejectPod`): its status is delivered although no source runs it. */
+  podRejected(pod: Pod): void;
   stop(): Promise<void>;
 }
 
@@ -115,7 +115,7 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     events,
     podsChanged: () => mirrorPods.reconcile(),
     podTerminated: (uid) => void statusSync.maybeDelete(uid),
-    podRejected: (pod, message) => statusSync.rejectPod(pod, 'FailedValidation', message),
+    podRejected: (pod) => statusSync.trackRejected(pod),
     async stop() {
       statusSync.stop();
       const stopped = Promise.all([pods.stop(), mirrorPods.stop(), node.stop(), events.stop()]);

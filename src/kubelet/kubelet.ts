@@ -1,8 +1,10 @@
+import { EventEmitter } from 'node:events';
 import type { Container, Pod } from '../api/types.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
 import type { ImageInfo, Runtime, RuntimePod } from '../runtime/types.js';
+import type { RelistHealth } from './pleg.js';
 import type { StatusManager } from '../status/manager.js';
 import { rfc3339 } from '../api/time.js';
 import type { Metrics } from '../metrics/registry.js';
@@ -22,10 +24,9 @@ import { sandboxRefusal } from './security-context.js';
 import { unsupportedFieldRefusal } from './unsupported.js';
 import { pullCredentials } from './pull-secrets.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
-import { admissionRefusal, type AdmissionRefusal } from './admission.js';
+import { admissionRefusal, rejectedStatus, type AdmissionRefusal } from './admission.js';
 import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
-import { getPodQOS } from '../api/qos.js';
 import { deadlineExceeded, failedStatus, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
 import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 import type { VolumeManager } from '../volumes/manager.js';
@@ -62,11 +63,6 @@ export interface KubeletOptions {
   objects?: PodObjectSource;
   /** `--root-dir`: where each container instance's termination-message file lives. */
   rootDir?: string;
-  /**
-   * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
-   * status is published: cluster mode may now delete the pod object.
-   */
-  onPodTerminated?: (uid: string) => void;
   /** `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: each sandbox's resolv.conf and FQDN (absent: no cluster DNS, the node's /etc/resolv.conf). */
   dns?: Omit<NodeDNS, 'nodeIPs'>;
   /**
@@ -90,6 +86,17 @@ export interface KubeletOptions {
   containerGC?: { policy?: ContainerGCPolicy; periodMs?: number };
 }
 
+/** What the kubelet tells its listeners (`Kubelet.on`). */
+export interface KubeletEvents {
+  /**
+   * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
+   * status is published: cluster mode may now delete the pod object.
+   */
+  podTerminated: [uid: string];
+  /** A pod the node will not run was reported `Failed` (`rejectPod`): cluster mode delivers that status although no source runs it. */
+  podRejected: [pod: Pod, refusal: AdmissionRefusal];
+}
+
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
 
@@ -105,7 +112,9 @@ const NETWORK_NOT_READY = 'network is not ready';
 const NETWORK_NOT_READY_RETRY_MS = 2000;
 
 export class Kubelet {
-  readonly pleg: PLEG;
+  /** The runtime's pods as last listed; read through `runtimePod`, `runtimePods` and `relistHealth`. */
+  readonly #pleg: PLEG;
+  readonly #events = new EventEmitter<KubeletEvents>();
   /** Liveness, readiness and startup probes of the running containers. */
   readonly prober: ProberManager;
   /** Pods refused at admission, by UID (see `#refuse`). */
@@ -168,9 +177,9 @@ export class Kubelet {
     this.#workers = new PodWorkers({
       sync: (uid) => this.#sync(uid),
       onError: (err, uid) => opts.log.error({ err, podUID: uid }, 'Error syncing pod'),
-      isGone: (uid) => !opts.podManager.getPodByUID(uid) && !this.pleg.getPod(uid),
+      isGone: (uid) => !opts.podManager.getPodByUID(uid) && !this.#pleg.getPod(uid),
     });
-    this.pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
+    this.#pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
     this.prober = new ProberManager({
       io: (pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId, this.#podIP(pod, sandboxId)),
       onChange: (uid) => this.#schedule(uid),
@@ -184,10 +193,10 @@ export class Kubelet {
       runtime: opts.runtime,
       policy: opts.containerGC?.policy ?? DEFAULT_CONTAINER_GC_POLICY,
       pods: async () => {
-        await this.pleg.relist();
-        const { lastError } = this.pleg.health();
+        await this.#pleg.relist();
+        const { lastError } = this.#pleg.health();
         if (lastError !== undefined) throw new Error(`failed to list containers: ${lastError}`);
-        return this.pleg.getPods();
+        return this.#pleg.getPods();
       },
       allSourcesReady: () => this.#sourcesReady,
       state: podStateProvider({
@@ -196,7 +205,7 @@ export class Kubelet {
           return pod && { deleting: !!pod.metadata?.deletionTimestamp };
         },
         status: (uid) => opts.statusManager.getPodStatus(uid) ?? opts.podManager.getPodByUID(uid)?.status,
-        runtimePod: (uid) => this.pleg.getPod(uid),
+        runtimePod: (uid) => this.#pleg.getPod(uid),
         allSourcesReady: () => this.#sourcesReady,
       }),
       warn: (reason, message) => opts.recorder.record(this.#nodeSubject(), 'Warning', reason, message),
@@ -204,9 +213,31 @@ export class Kubelet {
     });
   }
 
+  /** Listens to what the kubelet tells (`KubeletEvents`); returns the function that stops listening. */
+  on<K extends keyof KubeletEvents>(event: K, listener: (...args: KubeletEvents[K]) => void): () => void {
+    const emitter = this.#events as unknown as EventEmitter;
+    emitter.on(event, listener as (...args: unknown[]) => void);
+    return () => void emitter.off(event, listener as (...args: unknown[]) => void);
+  }
+
+  /** The pod `uid` as the runtime last listed it (the PLEG's cache), or undefined when it has nothing of it. */
+  runtimePod(uid: string): RuntimePod | undefined {
+    return this.#pleg.getPod(uid);
+  }
+
+  /** Every pod of this node as the runtime last listed it. */
+  runtimePods(): RuntimePod[] {
+    return this.#pleg.getPods();
+  }
+
+  /** When the runtime was last listed, whether that worked, and how many lists succeeded (for the Node's and /healthz's health). */
+  relistHealth(): RelistHealth {
+    return this.#pleg.health();
+  }
+
   start(): void {
     if (this.#o.dns) void checkLimitsForResolvConf(this.#o.dns, (reason, message) => this.#o.recorder.record(this.#nodeSubject(), 'Warning', reason, message));
-    this.pleg.start((uid) => this.#schedule(uid));
+    this.#pleg.start((uid) => this.#schedule(uid));
     const resync = () => {
       this.#resyncTimer = setTimeout(() => {
         for (const pod of this.#o.podManager.getPods()) this.#schedule(pod.metadata?.uid ?? '');
@@ -230,7 +261,7 @@ export class Kubelet {
   /** Stops the loops and waits for running syncs. Containers keep running, as with the kubelet. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.pleg.stop();
+    this.#pleg.stop();
     this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
     await this.#containerGC.stop();
@@ -270,7 +301,7 @@ export class Kubelet {
       clearTimeout(timer);
     }
     // The last statuses reach the status manager with the syncs the stops bring.
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   /** Pods were added, updated or removed by a source. */
@@ -289,17 +320,17 @@ export class Kubelet {
   markSourcesReady(): void {
     if (this.#sourcesReady) return;
     this.#sourcesReady = true;
-    void this.pleg.relist().then(() => {
-      for (const rp of this.pleg.getPods()) this.#schedule(rp.uid);
+    void this.#pleg.relist().then(() => {
+      for (const rp of this.#pleg.getPods()) this.#schedule(rp.uid);
       // Allocations of pods that are gone from every source and the runtime (`RemoveOrphanedPods`).
-      const live = new Set([...this.#o.podManager.getPods().map((p) => p.metadata?.uid ?? ''), ...this.pleg.getPods().map((p) => p.uid)]);
+      const live = new Set([...this.#o.podManager.getPods().map((p) => p.metadata?.uid ?? ''), ...this.#pleg.getPods().map((p) => p.uid)]);
       this.#resize.allocation.removeOrphans(live);
     });
   }
 
   /** When the sync loop last completed a pod sync or relist (for /healthz/syncloop). */
   lastActivity(): number {
-    return Math.max(this.#lastSync, this.pleg.health().lastSuccess);
+    return Math.max(this.#lastSync, this.#pleg.health().lastSuccess);
   }
 
   #schedule(uid: string): void {
@@ -312,14 +343,14 @@ export class Kubelet {
 
   async #sync(uid: string): Promise<void> {
     this.#lastSync = Date.now();
-    if (this.pleg.health().relists === 0) {
+    if (this.#pleg.health().relists === 0) {
       // Never act on a pod before the runtime was listed once: after a restart of nodelet its
       // containers exist, and creating them again would duplicate them.
-      await this.pleg.relist();
-      if (this.pleg.health().relists === 0) return this.#scheduleAfter(uid, 1000);
+      await this.#pleg.relist();
+      if (this.#pleg.health().relists === 0) return this.#scheduleAfter(uid, 1000);
     }
     const pod = this.#o.podManager.getPodByUID(uid);
-    const runtimePod = this.pleg.getPod(uid);
+    const runtimePod = this.#pleg.getPod(uid);
     // A delete through the API (`restartPod`) runs here, inside the pod's worker, never beside a sync.
     if (this.#restarts.has(uid)) return this.#restartNow(uid);
     if (!pod) {
@@ -379,13 +410,13 @@ export class Kubelet {
       if (w.reason === 'CrashLoopBackOff') this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'BackOff', 'Back-off restarting failed container');
     }
     if (!actions.kill.length && !actions.start.length && !actions.remove.length && actions.createSandbox === undefined) {
-      if ((await this.#resizeInPlace(allocated, runtimePod)) === 'applied') await this.pleg.relist();
+      if ((await this.#resizeInPlace(allocated, runtimePod)) === 'applied') await this.#pleg.relist();
       return;
     }
 
     await this.#apply(allocated, runtimePod, actions);
     // The changes come back as PLEG events, which sync this pod again and publish its status.
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   /**
@@ -414,8 +445,20 @@ export class Kubelet {
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);
     this.#o.recorder.record(pod, 'Warning', refusal.reason, refusal.message);
-    this.#o.statusManager.setPodStatus(pod, { qosClass: getPodQOS(pod), phase: 'Failed', reason: refusal.reason, message: `Pod was rejected: ${refusal.message}` });
+    this.rejectPod(pod, refusal);
     return true;
+  }
+
+  /**
+   * Reports a pod the node will not run as `Failed` (the kubelet's `rejectPod`): the one place
+   * that status is made (`rejectedStatus`), for pods refused at admission and for apiserver pods
+   * the pod config refused as invalid (whose event it recorded). A pod whose own status is
+   * already terminal keeps it. Tells `podRejected` listeners.
+   */
+  rejectPod(pod: Pod, refusal: AdmissionRefusal): void {
+    if (isTerminalPhase(pod.status?.phase)) return;
+    this.#o.statusManager.setPodStatus(pod, rejectedStatus(pod, refusal));
+    this.#events.emit('podRejected', pod, refusal);
   }
 
   /**
@@ -502,19 +545,19 @@ export class Kubelet {
     this.#publishStatus(pod, runtimePod, new Map(), running.length === 0, failure);
     if (running.length === 0) this.#endingDone.get(uid)?.();
     if (running.length === 0 && sandboxes.length === 0) {
-      if (!failure) this.#o.onPodTerminated?.(uid);
+      if (!failure) this.#events.emit('podTerminated', uid);
       else if (this.#evictions.has(uid) && runtimePod) await this.#reclaimEvicted(pod, runtimePod);
       return;
     }
     // The containers and sandboxes stay: they are removed when the pod leaves its source.
     if (runtimePod) await this.#killer.killPod(runtimePod, pod, { grace: graceOverride });
     // The stops come back as PLEG events; the next sync publishes the terminal status.
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   /** The pod IP of a sandbox as last listed, where probes and hooks connect by default. */
   #podIP(pod: Pod, sandboxId: string): string | undefined {
-    return this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
+    return this.#pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
   }
 
   /**
@@ -613,8 +656,8 @@ export class Kubelet {
         if (!ips.length && readsPodIP(pod) && !pod.spec?.hostNetwork) {
           // The downward API needs the new sandbox's IP before the containers are configured: on a
           // Docker network (`--pod-network`) it is Docker's, read back by a relist.
-          await this.pleg.relist();
-          sandbox = this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
+          await this.#pleg.relist();
+          sandbox = this.#pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
         }
       } catch (err) {
         this.#o.metrics?.startedPodErrors.inc();
@@ -732,7 +775,7 @@ export class Kubelet {
     const target = (container as { targetContainerName?: string }).targetContainerName;
     if (target) {
       // An ephemeral container aimed at another shares that container's processes (`kubectl debug --target`).
-      const id = this.pleg.getPod(pod.metadata?.uid ?? '')?.containers.find((c) => c.name === target && c.state === 'running')?.id;
+      const id = this.#pleg.getPod(pod.metadata?.uid ?? '')?.containers.find((c) => c.name === target && c.state === 'running')?.id;
       if (id) config = { ...config, pidNamespaceOf: id };
     }
     try {
@@ -790,7 +833,7 @@ export class Kubelet {
    */
   async #killPod(runtimePod: RuntimePod, lastSpec?: Pod): Promise<void> {
     await this.#killer.killPod(runtimePod, lastSpec, { remove: true, tearDown: true });
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   // ---- Eviction (src/eviction/, the kubelet's `killPodFunc`) ----
@@ -840,7 +883,7 @@ export class Kubelet {
 
   /** Whether an evicted pod's resources are back (`podResourcesAreReclaimed`): nothing of it is left in the runtime. */
   podCleanedUp(uid: string): boolean {
-    return this.#reclaimed.has(uid) || !this.pleg.getPod(uid);
+    return this.#reclaimed.has(uid) || !this.#pleg.getPod(uid);
   }
 
   async #reclaimEvicted(pod: Pod, runtimePod: RuntimePod): Promise<void> {
@@ -849,7 +892,7 @@ export class Kubelet {
     await this.#killer.killPod(runtimePod, pod, { remove: true, tearDown: true }).catch(() => undefined);
     this.#reclaimed.add(uid);
     this.prober.removePod(uid);
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   // ---- Deleting a pod through the API (`kubectl delete pod` on a static pod) ----
@@ -887,13 +930,13 @@ export class Kubelet {
     if (!req) return;
     try {
       const pod = this.#o.podManager.getPodByUID(uid);
-      const runtimePod = this.pleg.getPod(uid);
+      const runtimePod = this.#pleg.getPod(uid);
       if (runtimePod) {
         this.#o.log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: uid, gracePeriod: req.graceSeconds }, 'Deleting pod on request; it is recreated from its source');
         // As every kill of the kubelet: preStop hooks first, then the request's grace period.
         await this.#killer.killPod(runtimePod, pod, { grace: req.graceSeconds, remove: true, tearDown: true });
       }
-      await this.pleg.relist();
+      await this.#pleg.relist();
       this.#o.statusManager.deletePodStatus(uid);
       this.#forgetBackoffs(uid);
       this.#firstSeen.delete(uid);

@@ -99,8 +99,8 @@ t.test('a pod in a terminal phase starts nothing again once the container GC has
   await waitFor('the dead container removed (0 kept per container)', () => (runtime.calls.includes('remove app') ? true : undefined), 5000, 5);
   // Syncs of the pod after the removal (an update, and the GC's relists), counted, not timed.
   kubelet.handlePodChanges({ added: [], updated: [p], removed: [] });
-  const relists = kubelet.pleg.health().relists;
-  await waitFor('five more relists', () => (kubelet.pleg.health().relists >= relists + 5 ? true : undefined), 5000, 5);
+  const relists = kubelet.relistHealth().relists;
+  await waitFor('five more relists', () => (kubelet.relistHealth().relists >= relists + 5 ? true : undefined), 5000, 5);
   t.same(runtime.calls, ['runSandbox 0', 'start app 0', 'remove app'], 'no new sandbox, no start');
   const status = statusManager.getPodStatus('u1');
   t.equal(status?.phase, 'Failed');
@@ -280,4 +280,44 @@ t.test('a pod removed from its source: Killing recorded and its preStop hook run
   await waitFor('removed', () => (runtime.calls.includes('remove POD') ? true : undefined), 5000, 5);
   t.ok(runtime.calls.includes('stop app 6'), 'the spec\'s 7 s less the hook\'s second');
   t.same(killings(recorder), ['Stopping container app']);
+});
+
+t.test('events: a pod refused at admission is rejected once (Failed, "Pod was rejected: …", podRejected); a deleted pod that stopped is podTerminated', async (t) => {
+  const { runtime, statusManager, podManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  const rejected: string[] = [];
+  const terminated: string[] = [];
+  kubelet.on('podRejected', (p, refusal) => rejected.push(`${p.metadata?.uid} ${refusal.reason}`));
+  const off = kubelet.on('podTerminated', (uid) => terminated.push(uid));
+  add({ ...pod('Always', { os: { name: 'windows' } }), metadata: { uid: 'w1', name: 'win', namespace: 'default' } });
+  await waitFor('rejected', () => (statusManager.getPodStatus('w1')?.phase === 'Failed' ? true : undefined), 5000, 5);
+  t.match(statusManager.getPodStatus('w1'), { qosClass: 'BestEffort', phase: 'Failed', reason: 'PodOSNotSupported', message: "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS" });
+  t.same(rejected, ['w1 PodOSNotSupported']);
+  t.notOk(runtime.calls.some((c) => c.startsWith('runSandbox')), 'no sandbox for a rejected pod');
+
+  const live = pod('Always');
+  add(live);
+  await waitFor('started', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  const deleting: Pod = { ...live, metadata: { ...live.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', deletionGracePeriodSeconds: 1 } };
+  podManager.updatePod(deleting);
+  kubelet.handlePodChanges({ added: [], updated: [deleting], removed: [] });
+  await waitFor('podTerminated', () => (terminated.includes('u1') ? true : undefined), 5000, 5);
+  off();
+  kubelet.handlePodChanges({ added: [], updated: [deleting], removed: [] });
+  await waitFor('synced again', () => (statusManager.getPodStatus('u1')?.phase === 'Failed' ? true : undefined), 5000, 5);
+  t.same([...new Set(terminated)], ['u1'], 'only the deleted pod, and no more once unsubscribed');
+});
+
+t.test('rejectPod: an apiserver pod refused as invalid gets the same Failed status; a pod whose own status is terminal keeps it', async (t) => {
+  const { statusManager, kubelet } = setup();
+  t.teardown(() => kubelet.stop());
+  const rejected: string[] = [];
+  kubelet.on('podRejected', (p) => rejected.push(p.metadata?.uid ?? ''));
+  const invalid: Pod = { metadata: { uid: 'a1', name: 'bad', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'i', resources: { limits: { cpu: 'lots' } } }] } };
+  kubelet.rejectPod(invalid, { reason: 'FailedValidation', message: 'spec.containers[0].resources.limits[cpu]: Invalid value: "lots"' });
+  const status = statusManager.getPodStatus('a1');
+  t.same([status?.phase, status?.reason, status?.message], ['Failed', 'FailedValidation', 'Pod was rejected: spec.containers[0].resources.limits[cpu]: Invalid value: "lots"']);
+  kubelet.rejectPod({ ...invalid, metadata: { uid: 'a2', name: 'done', namespace: 'default' }, status: { phase: 'Succeeded' } }, { reason: 'FailedValidation', message: 'x' });
+  t.equal(statusManager.getPodStatus('a2'), undefined, 'a finished pod is not failed again');
+  t.same(rejected, ['a1']);
 });
