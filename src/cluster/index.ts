@@ -1,6 +1,6 @@
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { Config } from '../config/types.js';
-import { parseNodeLabels, parseTaints } from '../config/node-flags.js';
+import type { NodeSpecOptions } from '../node/object.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
@@ -20,6 +20,8 @@ export interface ClusterModeOptions {
   client: KubeClient;
   /** The node's facts (cached) and health, shared with the local /api/v1/nodes routes. */
   nodeSource: NodeSource;
+  /** `--node-labels` and `--register-with-taints`, parsed once by the caller (the node source has the same). */
+  nodeSpec: NodeSpecOptions;
   podManager: PodManager;
   statusManager: StatusManager;
   recorder: EventRecorder;
@@ -60,7 +62,7 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     nodeName: config.nodeName,
     facts: () => o.nodeSource.facts(),
     health: () => o.nodeSource.health(),
-    spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
+    spec: o.nodeSpec,
     register: config.registerNode,
     updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
     reportFrequencyMs: config.nodeStatusReportFrequencyMs,

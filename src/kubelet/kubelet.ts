@@ -65,11 +65,6 @@ export interface KubeletOptions {
   rootDir?: string;
   /** `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: each sandbox's resolv.conf and FQDN (absent: no cluster DNS, the node's /etc/resolv.conf). */
   dns?: Omit<NodeDNS, 'nodeIPs'>;
-  /**
-   * The node's `status.allocatable` as last built (the kubelet's `getNodeAnyWay`), which admission
-   * fits each new pod into; `undefined` before the first build.
-   */
-  allocatable?: () => Readonly<Record<string, string>> | undefined;
   /** Pod cgroups (`cgroupsPerQOS`, src/cgroups/); absent: pods run in the engine's default cgroups. */
   podCgroups?: Pick<NodeCgroups, 'ensurePod' | 'removePod'> & Partial<Pick<NodeCgroups, 'resizePod'>>;
   /**
@@ -77,11 +72,6 @@ export interface KubeletOptions {
    * below 0 can be set here (`CAP_SYS_RESOURCE`); absent: the engine's default score.
    */
   oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean };
-  /**
-   * Admission handlers that run before the kubelet's own (the eviction manager's `Admit` is the
-   * kubelet's first handler, pkg/kubelet/kubelet.go `NewMainKubelet`).
-   */
-  admit?: (pod: Pod) => AdmissionRefusal | undefined;
   /** The container GC's policy (default: the kubelet's) and period (default 1 min, `ContainerGCPeriod`). */
   containerGC?: { policy?: ContainerGCPolicy; periodMs?: number };
 }
@@ -115,6 +105,14 @@ export class Kubelet {
   /** The runtime's pods as last listed; read through `runtimePod`, `runtimePods` and `relistHealth`. */
   readonly #pleg: PLEG;
   readonly #events = new EventEmitter<KubeletEvents>();
+  /** Admission handlers that run before the kubelet's own (`addPodAdmitHandler`). */
+  readonly #admitHandlers: ((pod: Pod) => AdmissionRefusal | undefined)[] = [];
+  /**
+   * The node's `status.allocatable` as last built (the kubelet's `getNodeAnyWay`), which admission
+   * fits each new pod into; undefined until the node is first built (`nodeBuilt`), and meanwhile
+   * resources are not checked.
+   */
+  #allocatable: Readonly<Record<string, string>> | undefined;
   /** Liveness, readiness and startup probes of the running containers. */
   readonly prober: ProberManager;
   /** Pods refused at admission, by UID (see `#refuse`). */
@@ -218,6 +216,20 @@ export class Kubelet {
     const emitter = this.#events as unknown as EventEmitter;
     emitter.on(event, listener as (...args: unknown[]) => void);
     return () => void emitter.off(event, listener as (...args: unknown[]) => void);
+  }
+
+  /**
+   * Adds an admission handler that runs before the kubelet's own, in the order added (the
+   * eviction manager's `Admit` is the kubelet's first, pkg/kubelet/kubelet.go `NewMainKubelet`
+   * `AddPodAdmitHandler`).
+   */
+  addPodAdmitHandler(handler: (pod: Pod) => AdmissionRefusal | undefined): void {
+    this.#admitHandlers.push(handler);
+  }
+
+  /** The node was built (src/node/source.ts): its allocatable is what later pods are admitted against. */
+  nodeBuilt(node: { readonly status?: { readonly allocatable?: Readonly<Record<string, string>> } }): void {
+    this.#allocatable = node.status?.allocatable;
   }
 
   /** The pod `uid` as the runtime last listed it (the PLEG's cache), or undefined when it has nothing of it. */
@@ -383,7 +395,7 @@ export class Kubelet {
     if (!runtimePod && this.#refuse(pod)) return;
     this.#admitted.add(uid);
     // The pod as the node runs it: its allocated resources, a pending resize decided (resize-manager.ts).
-    const allocated = this.#resize.allocate(pod, this.#activeAdmitted(uid), this.#o.allocatable?.());
+    const allocated = this.#resize.allocate(pod, this.#activeAdmitted(uid), this.#allocatable);
     const deadlineLeft = this.#activeDeadlineLeft(pod);
     if (deadlineLeft === 0) return this.#terminate(pod, runtimePod, deadlineExceeded);
     if (deadlineLeft !== undefined) this.#scheduleAfter(uid, deadlineLeft);
@@ -440,7 +452,7 @@ export class Kubelet {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
     const others = this.#activeAdmitted(uid).map((p) => this.#resize.allocation.allocatedPod(p));
-    const refusal = this.#shutdown ? nodeShutdownRefusal : (this.#o.admit?.(pod) ?? admissionRefusal(pod, others, this.#o.allocatable?.()));
+    const refusal = this.#shutdown ? nodeShutdownRefusal : (this.#admitHandlers.reduce<AdmissionRefusal | undefined>((refusal, admit) => refusal ?? admit(pod), undefined) ?? admissionRefusal(pod, others, this.#allocatable));
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);

@@ -321,3 +321,18 @@ t.test('rejectPod: an apiserver pod refused as invalid gets the same Failed stat
   t.equal(statusManager.getPodStatus('a2'), undefined, 'a finished pod is not failed again');
   t.same(rejected, ['a1']);
 });
+
+t.test('admission: handlers added run before the kubelet\'s own; the node\'s allocatable counts once the node was built', async (t) => {
+  const { statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  kubelet.addPodAdmitHandler((p) => (p.metadata?.name === 'pressured' ? { reason: 'Evicted', message: 'The node had condition: [MemoryPressure]. ' } : undefined));
+  add({ ...pod('Always'), metadata: { uid: 'e1', name: 'pressured', namespace: 'default' } });
+  await waitFor('refused by the handler', () => (statusManager.getPodStatus('e1')?.reason === 'Evicted' ? true : undefined), 5000, 5);
+  const big = (uid: string): Pod => ({ ...pod('Always', { containers: [{ name: 'app', image: 'busybox', resources: { requests: { cpu: '2' } } }] }), metadata: { uid, name: uid, namespace: 'default' } });
+  add(big('b1'));
+  await waitFor('admitted before the node was built', () => (statusManager.getPodStatus('b1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  kubelet.nodeBuilt({ status: { allocatable: { cpu: '3', memory: '1Gi', pods: '110' } } });
+  add(big('b2'));
+  await waitFor('refused: no cpu left', () => (statusManager.getPodStatus('b2')?.reason === 'OutOfcpu' ? true : undefined), 5000, 5);
+  t.equal(statusManager.getPodStatus('b2')?.phase, 'Failed');
+});
