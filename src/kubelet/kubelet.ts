@@ -915,8 +915,9 @@ export class Kubelet {
   /**
    * Kills the pod's current incarnation and lets the sync loop create it again from its source,
    * which stays the truth — what deleting a static pod's mirror pod amounts to in a cluster. Runs
-   * in the pod's worker (never beside a sync of the same pod): running containers get SIGTERM and
-   * SIGKILL after `graceSeconds`, the sandbox stops, every container of the pod is removed, its
+   * in the pod's worker (never beside a sync of the same pod): running containers are killed as
+   * every kill (`Killing`, their preStop hooks, SIGTERM, SIGKILL once `graceSeconds` ran out), the
+   * sandbox stops, every container of the pod is removed, its
    * volumes are torn down and its cached status and back-off are forgotten, so the new incarnation
    * starts from scratch (restart counts 0, a new start time). `onKilled` is called synchronously
    * once the old incarnation is gone, before the sync that creates the new one. A second request
