@@ -1,6 +1,6 @@
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { Config } from '../config/types.js';
-import { parseNodeLabels, parseTaints } from '../config/node-flags.js';
+import type { NodeSpecOptions } from '../node/object.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
@@ -20,6 +20,8 @@ export interface ClusterModeOptions {
   client: KubeClient;
   /** The node's facts (cached) and health, shared with the local /api/v1/nodes routes. */
   nodeSource: NodeSource;
+  /** `--node-labels` and `--register-with-taints`, parsed once by the caller (the node source has the same). */
+  nodeSpec: NodeSpecOptions;
   podManager: PodManager;
   statusManager: StatusManager;
   recorder: EventRecorder;
@@ -47,8 +49,8 @@ export interface ClusterMode {
   podsChanged(): void;
   /** A terminating pod stopped: its API object may be deleted now. */
   podTerminated(uid: string): void;
-  /** The pod config refused an apiserver pod: report it `Failed`. */
-  podRejected(pod: Pod, message: string): void;
+  /** The kubelet reported a pod `Failed` it will not run (`Kubelet.rejectPod`): its status is delivered although no source runs it. */
+  podRejected(pod: Pod): void;
   stop(): Promise<void>;
 }
 
@@ -60,7 +62,7 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     nodeName: config.nodeName,
     facts: () => o.nodeSource.facts(),
     health: () => o.nodeSource.health(),
-    spec: { labels: parseNodeLabels(config.nodeLabels), taints: parseTaints(config.registerWithTaints) },
+    spec: o.nodeSpec,
     register: config.registerNode,
     updateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
     reportFrequencyMs: config.nodeStatusReportFrequencyMs,
@@ -115,7 +117,7 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     events,
     podsChanged: () => mirrorPods.reconcile(),
     podTerminated: (uid) => void statusSync.maybeDelete(uid),
-    podRejected: (pod, message) => statusSync.rejectPod(pod, 'FailedValidation', message),
+    podRejected: (pod) => statusSync.trackRejected(pod),
     async stop() {
       statusSync.stop();
       const stopped = Promise.all([pods.stop(), mirrorPods.stop(), node.stop(), events.stop()]);

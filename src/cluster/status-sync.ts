@@ -158,14 +158,15 @@ export class StatusSync {
   }
 
   /**
-   * Reports an apiserver pod nodelet will not run as `Failed` with `reason` and `message` (the
-   * kubelet's `rejectPod`). Forgotten again by `forgetRejected` once the apiserver drops the pod.
+   * An apiserver pod nodelet will not run, reported `Failed` by the kubelet (`Kubelet.rejectPod`,
+   * the one producer of that status): kept so its status is delivered although the pod manager
+   * may not hold it; forgotten again by `forgetRejected` once the apiserver drops the pod.
    */
-  rejectPod(pod: Pod, reason: string, message: string): void {
+  trackRejected(pod: Pod): void {
     const uid = pod.metadata?.uid;
-    if (!uid || isTerminalPhase(pod.status?.phase)) return;
+    // A static pod's status goes to its mirror pod, as every static pod's: the apiserver never lists it.
+    if (!uid || isStaticPod(pod) || isTerminalPhase(pod.status?.phase)) return;
     this.#rejected.set(uid, pod);
-    this.#o.statusManager.setPodStatus(pod, { ...pod.status, phase: 'Failed', reason, message: `Pod was rejected: ${message}` });
   }
 
   /** Drops rejected pods the apiserver no longer lists. */

@@ -25,6 +25,18 @@ export type { Config } from './types.js';
 export type BuildResult = { config: Config; warnings: string[] } | { help: string };
 
 /**
+ * The default of one setting as the flag table gives it (durations in milliseconds): what a part
+ * built without a `Config` (a test, the read-only server) falls back to, so `src/config/flags.ts`
+ * stays the one place a default is written.
+ */
+export function configDefault<K extends FlagTarget>(target: K): FlagValues[K] {
+  const value: FlagValues[K] | undefined = flagDefaults(FLAGS, {})[target];
+  // Unreachable: flagDefaults covers every target (checked at compile time in flags.ts).
+  if (value === undefined) throw new Error(`config: no default for ${target}`);
+  return value;
+}
+
+/**
  * Builds the frozen Config from defaults ← `--config` file ← explicitly given flags (the kubelet's
  * documented precedence). Returns `{ help }` for `-h`/`--help`; throws ConfigError (exit 2).
  */

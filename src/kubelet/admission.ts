@@ -1,4 +1,5 @@
-import type { Pod } from '../api/types.js';
+import { getPodQOS } from '../api/qos.js';
+import type { Pod, PodStatus } from '../api/types.js';
 import { resourceFitRefusal } from './resource-fit.js';
 import { sysctlRefusal } from './security-context.js';
 
@@ -35,6 +36,21 @@ export function admissionRefusal(pod: Pod, admitted: readonly Pod[] = [], alloca
     return { reason: 'NodePorts', message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" };
   }
   return undefined;
+}
+
+/**
+ * The status of a pod the node will not run (the kubelet's `rejectPod`, pkg/kubelet/kubelet.go):
+ * `Failed` with the refusal's reason and "Pod was rejected: <message>", and the pod's QoS class
+ * (left out when a pod refused as invalid has no class to compute).
+ */
+export function rejectedStatus(pod: Pod, refusal: AdmissionRefusal): PodStatus {
+  let qosClass: string | undefined;
+  try {
+    qosClass = getPodQOS(pod);
+  } catch {
+    qosClass = undefined;
+  }
+  return { ...(qosClass ? { qosClass } : {}), phase: 'Failed', reason: refusal.reason, message: `Pod was rejected: ${refusal.message}` };
 }
 
 /** One host port a pod holds on the node: address (`0.0.0.0` for all), protocol, port. */

@@ -115,7 +115,7 @@ export class KubeletHost implements Host {
   healthChecks(): Record<string, () => string | undefined> {
     return {
       syncloop: () => {
-        const { lastError, lastSuccess } = this.#kubelet.pleg.health();
+        const { lastError, lastSuccess } = this.#kubelet.relistHealth();
         if (lastError !== undefined) return `container runtime unreachable: ${lastError}`;
         const last = this.#kubelet.lastActivity();
         if (!lastSuccess || Date.now() - last > STALE_AFTER_MS) return `sync loop last ran ${last ? Math.round((Date.now() - last) / 1000) + 's ago' : 'never'}`;
@@ -128,7 +128,7 @@ export class KubeletHost implements Host {
     const uid = pod.metadata?.uid ?? '';
     const podName = pod.metadata?.name ?? '';
     this.#checkInSpec(pod, name);
-    const running = this.#kubelet.pleg.getPod(uid)?.containers.find((c) => c.name === name && c.state === 'running');
+    const running = this.#kubelet.runtimePod(uid)?.containers.find((c) => c.name === name && c.state === 'running');
     if (!running) {
       const waiting = this.#statuses.getPodStatus(uid)?.containerStatuses?.find((c) => c.name === name)?.state?.waiting?.reason;
       throw badRequest(`container ${name} is not running in pod ${podName}${waiting ? `: ${waiting}` : ''}`);
@@ -149,7 +149,7 @@ export class KubeletHost implements Host {
     const podName = pod.metadata?.name ?? '';
     this.#checkInSpec(pod, name);
     // Instances are newest first; `previous` is the one the current instance replaced.
-    const instances = this.#kubelet.pleg.getPod(uid)?.containers.filter((c) => c.name === name) ?? [];
+    const instances = this.#kubelet.runtimePod(uid)?.containers.filter((c) => c.name === name) ?? [];
     const instance = instances[previous ? 1 : 0];
     if (!instance) {
       throw badRequest(previous ? `previous terminated container "${name}" in pod "${podName}" not found` : `container "${name}" in pod "${podName}" is waiting to start: ContainerCreating`);
@@ -163,7 +163,7 @@ export class KubeletHost implements Host {
 
   resolveSandbox(pod: Pod): SandboxRef {
     const uid = pod.metadata?.uid ?? '';
-    const sandbox = this.#kubelet.pleg.getPod(uid)?.sandboxes.find((s) => s.ready);
+    const sandbox = this.#kubelet.runtimePod(uid)?.sandboxes.find((s) => s.ready);
     if (!sandbox) throw badRequest(`pod ${pod.metadata?.name} has no running sandbox: it is not running`);
     return { podUID: uid, namespace: pod.metadata?.namespace ?? '', pod: pod.metadata?.name ?? '', id: sandbox.id };
   }

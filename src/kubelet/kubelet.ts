@@ -1,8 +1,10 @@
+import { EventEmitter } from 'node:events';
 import type { Container, Pod } from '../api/types.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
 import type { ImageInfo, Runtime, RuntimePod } from '../runtime/types.js';
+import type { RelistHealth } from './pleg.js';
 import type { StatusManager } from '../status/manager.js';
 import { rfc3339 } from '../api/time.js';
 import type { Metrics } from '../metrics/registry.js';
@@ -12,7 +14,8 @@ import { PodWorkers } from './pod-workers.js';
 import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
 import { ProberManager } from './prober/manager.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
-import { graceAfterHook, runHook, terminationLogMount } from './lifecycle.js';
+import { runHook, terminationLogMount } from './lifecycle.js';
+import { PodKiller } from './kill.js';
 import { generatePodStatus } from './pod-status.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
@@ -22,10 +25,9 @@ import { unsupportedFieldRefusal } from './unsupported.js';
 import { pullCredentials } from './pull-secrets.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
 import type { ImagePullManager } from './image-pull-manager.js';
-import { admissionRefusal, type AdmissionRefusal } from './admission.js';
+import { admissionRefusal, rejectedStatus, type AdmissionRefusal } from './admission.js';
 import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
-import { getPodQOS } from '../api/qos.js';
 import { deadlineExceeded, failedStatus, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
 import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 import type { VolumeManager } from '../volumes/manager.js';
@@ -64,18 +66,8 @@ export interface KubeletOptions {
   imagePullManager?: ImagePullManager;
   /** `--root-dir`: where each container instance's termination-message file lives. */
   rootDir?: string;
-  /**
-   * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
-   * status is published: cluster mode may now delete the pod object.
-   */
-  onPodTerminated?: (uid: string) => void;
   /** `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: each sandbox's resolv.conf and FQDN (absent: no cluster DNS, the node's /etc/resolv.conf). */
   dns?: Omit<NodeDNS, 'nodeIPs'>;
-  /**
-   * The node's `status.allocatable` as last built (the kubelet's `getNodeAnyWay`), which admission
-   * fits each new pod into; `undefined` before the first build.
-   */
-  allocatable?: () => Readonly<Record<string, string>> | undefined;
   /** Pod cgroups (`cgroupsPerQOS`, src/cgroups/); absent: pods run in the engine's default cgroups. */
   podCgroups?: Pick<NodeCgroups, 'ensurePod' | 'removePod'> & Partial<Pick<NodeCgroups, 'resizePod'>>;
   /**
@@ -83,13 +75,19 @@ export interface KubeletOptions {
    * below 0 can be set here (`CAP_SYS_RESOURCE`); absent: the engine's default score.
    */
   oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean };
-  /**
-   * Admission handlers that run before the kubelet's own (the eviction manager's `Admit` is the
-   * kubelet's first handler, pkg/kubelet/kubelet.go `NewMainKubelet`).
-   */
-  admit?: (pod: Pod) => AdmissionRefusal | undefined;
   /** The container GC's policy (default: the kubelet's) and period (default 1 min, `ContainerGCPeriod`). */
   containerGC?: { policy?: ContainerGCPolicy; periodMs?: number };
+}
+
+/** What the kubelet tells its listeners (`Kubelet.on`). */
+export interface KubeletEvents {
+  /**
+   * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
+   * status is published: cluster mode may now delete the pod object.
+   */
+  podTerminated: [uid: string];
+  /** A pod the node will not run was reported `Failed` (`rejectPod`): cluster mode delivers that status although no source runs it. */
+  podRejected: [pod: Pod, refusal: AdmissionRefusal];
 }
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -107,7 +105,17 @@ const NETWORK_NOT_READY = 'network is not ready';
 const NETWORK_NOT_READY_RETRY_MS = 2000;
 
 export class Kubelet {
-  readonly pleg: PLEG;
+  /** The runtime's pods as last listed; read through `runtimePod`, `runtimePods` and `relistHealth`. */
+  readonly #pleg: PLEG;
+  readonly #events = new EventEmitter<KubeletEvents>();
+  /** Admission handlers that run before the kubelet's own (`addPodAdmitHandler`). */
+  readonly #admitHandlers: ((pod: Pod) => AdmissionRefusal | undefined)[] = [];
+  /**
+   * The node's `status.allocatable` as last built (the kubelet's `getNodeAnyWay`), which admission
+   * fits each new pod into; undefined until the node is first built (`nodeBuilt`), and meanwhile
+   * resources are not checked.
+   */
+  #allocatable: Readonly<Record<string, string>> | undefined;
   /** Liveness, readiness and startup probes of the running containers. */
   readonly prober: ProberManager;
   /** Pods refused at admission, by UID (see `#refuse`). */
@@ -145,6 +153,8 @@ export class Kubelet {
   readonly #containerGC: ContainerGC;
   /** Allocated resources and in-place resizes (src/kubelet/resize-manager.ts). */
   readonly #resize: ResizeManager;
+  /** Every kill of a container or a pod goes through it (src/kubelet/kill.ts). */
+  readonly #killer: PodKiller;
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
@@ -156,14 +166,21 @@ export class Kubelet {
       record: (pod, type, reason, message) => opts.recorder.record(pod, type, reason, message),
       log: opts.log,
     });
+    this.#killer = new PodKiller({
+      runtime: opts.runtime,
+      record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
+      log: opts.log,
+      ...(opts.volumes ? { tearDownVolumes: (uid: string) => opts.volumes?.tearDown(uid) ?? Promise.resolve() } : {}),
+      ...(cgroups ? { removePodCgroup: (uid: string) => cgroups.removePod(uid) } : {}),
+    });
     this.#backoff = opts.backoff ?? new Backoff();
     this.#sandboxBackoff = opts.sandboxBackoff ?? new Backoff({ initialMs: 1000, maxMs: 10_000 });
     this.#workers = new PodWorkers({
       sync: (uid) => this.#sync(uid),
       onError: (err, uid) => opts.log.error({ err, podUID: uid }, 'Error syncing pod'),
-      isGone: (uid) => !opts.podManager.getPodByUID(uid) && !this.pleg.getPod(uid),
+      isGone: (uid) => !opts.podManager.getPodByUID(uid) && !this.#pleg.getPod(uid),
     });
-    this.pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
+    this.#pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
     this.prober = new ProberManager({
       io: (pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId, this.#podIP(pod, sandboxId)),
       onChange: (uid) => this.#schedule(uid),
@@ -177,10 +194,10 @@ export class Kubelet {
       runtime: opts.runtime,
       policy: opts.containerGC?.policy ?? DEFAULT_CONTAINER_GC_POLICY,
       pods: async () => {
-        await this.pleg.relist();
-        const { lastError } = this.pleg.health();
+        await this.#pleg.relist();
+        const { lastError } = this.#pleg.health();
         if (lastError !== undefined) throw new Error(`failed to list containers: ${lastError}`);
-        return this.pleg.getPods();
+        return this.#pleg.getPods();
       },
       allSourcesReady: () => this.#sourcesReady,
       state: podStateProvider({
@@ -189,7 +206,7 @@ export class Kubelet {
           return pod && { deleting: !!pod.metadata?.deletionTimestamp };
         },
         status: (uid) => opts.statusManager.getPodStatus(uid) ?? opts.podManager.getPodByUID(uid)?.status,
-        runtimePod: (uid) => this.pleg.getPod(uid),
+        runtimePod: (uid) => this.#pleg.getPod(uid),
         allSourcesReady: () => this.#sourcesReady,
       }),
       warn: (reason, message) => opts.recorder.record(this.#nodeSubject(), 'Warning', reason, message),
@@ -197,9 +214,45 @@ export class Kubelet {
     });
   }
 
+  /** Listens to what the kubelet tells (`KubeletEvents`); returns the function that stops listening. */
+  on<K extends keyof KubeletEvents>(event: K, listener: (...args: KubeletEvents[K]) => void): () => void {
+    const emitter = this.#events as unknown as EventEmitter;
+    emitter.on(event, listener as (...args: unknown[]) => void);
+    return () => void emitter.off(event, listener as (...args: unknown[]) => void);
+  }
+
+  /**
+   * Adds an admission handler that runs before the kubelet's own, in the order added (the
+   * eviction manager's `Admit` is the kubelet's first, pkg/kubelet/kubelet.go `NewMainKubelet`
+   * `AddPodAdmitHandler`).
+   */
+  addPodAdmitHandler(handler: (pod: Pod) => AdmissionRefusal | undefined): void {
+    this.#admitHandlers.push(handler);
+  }
+
+  /** The node was built (src/node/source.ts): its allocatable is what later pods are admitted against. */
+  nodeBuilt(node: { readonly status?: { readonly allocatable?: Readonly<Record<string, string>> } }): void {
+    this.#allocatable = node.status?.allocatable;
+  }
+
+  /** The pod `uid` as the runtime last listed it (the PLEG's cache), or undefined when it has nothing of it. */
+  runtimePod(uid: string): RuntimePod | undefined {
+    return this.#pleg.getPod(uid);
+  }
+
+  /** Every pod of this node as the runtime last listed it. */
+  runtimePods(): RuntimePod[] {
+    return this.#pleg.getPods();
+  }
+
+  /** When the runtime was last listed, whether that worked, and how many lists succeeded (for the Node's and /healthz's health). */
+  relistHealth(): RelistHealth {
+    return this.#pleg.health();
+  }
+
   start(): void {
     if (this.#o.dns) void checkLimitsForResolvConf(this.#o.dns, (reason, message) => this.#o.recorder.record(this.#nodeSubject(), 'Warning', reason, message));
-    this.pleg.start((uid) => this.#schedule(uid));
+    this.#pleg.start((uid) => this.#schedule(uid));
     const resync = () => {
       this.#resyncTimer = setTimeout(() => {
         for (const pod of this.#o.podManager.getPods()) this.#schedule(pod.metadata?.uid ?? '');
@@ -223,7 +276,7 @@ export class Kubelet {
   /** Stops the loops and waits for running syncs. Containers keep running, as with the kubelet. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.pleg.stop();
+    this.#pleg.stop();
     this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
     await this.#containerGC.stop();
@@ -263,7 +316,7 @@ export class Kubelet {
       clearTimeout(timer);
     }
     // The last statuses reach the status manager with the syncs the stops bring.
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   /** Pods were added, updated or removed by a source. */
@@ -282,17 +335,17 @@ export class Kubelet {
   markSourcesReady(): void {
     if (this.#sourcesReady) return;
     this.#sourcesReady = true;
-    void this.pleg.relist().then(() => {
-      for (const rp of this.pleg.getPods()) this.#schedule(rp.uid);
+    void this.#pleg.relist().then(() => {
+      for (const rp of this.#pleg.getPods()) this.#schedule(rp.uid);
       // Allocations of pods that are gone from every source and the runtime (`RemoveOrphanedPods`).
-      const live = new Set([...this.#o.podManager.getPods().map((p) => p.metadata?.uid ?? ''), ...this.pleg.getPods().map((p) => p.uid)]);
+      const live = new Set([...this.#o.podManager.getPods().map((p) => p.metadata?.uid ?? ''), ...this.#pleg.getPods().map((p) => p.uid)]);
       this.#resize.allocation.removeOrphans(live);
     });
   }
 
   /** When the sync loop last completed a pod sync or relist (for /healthz/syncloop). */
   lastActivity(): number {
-    return Math.max(this.#lastSync, this.pleg.health().lastSuccess);
+    return Math.max(this.#lastSync, this.#pleg.health().lastSuccess);
   }
 
   #schedule(uid: string): void {
@@ -305,14 +358,14 @@ export class Kubelet {
 
   async #sync(uid: string): Promise<void> {
     this.#lastSync = Date.now();
-    if (this.pleg.health().relists === 0) {
+    if (this.#pleg.health().relists === 0) {
       // Never act on a pod before the runtime was listed once: after a restart of nodelet its
       // containers exist, and creating them again would duplicate them.
-      await this.pleg.relist();
-      if (this.pleg.health().relists === 0) return this.#scheduleAfter(uid, 1000);
+      await this.#pleg.relist();
+      if (this.#pleg.health().relists === 0) return this.#scheduleAfter(uid, 1000);
     }
     const pod = this.#o.podManager.getPodByUID(uid);
-    const runtimePod = this.pleg.getPod(uid);
+    const runtimePod = this.#pleg.getPod(uid);
     // A delete through the API (`restartPod`) runs here, inside the pod's worker, never beside a sync.
     if (this.#restarts.has(uid)) return this.#restartNow(uid);
     if (!pod) {
@@ -345,7 +398,7 @@ export class Kubelet {
     if (!runtimePod && this.#refuse(pod)) return;
     this.#admitted.add(uid);
     // The pod as the node runs it: its allocated resources, a pending resize decided (resize-manager.ts).
-    const allocated = this.#resize.allocate(pod, this.#activeAdmitted(uid), this.#o.allocatable?.());
+    const allocated = this.#resize.allocate(pod, this.#activeAdmitted(uid), this.#allocatable);
     const deadlineLeft = this.#activeDeadlineLeft(pod);
     if (deadlineLeft === 0) return this.#terminate(pod, runtimePod, deadlineExceeded);
     if (deadlineLeft !== undefined) this.#scheduleAfter(uid, deadlineLeft);
@@ -372,13 +425,13 @@ export class Kubelet {
       if (w.reason === 'CrashLoopBackOff') this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'BackOff', 'Back-off restarting failed container');
     }
     if (!actions.kill.length && !actions.start.length && !actions.remove.length && actions.createSandbox === undefined) {
-      if ((await this.#resizeInPlace(allocated, runtimePod)) === 'applied') await this.pleg.relist();
+      if ((await this.#resizeInPlace(allocated, runtimePod)) === 'applied') await this.#pleg.relist();
       return;
     }
 
     await this.#apply(allocated, runtimePod, actions);
     // The changes come back as PLEG events, which sync this pod again and publish its status.
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   /**
@@ -402,13 +455,25 @@ export class Kubelet {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
     const others = this.#activeAdmitted(uid).map((p) => this.#resize.allocation.allocatedPod(p));
-    const refusal = this.#shutdown ? nodeShutdownRefusal : (this.#o.admit?.(pod) ?? admissionRefusal(pod, others, this.#o.allocatable?.()));
+    const refusal = this.#shutdown ? nodeShutdownRefusal : (this.#admitHandlers.reduce<AdmissionRefusal | undefined>((refusal, admit) => refusal ?? admit(pod), undefined) ?? admissionRefusal(pod, others, this.#allocatable));
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);
     this.#o.recorder.record(pod, 'Warning', refusal.reason, refusal.message);
-    this.#o.statusManager.setPodStatus(pod, { qosClass: getPodQOS(pod), phase: 'Failed', reason: refusal.reason, message: `Pod was rejected: ${refusal.message}` });
+    this.rejectPod(pod, refusal);
     return true;
+  }
+
+  /**
+   * Reports a pod the node will not run as `Failed` (the kubelet's `rejectPod`): the one place
+   * that status is made (`rejectedStatus`), for pods refused at admission and for apiserver pods
+   * the pod config refused as invalid (whose event it recorded). A pod whose own status is
+   * already terminal keeps it. Tells `podRejected` listeners.
+   */
+  rejectPod(pod: Pod, refusal: AdmissionRefusal): void {
+    if (isTerminalPhase(pod.status?.phase)) return;
+    this.#o.statusManager.setPodStatus(pod, rejectedStatus(pod, refusal));
+    this.#events.emit('podRejected', pod, refusal);
   }
 
   /**
@@ -495,36 +560,19 @@ export class Kubelet {
     this.#publishStatus(pod, runtimePod, new Map(), running.length === 0, failure);
     if (running.length === 0) this.#endingDone.get(uid)?.();
     if (running.length === 0 && sandboxes.length === 0) {
-      if (!failure) this.#o.onPodTerminated?.(uid);
-      else if (this.#evictions.has(uid) && runtimePod) await this.#reclaimEvicted(runtimePod);
+      if (!failure) this.#events.emit('podTerminated', uid);
+      else if (this.#evictions.has(uid) && runtimePod) await this.#reclaimEvicted(pod, runtimePod);
       return;
     }
-    const grace = graceOverride ?? pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-    const plog = this.#o.log.child({ pod: podRef(pod), podUID: uid });
-    await Promise.all(
-      running.map(async (c) => {
-        this.#o.recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
-        plog.info({ container: c.name, gracePeriod: grace }, 'Killing container with a grace period');
-        await this.#stopContainer(pod, c.name, c.id, grace, sandboxes[0]?.id);
-      }),
-    );
-    await this.#stopSandboxes(sandboxes, plog);
+    // The containers and sandboxes stay: they are removed when the pod leaves its source.
+    if (runtimePod) await this.#killer.killPod(runtimePod, pod, { grace: graceOverride });
     // The stops come back as PLEG events; the next sync publishes the terminal status.
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   /** The pod IP of a sandbox as last listed, where probes and hooks connect by default. */
   #podIP(pod: Pod, sandboxId: string): string | undefined {
-    return this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
-  }
-
-  /**
-   * Stops sandboxes, their pod networks torn down first (the runtime's `stopSandbox`). A failed
-   * DEL is logged, not fatal: the sandbox is stopped anyway and its attachment stays cached, so
-   * its removal (or the network GC) tries the DEL again.
-   */
-  async #stopSandboxes(sandboxes: readonly { readonly id: string }[], log: Logger): Promise<void> {
-    await Promise.all(sandboxes.map((s) => this.#o.runtime.stopSandbox(s.id).catch((err: unknown) => log.warn({ err, sandbox: s.id }, 'Failed to tear down the pod network of a sandbox'))));
+    return this.#pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
   }
 
   /**
@@ -575,14 +623,11 @@ export class Kubelet {
   async #apply(pod: Pod, runtimePod: RuntimePod | undefined, actions: PodActions): Promise<void> {
     const { runtime, recorder, log } = this.#o;
     const plog = log.child({ pod: podRef(pod), podUID: pod.metadata?.uid });
-    const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
-
     await Promise.all(
       actions.kill.map(async (k) => {
-        if (k.name !== 'POD') recorder.record(containerSubject(pod, k.name), 'Normal', 'Killing', k.message);
         plog.info({ container: k.name }, k.message);
-        if (k.name === 'POD') await this.#stopSandboxes([k], plog);
-        else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
+        if (k.name === 'POD') await this.#killer.stopSandboxes([k], plog);
+        else if (runtimePod) await this.#killer.killContainer(runtimePod, pod, k, { grace: k.graceSeconds, message: k.message });
       }),
     );
     // Removal of what the sync replaces is best effort: a container the runtime cannot remove
@@ -626,8 +671,8 @@ export class Kubelet {
         if (!ips.length && readsPodIP(pod) && !pod.spec?.hostNetwork) {
           // The downward API needs the new sandbox's IP before the containers are configured: on a
           // Docker network (`--pod-network`) it is Docker's, read back by a relist.
-          await this.pleg.relist();
-          sandbox = this.pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
+          await this.#pleg.relist();
+          sandbox = this.#pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
         }
       } catch (err) {
         this.#o.metrics?.startedPodErrors.inc();
@@ -746,7 +791,7 @@ export class Kubelet {
     const target = (container as { targetContainerName?: string }).targetContainerName;
     if (target) {
       // An ephemeral container aimed at another shares that container's processes (`kubectl debug --target`).
-      const id = this.pleg.getPod(pod.metadata?.uid ?? '')?.containers.find((c) => c.name === target && c.state === 'running')?.id;
+      const id = this.#pleg.getPod(pod.metadata?.uid ?? '')?.containers.find((c) => c.name === target && c.state === 'running')?.id;
       if (id) config = { ...config, pidNamespaceOf: id };
     }
     try {
@@ -767,7 +812,8 @@ export class Kubelet {
         if (failure) {
           clog.warn({ error: failure }, 'PostStartHook failed');
           recorder.record(subject, 'Warning', 'FailedPostStartHook', failure);
-          await runtime.stopContainer(id, pod.spec?.terminationGracePeriodSeconds ?? 30);
+          const target = { uid: pod.metadata?.uid ?? '', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', sandboxes: [sandbox] };
+          await this.#killer.killContainer(target, pod, { id, name: container.name }, { message: 'FailedPostStartHook' });
         }
       }
     } catch (err) {
@@ -777,27 +823,6 @@ export class Kubelet {
       recorder.record(subject, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
       this.#recordStartFailure(pod, container, { reason: 'CreateContainerError', message: (err as Error).message });
     }
-  }
-
-  /**
-   * Stops one container the kubelet's way: its `preStop` hook first (bounded by the grace
-   * period; a failure is an event, not a reason to skip the stop), then SIGTERM with what is left
-   * of the grace period (at least 2 s), then SIGKILL.
-   */
-  async #stopContainer(pod: Pod, name: string, id: string, graceSeconds: number, sandboxId: string | undefined): Promise<void> {
-    const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === name);
-    const hook = spec?.lifecycle?.preStop;
-    let grace = graceSeconds;
-    if (hook && spec && sandboxId && graceSeconds > 0) {
-      const started = Date.now();
-      const failure = await runHook(hook, spec, runtimeProbeIO(this.#o.runtime, id, sandboxId, this.#podIP(pod, sandboxId)), graceSeconds * 1000);
-      if (failure) {
-        this.#o.log.warn({ pod: podRef(pod), container: name, error: failure }, 'PreStopHook failed');
-        this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'FailedPreStopHook', failure);
-      }
-      grace = graceAfterHook(graceSeconds, Date.now() - started);
-    }
-    await this.#o.runtime.stopContainer(id, grace);
   }
 
   /**
@@ -819,28 +844,12 @@ export class Kubelet {
   }
 
   /**
-   * Stops every container (its preStop hook when the pod's last spec is known, then SIGTERM,
-   * SIGKILL after the grace period recorded on it), then the sandbox, then removes them all.
+   * A pod gone from its source (or an orphan): killed (preStop hooks when its last spec is known),
+   * then its containers, sandboxes, volumes and cgroup removed.
    */
   async #killPod(runtimePod: RuntimePod, lastSpec?: Pod): Promise<void> {
-    const { runtime, log } = this.#o;
-    log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: runtimePod.uid }, 'Killing pod');
-    const sandboxId = runtimePod.sandboxes.find((s) => s.ready)?.id;
-    await Promise.all(runtimePod.containers
-        .filter((c) => c.state === 'running')
-        .map((c) => (lastSpec ? this.#stopContainer(lastSpec, c.name, c.id, c.gracePeriodSeconds ?? 30, sandboxId) : runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30))));
-    await this.#stopSandboxes(runtimePod.sandboxes.filter((s) => s.ready), log);
-    for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
-    for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
-    // No container holds the pod's volumes any more: unmount and delete <rootDir>/pods/<uid>.
-    await this.#o.volumes?.tearDown(runtimePod.uid).catch((err: unknown) => log.warn({ err, podUID: runtimePod.uid }, 'Failed to tear down pod volumes'));
-    await this.#removePodCgroup(runtimePod.uid, log);
-    await this.pleg.relist();
-  }
-
-  /** Once no container of the pod is left, its cgroup goes too (one with processes still exiting is retried). */
-  async #removePodCgroup(uid: string, log: Logger): Promise<void> {
-    await this.#o.podCgroups?.removePod(uid).catch((err: unknown) => log.warn({ err, podUID: uid }, 'Failed to remove pod cgroup'));
+    await this.#killer.killPod(runtimePod, lastSpec, { remove: true, tearDown: true });
+    await this.#pleg.relist();
   }
 
   // ---- Eviction (src/eviction/, the kubelet's `killPodFunc`) ----
@@ -890,20 +899,16 @@ export class Kubelet {
 
   /** Whether an evicted pod's resources are back (`podResourcesAreReclaimed`): nothing of it is left in the runtime. */
   podCleanedUp(uid: string): boolean {
-    return this.#reclaimed.has(uid) || !this.pleg.getPod(uid);
+    return this.#reclaimed.has(uid) || !this.#pleg.getPod(uid);
   }
 
-  async #reclaimEvicted(runtimePod: RuntimePod): Promise<void> {
-    const { runtime, log } = this.#o;
+  async #reclaimEvicted(pod: Pod, runtimePod: RuntimePod): Promise<void> {
     const uid = runtimePod.uid;
-    for (const c of [...runtimePod.containers, ...runtimePod.sandboxes]) {
-      await runtime.removeContainer(c.id).catch((err: unknown) => log.warn({ err, podUID: uid, containerID: c.id }, 'Failed to remove a container of an evicted pod'));
-    }
-    await this.#o.volumes?.tearDown(uid).catch((err: unknown) => log.warn({ err, podUID: uid }, 'Failed to tear down the volumes of an evicted pod'));
-    await this.#removePodCgroup(uid, log);
+    // Nothing of it runs any more: this removes. A removal that failed was logged; the status is final anyway.
+    await this.#killer.killPod(runtimePod, pod, { remove: true, tearDown: true }).catch(() => undefined);
     this.#reclaimed.add(uid);
     this.prober.removePod(uid);
-    await this.pleg.relist();
+    await this.#pleg.relist();
   }
 
   // ---- Deleting a pod through the API (`kubectl delete pod` on a static pod) ----
@@ -914,8 +919,9 @@ export class Kubelet {
   /**
    * Kills the pod's current incarnation and lets the sync loop create it again from its source,
    * which stays the truth — what deleting a static pod's mirror pod amounts to in a cluster. Runs
-   * in the pod's worker (never beside a sync of the same pod): running containers get SIGTERM and
-   * SIGKILL after `graceSeconds`, the sandbox stops, every container of the pod is removed, its
+   * in the pod's worker (never beside a sync of the same pod): running containers are killed as
+   * every kill (`Killing`, their preStop hooks, SIGTERM, SIGKILL once `graceSeconds` ran out), the
+   * sandbox stops, every container of the pod is removed, its
    * volumes are torn down and its cached status and back-off are forgotten, so the new incarnation
    * starts from scratch (restart counts 0, a new start time). `onKilled` is called synchronously
    * once the old incarnation is gone, before the sync that creates the new one. A second request
@@ -939,28 +945,15 @@ export class Kubelet {
   async #restartNow(uid: string): Promise<void> {
     const req = this.#restarts.get(uid);
     if (!req) return;
-    const { runtime, recorder, log } = this.#o;
     try {
       const pod = this.#o.podManager.getPodByUID(uid);
-      const runtimePod = this.pleg.getPod(uid);
+      const runtimePod = this.#pleg.getPod(uid);
       if (runtimePod) {
-        const plog = log.child({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: uid });
-        plog.info({ gracePeriod: req.graceSeconds }, 'Deleting pod on request; it is recreated from its source');
-        await Promise.all(
-          runtimePod.containers
-            .filter((c) => c.state === 'running')
-            .map(async (c) => {
-              if (pod) recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
-              await runtime.stopContainer(c.id, req.graceSeconds);
-            }),
-        );
-        await this.#stopSandboxes(runtimePod.sandboxes.filter((s) => s.ready), plog);
-        for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
-        for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);
-        await this.#o.volumes?.tearDown(uid).catch((err: unknown) => plog.warn({ err }, 'Failed to tear down pod volumes'));
-        await this.#removePodCgroup(uid, plog);
+        this.#o.log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: uid, gracePeriod: req.graceSeconds }, 'Deleting pod on request; it is recreated from its source');
+        // As every kill of the kubelet: preStop hooks first, then the request's grace period.
+        await this.#killer.killPod(runtimePod, pod, { grace: req.graceSeconds, remove: true, tearDown: true });
       }
-      await this.pleg.relist();
+      await this.#pleg.relist();
       this.#o.statusManager.deletePodStatus(uid);
       this.#forgetBackoffs(uid);
       this.#firstSeen.delete(uid);

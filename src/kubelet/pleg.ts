@@ -2,6 +2,14 @@ import type { Logger } from '../logging/index.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
 import { Coalescer } from '../async/coalescer.js';
 
+/** Health of the relist loop: when it last tried, last succeeded, the last error, and how many relists succeeded. */
+export interface RelistHealth {
+  readonly lastAttempt: number;
+  readonly lastSuccess: number;
+  readonly lastError: string | undefined;
+  readonly relists: number;
+}
+
 /**
  * The Pod Lifecycle Event Generator: keeps the newest runtime snapshot of every pod and reports
  * which pods changed. It relists on a short period and at once whenever Docker's event stream
@@ -55,7 +63,7 @@ export class PLEG {
   }
 
   /** Health of the loop: when it last tried, last succeeded, and the last error. */
-  health(): { lastAttempt: number; lastSuccess: number; lastError: string | undefined; relists: number } {
+  health(): RelistHealth {
     return { lastAttempt: this.#lastAttempt, lastSuccess: this.#lastSuccess, lastError: this.#lastError, relists: this.#relists };
   }
 

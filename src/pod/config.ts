@@ -34,11 +34,25 @@ export interface PodConfigOptions {
  */
 export class PodConfig {
   readonly #o: PodConfigOptions;
+  readonly #listeners = new Set<(diff: PodDiff) => void>();
+  readonly #snapshotListeners = new Set<(source: string) => void>();
   /** Per source: its accepted pods by UID. */
   readonly #sources = new Map<string, Map<string, Pod>>();
 
   constructor(opts: PodConfigOptions) {
     this.#o = opts;
+  }
+
+  /** Also tells `listener` of every change, after `onChange`. Returns the function that stops it. */
+  onPodsChanged(listener: (diff: PodDiff) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Tells `listener` of every snapshot a source delivered (changed or not), after it was applied. Returns the function that stops it. */
+  onSnapshot(listener: (source: string) => void): () => void {
+    this.#snapshotListeners.add(listener);
+    return () => this.#snapshotListeners.delete(listener);
   }
 
   /** Sets the complete pod set of `source`. */
@@ -95,7 +109,11 @@ export class PodConfig {
     const m = this.#o.manager;
     for (const pod of diff.removed) m.deletePod(pod);
     for (const pod of next.values()) m.updatePod(pod);
-    if (diff.added.length + diff.updated.length + diff.removed.length > 0) this.#o.onChange(diff);
+    if (diff.added.length + diff.updated.length + diff.removed.length > 0) {
+      this.#o.onChange(diff);
+      for (const listener of this.#listeners) listener(diff);
+    }
+    for (const listener of this.#snapshotListeners) listener(source);
   }
 
   /** Sources that have reported at least once (the kubelet's `SeenAllSources` input). */

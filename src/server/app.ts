@@ -25,17 +25,18 @@ import { listenerOptions, type TlsMaterial } from './tls.js';
 import { nativeUnmask } from '../streaming/websocket/handshake.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
 import { WatchStreams } from './watch.js';
-import { DEFAULT_MAX_CONTAINER_LOG_STREAMS, LogStreamSlots } from '../streaming/logs/limits.js';
-import { DEFAULT_MAX_PORT_FORWARD_CONNECTIONS, DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION, ForwardLimiter } from '../streaming/portforward/limits.js';
+import { LogStreamSlots } from '../streaming/logs/limits.js';
+import { ForwardLimiter } from '../streaming/portforward/limits.js';
+import { configDefault } from '../config/index.js';
 
 export interface ServerOptions {
   host: Host;
-  /** exec/attach/port-forward limits; defaults are the kubelet's. */
+  /** exec/attach/port-forward limits; the `Config`'s defaults (src/config/flags.ts) where absent. */
   streaming?: Partial<Omit<StreamingOptions, 'sessions' | 'portForwardConnections' | 'upgraded'>> & {
-    /** Node-wide forwarded port-forward connections (default 256). */
+    /** Node-wide forwarded port-forward connections (default: `--max-port-forward-connections`'s). */
     maxPortForwardConnections?: number;
   };
-  /** Open streaming sessions and their cap (default: 1000, the kubelet's in-flight limit). */
+  /** Open streaming sessions and their cap (default: `--max-streaming-sessions`'s). */
   sessions?: StreamingSessions;
   /** nodelet's metrics registry (default: a fresh one). */
   metrics?: Metrics;
@@ -47,11 +48,11 @@ export interface ServerOptions {
   security?: SecurityOptions;
   /** Serve HTTPS with this certificate (default: plain HTTP). */
   tls?: TlsMaterial;
-  /** Container log streams served at once; more get 429 (default 256, `--max-container-log-streams`). */
+  /** Container log streams served at once; more get 429 (default: `--max-container-log-streams`'s). */
   maxContainerLogStreams?: number;
-  /** Watches open at once; more get 429 (default 1000, `--max-watches`). */
+  /** Watches open at once; more get 429 (default: `--max-watches`'s). */
   maxWatches?: number;
-  /** Watches one user may have open at once; more get 429 (default 100, `--max-watches-per-user`). */
+  /** Watches one user may have open at once; more get 429 (default: `--max-watches-per-user`'s). */
   maxWatchesPerUser?: number;
   /** How often watchers that allowed bookmarks get one (default 60 s, the apiserver's cadence). */
   bookmarkIntervalMs?: number;
@@ -139,7 +140,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
 
   const { host } = opts;
   // Open watches end before the server closes its connections, so clients see a clean end of stream.
-  const streams = new WatchStreams({ max: opts.maxWatches ?? 1000, maxPerUser: opts.maxWatchesPerUser ?? 100 });
+  const streams = new WatchStreams({ max: opts.maxWatches ?? configDefault('maxWatches'), maxPerUser: opts.maxWatchesPerUser ?? configDefault('maxWatchesPerUser') });
   const bookmarks = setInterval(() => {
     host.watch.pods.hub.bookmark();
     host.watch.events.hub.bookmark();
@@ -168,14 +169,14 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   void app.register(statsPlugin, { host });
 
   const s = opts.streaming ?? {};
-  const sessions = opts.sessions ?? new StreamingSessions(1000);
+  const sessions = opts.sessions ?? new StreamingSessions(configDefault('maxStreamingSessions'));
   const streaming: StreamingOptions = {
     sessions,
-    idleTimeoutMs: s.idleTimeoutMs ?? 4 * 60 * 60 * 1000,
+    idleTimeoutMs: s.idleTimeoutMs ?? configDefault('streamingConnectionIdleTimeoutMs'),
     streamCreationTimeoutMs: s.streamCreationTimeoutMs ?? 30_000,
     closeWaitMs: s.closeWaitMs ?? 60_000,
-    maxPortForwardConnectionsPerSession: s.maxPortForwardConnectionsPerSession ?? DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION,
-    portForwardConnections: new ForwardLimiter(s.maxPortForwardConnections ?? DEFAULT_MAX_PORT_FORWARD_CONNECTIONS),
+    maxPortForwardConnectionsPerSession: s.maxPortForwardConnectionsPerSession ?? configDefault('maxPortForwardConnectionsPerSession'),
+    portForwardConnections: new ForwardLimiter(s.maxPortForwardConnections ?? configDefault('maxPortForwardConnections')),
     upgraded: (labels) => metrics.streamingUpgrades.inc(labels),
   };
   routeUpgrades(app);
@@ -184,7 +185,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   app.addHook('preClose', async () => sessions.closeAll());
   void app.register(remoteCommandPlugin, { host, streaming });
   void app.register(runPlugin, { host });
-  void app.register(logsPlugin, { host, slots: new LogStreamSlots(opts.maxContainerLogStreams ?? DEFAULT_MAX_CONTAINER_LOG_STREAMS) });
+  void app.register(logsPlugin, { host, slots: new LogStreamSlots(opts.maxContainerLogStreams ?? configDefault('maxContainerLogStreams')) });
   void app.register(portForwardPlugin, { host, streaming });
   return app;
 }

@@ -21,7 +21,7 @@ t.test('kubectl top pod against nodelet', async (t) => {
   const name = `busy-${node.nodeName}`;
   await node.waitFor('pod running', async () => ((await node.pod('busy'))?.status?.phase === 'Running' ? true : undefined), 60_000);
   await node.waitFor('the PLEG sees the container', () =>
-    node.nodelet.kubelet.pleg.getPods().some((p) => p.containers.some((c) => c.state === 'running')) ? true : undefined,
+    node.nodelet.kubelet.runtimePods().some((p) => p.containers.some((c) => c.state === 'running')) ? true : undefined,
   );
   // kubectl top shows a rate, which needs two samples; take them now rather than waiting 10 s.
   await node.nodelet.stats.sampleNow();

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../../src/config/types.js';
+import { buildConfig, type Config } from '../../src/config/index.js';
 import { createLogger, type Logger } from '../../src/logging/index.js';
 import { startNodelet, type Nodelet, type StartOptions } from '../../src/nodelet.js';
 import type { Pod, PodList } from '../../src/api/types.js';
@@ -48,8 +48,12 @@ export async function startTestNode(
 ): Promise<TestNode> {
   const nodeName = overrides.nodeName ?? `n${randomBytes(4).toString('hex')}`;
   const manifestDir = await mkdtemp(join(tmpdir(), 'nodelet-manifests-'));
+  // The real config builder's defaults, in the loopback development posture (anonymous +
+  // AlwaysAllow, plain HTTP) as it resolves `--insecure-dev`; then what a test node changes.
+  const built = buildConfig(['--insecure-dev', '--address=127.0.0.1'], {}, { hostname: nodeName, interfaces: {} });
+  if ('help' in built) throw new Error('buildConfig answered with help');
   const config: Config = Object.freeze({
-    address: '127.0.0.1',
+    ...built.config,
     port: 0,
     staticPodPath: manifestDir,
     fileCheckFrequencyMs: 1000,
@@ -57,84 +61,19 @@ export async function startTestNode(
     nodeName,
     nodeIP: '127.0.0.1',
     dockerEndpoint: testDockerHost(),
-    podInfraContainerImage: 'registry.k8s.io/pause:3.10',
     rootDir: manifestDir,
+    certDir: join(manifestDir, 'pki'),
     verbosity: Number(process.env.NODELET_TEST_V ?? 0),
     loggingFormat: 'json' as const,
-    podNetwork: 'none',
-    networkPlugin: '' as const,
-    cniBinDirs: ['/opt/cni/bin', '/usr/lib/cni'],
     cniConfDir: join(manifestDir, 'cni-conf'),
     cniCacheDir: join(manifestDir, 'cni-cache'),
-    containerUlimits: 'auto',
-    streamingConnectionIdleTimeoutMs: 4 * 3600_000,
-    maxStreamingSessions: 1000,
-    maxPortForwardConnectionsPerSession: 128,
-    maxPortForwardConnections: 256,
-    maxContainerLogStreams: 256,
-    maxWatches: 1000,
-    maxWatchesPerUser: 100,
     execDisconnectGracePeriodMs: 1000,
-    // The loopback development posture (anonymous + AlwaysAllow, plain HTTP), as buildConfig
-    // resolves `--insecure-dev`.
-    tlsCertFile: '',
-    tlsPrivateKeyFile: '',
-    certDir: join(manifestDir, 'pki'),
-    clientCAFile: '',
-    tokenAuthFile: '',
-    anonymousAuth: true,
-    insecureDev: true,
-    generatedCredentials: false,
-    kubeconfig: '',
-    bootstrapKubeconfig: '',
-    rotateCertificates: false,
-    serverTLSBootstrap: false,
-    registerNode: true,
-    nodeLabels: '',
-    registerWithTaints: '',
-    nodeStatusUpdateFrequencyMs: 10_000,
-    nodeStatusReportFrequencyMs: 300_000,
-    nodeLeaseDurationSeconds: 40,
-    maxPods: 110,
-    containerLogMaxSize: '10Mi',
-    containerLogMaxFiles: 5,
-    cgroupsPerQOS: true,
-    cgroupsPerQOSRequired: false,
     // Each test node's pod cgroups under a root of its own, removed with it.
     cgroupRoot: `/nodelet-test/${nodeName}`,
-    cgroupDriver: 'cgroupfs' as const,
-    podPidsLimit: -1,
     // Off in tests: the engine's images are shared by every test file (the image GC test has its own engine).
     imageGCHighThresholdPercent: 100,
-    imageGCLowThresholdPercent: 80,
-    imageMinimumGCAgeMs: 120_000,
-    imageMaximumGCAgeMs: 0,
-    imagePullCredentialsVerificationPolicy: 'NeverVerifyPreloadedImages',
-    preloadedImagesVerificationAllowlist: [],
-    maxPerPodContainerCount: 1,
-    maxContainerCount: -1,
-    minimumGCAgeMs: 0,
-    containerGCPeriodMs: 60_000,
-    shutdownGracePeriodMs: 0,
-    shutdownGracePeriodCriticalPodsMs: 0,
     // Off in tests: every test file shares the machine's disk and memory (the eviction tests set their own).
     evictionHard: {},
-    evictionSoft: {},
-    evictionSoftGracePeriod: {},
-    evictionMinimumReclaim: {},
-    evictionPressureTransitionPeriodMs: 300_000,
-    evictionMaxPodGracePeriod: 0,
-    authenticationTokenWebhook: false,
-    authenticationTokenWebhookCacheTTLMs: 120_000,
-    authorizationMode: 'AlwaysAllow' as const,
-    authorizationPolicyFile: '',
-    authorizationWebhookCacheAuthorizedTTLMs: 300_000,
-    authorizationWebhookCacheUnauthorizedTTLMs: 30_000,
-    readOnlyPort: 0,
-    enableDebuggingHandlers: true,
-    clusterDNS: [],
-    clusterDomain: '',
-    resolvConf: '/etc/resolv.conf',
     ...overrides,
   });
   // A test that reads nodelet's log passes its own (createLogger with a destination); others log to stderr.

@@ -169,8 +169,8 @@ t.test('a restarted nodelet adopts its containers without duplicates, keeping re
   t.equal(adopted.metadata?.uid, pod.metadata?.uid);
   t.equal(adopted.status?.startTime, pod.status?.startTime, 'start time survives the restart');
   // Give the restarted loop a few relists to do anything wrong: counted, not timed (every 500 ms here).
-  const relists = node.nodelet.kubelet.pleg.health().relists;
-  await node.waitFor('three more relists', () => (node.nodelet.kubelet.pleg.health().relists >= relists + 3 ? true : undefined));
+  const relists = node.nodelet.kubelet.relistHealth().relists;
+  await node.waitFor('three more relists', () => (node.nodelet.kubelet.relistHealth().relists >= relists + 3 ? true : undefined));
   const after = (await containersOfNode(docker, node.nodeName)).map((c) => c.Id).sort();
   t.same(after, before, 'no container created or removed');
 });

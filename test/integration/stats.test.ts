@@ -27,7 +27,7 @@ t.test('stats from Docker, sampled in the background and served from memory', as
   // the Docker call counts below are exact.
   await node.nodelet.stats.stop();
   await node.waitFor('the PLEG sees both pods running', () =>
-    node.nodelet.kubelet.pleg.getPods().filter((p) => p.containers.some((c) => c.state === 'running')).length === 2 ? true : undefined,
+    node.nodelet.kubelet.runtimePods().filter((p) => p.containers.some((c) => c.state === 'running')).length === 2 ? true : undefined,
   );
   await node.nodelet.stats.sampleNow();
   // A measurement interval, not synchronisation: the rates compare CPU counters 1.5 s apart,
@@ -87,7 +87,7 @@ t.test('stats from Docker, sampled in the background and served from memory', as
 
   // A stopped pod drops out at the next round.
   await node.removeManifest('idle.yaml');
-  await node.waitFor('idle gone from the runtime', () => (node.nodelet.kubelet.pleg.getPods().some((p) => p.name === idle) ? undefined : true), 30_000);
+  await node.waitFor('idle gone from the runtime', () => (node.nodelet.kubelet.runtimePods().some((p) => p.name === idle) ? undefined : true), 30_000);
   await node.nodelet.stats.sampleNow();
   const after = await node.get<Summary>('/stats/summary');
   t.same(after.body.pods.map((p) => p.podRef.name), [burn]);

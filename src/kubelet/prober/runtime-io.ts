@@ -25,7 +25,7 @@ function collector(limit: number): { stream: Writable; text: () => string; bytes
  * `podIP` by default, as the kubelet probes the pod IP, or 127.0.0.1 without one), each bounded
  * by the probe's timeout.
  */
-export function runtimeProbeIO(runtime: Runtime, containerId: string, sandboxId: string, podIP?: string): ProbeIO {
+export function runtimeProbeIO(runtime: Pick<Runtime, 'exec' | 'portForward'>, containerId: string, sandboxId: string, podIP?: string): ProbeIO {
   const defaultHost = podIP ?? '127.0.0.1';
   return {
     host: defaultHost,

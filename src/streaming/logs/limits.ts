@@ -6,8 +6,6 @@
 
 import { CountingSlots } from '../slots.js';
 
-/** Default of `--max-container-log-streams`. */
-export const DEFAULT_MAX_CONTAINER_LOG_STREAMS = 256;
 /** `Retry-After` of the 429 beyond it: a log stream ends when its reader leaves, usually soon. */
 export const LOG_STREAMS_RETRY_AFTER_SECONDS = 10;
 

@@ -6,10 +6,6 @@
 
 import { CountingSlots } from '../slots.js';
 
-/** Default of `--max-port-forward-connections-per-session`: far above what a browser opens. */
-export const DEFAULT_MAX_PORT_FORWARD_CONNECTIONS_PER_SESSION = 128;
-/** Default of `--max-port-forward-connections`: 256 children hold 768 descriptors, under a 1024 limit. */
-export const DEFAULT_MAX_PORT_FORWARD_CONNECTIONS = 256;
 
 /** The node-wide count of forwarded connections, shared by every session and wire form. */
 export class ForwardLimiter extends CountingSlots {}

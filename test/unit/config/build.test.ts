@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { buildConfig, ConfigError, type Config, type HostInfo } from '../../../src/config/index.js';
+import { buildConfig, configDefault, ConfigError, type Config, type HostInfo } from '../../../src/config/index.js';
 
 const HOST: HostInfo = {
   hostname: 'Worker-1.Example.COM',
@@ -506,4 +506,13 @@ t.test('TLS bootstrap and certificate rotation: flags and config fields, off by 
   const f = build(['--config', file, '--kubeconfig=/k']);
   t.same([f.rotateCertificates, f.serverTLSBootstrap], [true, true], 'from the KubeletConfiguration fields');
   fails(t, () => build(['--config', file]), `rotateCertificates (from rotateCertificates in "${file}") needs --kubeconfig (cluster mode)`);
+});
+
+t.test('configDefault: each default as the built Config has it without flags (durations in ms), for parts made without a Config', async (t) => {
+  const r = buildConfig([], {}, HOST);
+  if ('help' in r) throw new Error('help');
+  for (const key of ['maxWatches', 'maxWatchesPerUser', 'maxStreamingSessions', 'maxPortForwardConnections', 'maxPortForwardConnectionsPerSession', 'maxContainerLogStreams', 'streamingConnectionIdleTimeoutMs'] as const) {
+    t.equal(configDefault(key), r.config[key], key);
+  }
+  t.equal(configDefault('streamingConnectionIdleTimeoutMs'), 4 * 3600_000, 'the duration 4h0m0s in ms');
 });

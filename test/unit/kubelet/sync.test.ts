@@ -99,8 +99,8 @@ t.test('a pod in a terminal phase starts nothing again once the container GC has
   await waitFor('the dead container removed (0 kept per container)', () => (runtime.calls.includes('remove app') ? true : undefined), 5000, 5);
   // Syncs of the pod after the removal (an update, and the GC's relists), counted, not timed.
   kubelet.handlePodChanges({ added: [], updated: [p], removed: [] });
-  const relists = kubelet.pleg.health().relists;
-  await waitFor('five more relists', () => (kubelet.pleg.health().relists >= relists + 5 ? true : undefined), 5000, 5);
+  const relists = kubelet.relistHealth().relists;
+  await waitFor('five more relists', () => (kubelet.relistHealth().relists >= relists + 5 ? true : undefined), 5000, 5);
   t.same(runtime.calls, ['runSandbox 0', 'start app 0', 'remove app'], 'no new sandbox, no start');
   const status = statusManager.getPodStatus('u1');
   t.equal(status?.phase, 'Failed');
@@ -241,4 +241,98 @@ t.test('evictPod resolves when the pod leaves its source before its stop is seen
   kubelet.handlePodChanges({ added: [], updated: [], removed: [p] });
   await waitFor('evictPod resolved', () => resolved, 5000, 5);
   t.equal(resolved, true);
+});
+
+// One kill path (src/kubelet/kill.ts): a preStop `sleep` hook needs no exec, so the in-memory
+// runtime shows it by the grace period left for SIGTERM (the hook's second taken from it).
+const hooked = (): Pod => pod('Always', { containers: [{ name: 'app', image: 'busybox', lifecycle: { preStop: { sleep: { seconds: 1 } } } }] });
+/** The hook's timer does not hold the process (as every timer of the kubelet's): the test does, as the server would. */
+const holdProcess = (t: { teardown(fn: () => void): void }) => {
+  const timer = setInterval(() => {}, 1000);
+  t.teardown(() => clearInterval(timer));
+};
+const killings = (recorder: { list(ns: string): { reason?: string; message?: string }[] }) => recorder.list('default').filter((e) => e.reason === 'Killing').map((e) => e.message);
+
+t.test('an API delete (restartPod) kills as every kill: Killing, the preStop hook within the request\'s grace period, then the removal and a new incarnation', async (t) => {
+  const { runtime, recorder, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  holdProcess(t);
+  add(hooked());
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  let killed = false;
+  await kubelet.restartPod('u1', 5, () => (killed = true));
+  t.ok(killed);
+  t.ok(runtime.calls.includes('stop app 4'), `preStop ran before the stop, which got the grace left (${runtime.calls.filter((c) => c.startsWith('stop app')).join(', ')})`);
+  t.ok(runtime.calls.indexOf('remove app') > runtime.calls.indexOf('stop app 4'), 'removed after the stop');
+  t.same(killings(recorder), ['Stopping container app']);
+  await waitFor('the new incarnation', () => (runtime.calls.filter((c) => c === 'start app 0').length === 2 ? true : undefined), 5000, 5);
+});
+
+t.test('a pod removed from its source: Killing recorded and its preStop hook run with its last spec, then everything removed', async (t) => {
+  const { runtime, recorder, podManager, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  holdProcess(t);
+  const p = hooked();
+  add(p);
+  await waitFor('Running', () => (statusManager.getPodStatus('u1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  podManager.deletePod(p);
+  kubelet.handlePodChanges({ added: [], updated: [], removed: [p] });
+  await waitFor('removed', () => (runtime.calls.includes('remove POD') ? true : undefined), 5000, 5);
+  t.ok(runtime.calls.includes('stop app 6'), 'the spec\'s 7 s less the hook\'s second');
+  t.same(killings(recorder), ['Stopping container app']);
+});
+
+t.test('events: a pod refused at admission is rejected once (Failed, "Pod was rejected: …", podRejected); a deleted pod that stopped is podTerminated', async (t) => {
+  const { runtime, statusManager, podManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  const rejected: string[] = [];
+  const terminated: string[] = [];
+  kubelet.on('podRejected', (p, refusal) => rejected.push(`${p.metadata?.uid} ${refusal.reason}`));
+  const off = kubelet.on('podTerminated', (uid) => terminated.push(uid));
+  add({ ...pod('Always', { os: { name: 'windows' } }), metadata: { uid: 'w1', name: 'win', namespace: 'default' } });
+  await waitFor('rejected', () => (statusManager.getPodStatus('w1')?.phase === 'Failed' ? true : undefined), 5000, 5);
+  t.match(statusManager.getPodStatus('w1'), { qosClass: 'BestEffort', phase: 'Failed', reason: 'PodOSNotSupported', message: "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS" });
+  t.same(rejected, ['w1 PodOSNotSupported']);
+  t.notOk(runtime.calls.some((c) => c.startsWith('runSandbox')), 'no sandbox for a rejected pod');
+
+  const live = pod('Always');
+  add(live);
+  await waitFor('started', () => (runtime.calls.includes('start app 0') ? true : undefined), 5000, 5);
+  const deleting: Pod = { ...live, metadata: { ...live.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', deletionGracePeriodSeconds: 1 } };
+  podManager.updatePod(deleting);
+  kubelet.handlePodChanges({ added: [], updated: [deleting], removed: [] });
+  await waitFor('podTerminated', () => (terminated.includes('u1') ? true : undefined), 5000, 5);
+  off();
+  kubelet.handlePodChanges({ added: [], updated: [deleting], removed: [] });
+  await waitFor('synced again', () => (statusManager.getPodStatus('u1')?.phase === 'Failed' ? true : undefined), 5000, 5);
+  t.same([...new Set(terminated)], ['u1'], 'only the deleted pod, and no more once unsubscribed');
+});
+
+t.test('rejectPod: an apiserver pod refused as invalid gets the same Failed status; a pod whose own status is terminal keeps it', async (t) => {
+  const { statusManager, kubelet } = setup();
+  t.teardown(() => kubelet.stop());
+  const rejected: string[] = [];
+  kubelet.on('podRejected', (p) => rejected.push(p.metadata?.uid ?? ''));
+  const invalid: Pod = { metadata: { uid: 'a1', name: 'bad', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'i', resources: { limits: { cpu: 'lots' } } }] } };
+  kubelet.rejectPod(invalid, { reason: 'FailedValidation', message: 'spec.containers[0].resources.limits[cpu]: Invalid value: "lots"' });
+  const status = statusManager.getPodStatus('a1');
+  t.same([status?.phase, status?.reason, status?.message], ['Failed', 'FailedValidation', 'Pod was rejected: spec.containers[0].resources.limits[cpu]: Invalid value: "lots"']);
+  kubelet.rejectPod({ ...invalid, metadata: { uid: 'a2', name: 'done', namespace: 'default' }, status: { phase: 'Succeeded' } }, { reason: 'FailedValidation', message: 'x' });
+  t.equal(statusManager.getPodStatus('a2'), undefined, 'a finished pod is not failed again');
+  t.same(rejected, ['a1']);
+});
+
+t.test('admission: handlers added run before the kubelet\'s own; the node\'s allocatable counts once the node was built', async (t) => {
+  const { statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  kubelet.addPodAdmitHandler((p) => (p.metadata?.name === 'pressured' ? { reason: 'Evicted', message: 'The node had condition: [MemoryPressure]. ' } : undefined));
+  add({ ...pod('Always'), metadata: { uid: 'e1', name: 'pressured', namespace: 'default' } });
+  await waitFor('refused by the handler', () => (statusManager.getPodStatus('e1')?.reason === 'Evicted' ? true : undefined), 5000, 5);
+  const big = (uid: string): Pod => ({ ...pod('Always', { containers: [{ name: 'app', image: 'busybox', resources: { requests: { cpu: '2' } } }] }), metadata: { uid, name: uid, namespace: 'default' } });
+  add(big('b1'));
+  await waitFor('admitted before the node was built', () => (statusManager.getPodStatus('b1')?.phase === 'Running' ? true : undefined), 5000, 5);
+  kubelet.nodeBuilt({ status: { allocatable: { cpu: '3', memory: '1Gi', pods: '110' } } });
+  add(big('b2'));
+  await waitFor('refused: no cpu left', () => (statusManager.getPodStatus('b2')?.reason === 'OutOfcpu' ? true : undefined), 5000, 5);
+  t.equal(statusManager.getPodStatus('b2')?.phase, 'Failed');
 });

@@ -130,3 +130,18 @@ t.test('onRejected says why: validation, then the UID rule, then a duplicate', a
   t.equal(rejected[1], 'metadata.uid: Invalid value: "a/b": must be a UID (1-64 characters of [0-9a-zA-Z-])');
   t.equal(rejected[2], 'Duplicate value: the name or UID is taken by another pod on this node');
 });
+
+t.test('listeners: onPodsChanged hears each change after onChange; onSnapshot hears every snapshot, changed or not; both can stop', async (t) => {
+  const { config, diffs } = setup();
+  const heard: string[] = [];
+  const offChanges = config.onPodsChanged((d) => heard.push(`change ${d.added.length}/${d.updated.length}/${d.removed.length} after ${diffs.length}`));
+  const offSnapshots = config.onSnapshot((source) => heard.push(`snapshot ${source}`));
+  config.update('file', [pod('a', 'ua')]);
+  config.update('file', [pod('a', 'ua')]);
+  config.update('api', []);
+  t.same(heard, ['change 1/0/0 after 1', 'snapshot file', 'snapshot file', 'snapshot api']);
+  offChanges();
+  offSnapshots();
+  config.update('file', []);
+  t.equal(heard.length, 4, 'nothing once stopped');
+});
