@@ -13,6 +13,7 @@ import { backoffKey, computePodActions, type PodActions, type Waiting } from './
 import { ProberManager } from './prober/manager.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
 import { graceAfterHook, runHook, terminationLogMount } from './lifecycle.js';
+import { TerminationOrdering, needsTerminationOrdering } from './termination-order.js';
 import { generatePodStatus } from './pod-status.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
@@ -353,6 +354,7 @@ export class Kubelet {
     const actions = computePodActions(allocated, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id), {
       sameSpec: this.#resize.sameSpec(uid),
       resize: this.#resize.resizeAllowed(pod),
+      started: (name, id) => this.prober.isStarted(uid, name, id),
     });
     this.#resize.observe(pod, allocated, runtimePod);
     this.#holdFailedStarts(pod, actions, now);
@@ -498,11 +500,13 @@ export class Kubelet {
     }
     const grace = graceOverride ?? pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
     const plog = this.#o.log.child({ pod: podRef(pod), podUID: uid });
+    // Regular containers first, then sidecars in reverse order (src/kubelet/termination-order.ts).
+    const ordering = needsTerminationOrdering(pod) ? new TerminationOrdering(pod, running.map((c) => c.name)) : undefined;
     await Promise.all(
       running.map(async (c) => {
         this.#o.recorder.record(containerSubject(pod, c.name), 'Normal', 'Killing', `Stopping container ${c.name}`);
         plog.info({ container: c.name, gracePeriod: grace }, 'Killing container with a grace period');
-        await this.#stopContainer(pod, c.name, c.id, grace, sandboxes[0]?.id);
+        await this.#stopContainer(pod, c.name, c.id, grace, sandboxes[0]?.id, ordering);
       }),
     );
     await this.#stopSandboxes(sandboxes, plog);
@@ -574,12 +578,14 @@ export class Kubelet {
     const plog = log.child({ pod: podRef(pod), podUID: pod.metadata?.uid });
     const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
 
+    // Containers killed together keep the pod's termination order: sidecars after the others.
+    const ordering = needsTerminationOrdering(pod) ? new TerminationOrdering(pod, actions.kill.map((k) => k.name)) : undefined;
     await Promise.all(
       actions.kill.map(async (k) => {
         if (k.name !== 'POD') recorder.record(containerSubject(pod, k.name), 'Normal', 'Killing', k.message);
         plog.info({ container: k.name }, k.message);
         if (k.name === 'POD') await this.#stopSandboxes([k], plog);
-        else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id);
+        else await this.#stopContainer(pod, k.name, k.id, k.graceSeconds ?? grace, runtimePod?.sandboxes.find((s) => s.ready)?.id, ordering);
       }),
     );
     // Removal of what the sync replaces is best effort: a container the runtime cannot remove
@@ -776,14 +782,16 @@ export class Kubelet {
   }
 
   /**
-   * Stops one container the kubelet's way: its `preStop` hook first (bounded by the grace
-   * period; a failure is an event, not a reason to skip the stop), then SIGTERM with what is left
-   * of the grace period (at least 2 s), then SIGKILL.
+   * Stops one container the kubelet's way (`killContainer`): its `preStop` hook first (bounded by
+   * the grace period; a failure is an event, not a reason to skip the stop), then, when the kill
+   * has an `ordering` (a pod with sidecars), its turn (src/kubelet/termination-order.ts, within
+   * what is left of the grace period), then SIGTERM with what is left (at least 2 s), then SIGKILL.
    */
-  async #stopContainer(pod: Pod, name: string, id: string, graceSeconds: number, sandboxId: string | undefined): Promise<void> {
+  async #stopContainer(pod: Pod, name: string, id: string, graceSeconds: number, sandboxId: string | undefined, ordering?: TerminationOrdering): Promise<void> {
     const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === name);
     const hook = spec?.lifecycle?.preStop;
     let grace = graceSeconds;
+    let hookMs = 0;
     if (hook && spec && sandboxId && graceSeconds > 0) {
       const started = Date.now();
       const failure = await runHook(hook, spec, runtimeProbeIO(this.#o.runtime, id, sandboxId, this.#podIP(pod, sandboxId)), graceSeconds * 1000);
@@ -791,9 +799,18 @@ export class Kubelet {
         this.#o.log.warn({ pod: podRef(pod), container: name, error: failure }, 'PreStopHook failed');
         this.#o.recorder.record(containerSubject(pod, name), 'Warning', 'FailedPreStopHook', failure);
       }
-      grace = graceAfterHook(graceSeconds, Date.now() - started);
+      hookMs = Date.now() - started;
+      grace = graceAfterHook(graceSeconds, hookMs);
     }
-    await this.#o.runtime.stopContainer(id, grace);
+    if (ordering) {
+      const left = graceSeconds - hookMs / 1000;
+      if (left > 0) grace = graceAfterHook(graceSeconds, hookMs + Math.trunc(await ordering.waitForTurn(name, left)) * 1000);
+    }
+    try {
+      await this.#o.runtime.stopContainer(id, grace);
+    } finally {
+      ordering?.containerTerminated(name);
+    }
   }
 
   /**
@@ -822,9 +839,9 @@ export class Kubelet {
     const { runtime, log } = this.#o;
     log.info({ pod: `${runtimePod.namespace}/${runtimePod.name}`, podUID: runtimePod.uid }, 'Killing pod');
     const sandboxId = runtimePod.sandboxes.find((s) => s.ready)?.id;
-    await Promise.all(runtimePod.containers
-        .filter((c) => c.state === 'running')
-        .map((c) => (lastSpec ? this.#stopContainer(lastSpec, c.name, c.id, c.gracePeriodSeconds ?? 30, sandboxId) : runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30))));
+    const running = runtimePod.containers.filter((c) => c.state === 'running');
+    const ordering = needsTerminationOrdering(lastSpec) && lastSpec ? new TerminationOrdering(lastSpec, running.map((c) => c.name)) : undefined;
+    await Promise.all(running.map((c) => (lastSpec ? this.#stopContainer(lastSpec, c.name, c.id, c.gracePeriodSeconds ?? 30, sandboxId, ordering) : runtime.stopContainer(c.id, c.gracePeriodSeconds ?? 30))));
     await this.#stopSandboxes(runtimePod.sandboxes.filter((s) => s.ready), log);
     for (const c of runtimePod.containers) await runtime.removeContainer(c.id);
     for (const s of runtimePod.sandboxes) await runtime.removeContainer(s.id);

@@ -104,12 +104,14 @@ export class ProberManager {
   }
 
   /**
-   * Readiness of a running container instance: undefined without a readiness probe (running
-   * means ready), else whether it has passed — false while a startup probe has not.
+   * Readiness of a running container instance: undefined without a readiness probe (ready once
+   * started: the caller gates it on `isStarted`, as `UpdatePodStatus` in
+   * pkg/kubelet/prober/prober_manager.go does), else whether it has passed. A container with a
+   * startup probe and no readiness probe is ready as soon as the startup probe passed.
    */
   isReady(uid: string, container: string, containerId: string): boolean | undefined {
     const w = this.#workers.get(key(uid, container, 'readiness'));
-    if (!w || w.containerId !== containerId) return this.#workers.has(key(uid, container, 'startup')) ? false : undefined;
+    if (!w || w.containerId !== containerId) return undefined;
     return w.result === 'success';
   }
 
