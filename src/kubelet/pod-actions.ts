@@ -231,6 +231,25 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     }
   }
 
+  // Every regular container is done for good: the sidecars must not keep the pod alive, so they
+  // are stopped and not restarted (`computePodActions`: `keepCount == 0` → `KillPod`, no
+  // `InitContainersToStart`); the kill keeps the termination order (termination-order.ts).
+  const regularDone = specs.length > 0 && specs.every((c) => {
+    const newest = instances.get(c.name)?.[0];
+    return newest?.state === 'exited' && !shouldRun(c);
+  });
+  if (initState === 'done' && actions.createSandbox === undefined && regularDone) {
+    const sidecars = new Set(inits.filter(isRestartableInit).map((c) => c.name));
+    actions.start = actions.start.filter((s) => !sidecars.has(s.container.name));
+    for (const name of sidecars) {
+      actions.waiting.delete(name);
+      const killed = new Set(actions.kill.map((k) => k.id));
+      for (const instance of instances.get(name) ?? []) {
+        if (instance.state === 'running' && !killed.has(instance.id)) actions.kill.push({ id: instance.id, name, message: `Stopping container ${name}` });
+      }
+    }
+  }
+
   // Ephemeral containers (`kubectl debug`) start once each in the running sandbox, after
   // initialisation, and never again: not after they exit, not in a new sandbox.
   const ephemerals = pod.spec?.ephemeralContainers ?? [];

@@ -45,10 +45,7 @@ export class TerminationOrdering {
     if (graceSeconds <= 0 || prereqs.length === 0) return 0;
     const start = Date.now();
     let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, graceSeconds * 1000);
-      timer.unref();
-    });
+    const expired = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceSeconds * 1000)));
     await Promise.race([Promise.all(prereqs.map((p) => this.#entry(p).done)), expired]);
     clearTimeout(timer);
     return (Date.now() - start) / 1000;
