@@ -170,6 +170,10 @@ export class Kubelet {
         opts.log.info({ pod: podRef(pod), container, probe: kind, output }, 'Probe failed');
         opts.recorder.record(containerSubject(pod, container), 'Warning', 'Unhealthy', `${probe} failed: ${output}`);
       },
+      // pkg/kubelet/prober/prober.go: "%s probe warning: %s", reason ProbeWarning.
+      onWarning: (pod, container, kind, warning) => {
+        opts.recorder.record(containerSubject(pod, container), 'Warning', 'ProbeWarning', `${kind[0]?.toUpperCase()}${kind.slice(1)} probe warning: ${warning}`);
+      },
     });
     this.#containerGC = new ContainerGC({
       runtime: opts.runtime,

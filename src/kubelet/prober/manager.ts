@@ -22,6 +22,8 @@ export interface ProberOptions {
   onChange: (podUID: string) => void;
   /** Every failed attempt, for the `Unhealthy` event ("Liveness probe failed: …"). */
   onFailure: (pod: Pod, container: string, kind: ProbeKind, output: string) => void;
+  /** A success with a warning (an HTTP redirect not followed), for the `ProbeWarning` event. */
+  onWarning?: (pod: Pod, container: string, kind: ProbeKind, warning: string) => void;
   schedule?: Schedule;
   now?: () => number;
 }
@@ -178,6 +180,7 @@ export class ProberManager {
   #record(pod: Pod, w: Worker, outcome: ProbeOutcome): void {
     w.streak = w.streak?.outcome === outcome.result ? { outcome: outcome.result, count: w.streak.count + 1 } : { outcome: outcome.result, count: 1 };
     if (outcome.result === 'failure') this.#o.onFailure(pod, w.container, w.kind, outcome.output);
+    if (outcome.warning !== undefined) this.#o.onWarning?.(pod, w.container, w.kind, outcome.warning);
     const threshold = outcome.result === 'success' ? Math.max(1, w.probe.successThreshold ?? 1) : Math.max(1, w.probe.failureThreshold ?? 3);
     if (w.streak.count < threshold || w.result === outcome.result) return;
     w.result = outcome.result;
