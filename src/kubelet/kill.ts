@@ -4,6 +4,7 @@ import type { Logger } from '../logging/index.js';
 import type { Runtime, RuntimeContainer, RuntimePod } from '../runtime/types.js';
 import { graceAfterHook, runHook } from './lifecycle.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
+import { TerminationOrdering, needsTerminationOrdering } from './termination-order.js';
 
 /** What killing needs of the runtime: stops and removals, and exec and port-forward for preStop hooks. */
 export type KillRuntime = Pick<Runtime, 'stopContainer' | 'stopSandbox' | 'removeContainer' | 'exec' | 'portForward'>;
@@ -34,6 +35,12 @@ export interface KillContainerOptions {
   grace?: number | undefined;
   /** The `Killing` event's message; default "Stopping container <name>", as the kubelet's. */
   message?: string | undefined;
+  /**
+   * The termination order of the containers killed together with this one (a pod with sidecars,
+   * src/kubelet/termination-order.ts): after its preStop hook, the container waits for its turn
+   * within what is left of its grace period before SIGTERM.
+   */
+  ordering?: TerminationOrdering | undefined;
 }
 
 export interface KillPodOptions {
@@ -107,6 +114,7 @@ export class PodKiller {
     const hook = spec?.lifecycle?.preStop;
     const sandbox = target.sandboxes.find((s) => s.ready);
     let left = grace;
+    let hookMs = 0;
     if (hook && spec && sandbox && grace > 0) {
       const started = Date.now();
       const failure = await runHook(hook, spec, runtimeProbeIO(runtime, container.id, sandbox.id, sandbox.ips[0]), grace * 1000);
@@ -114,10 +122,21 @@ export class PodKiller {
         log.warn({ pod: `${target.namespace}/${target.name}`, container: container.name, error: failure }, 'PreStopHook failed');
         record(subject, 'Warning', 'FailedPreStopHook', failure);
       }
-      left = graceAfterHook(grace, Date.now() - started);
+      hookMs = Date.now() - started;
+      left = graceAfterHook(grace, hookMs);
+    }
+    const { ordering } = opts;
+    if (ordering) {
+      // `waitForTurn`: preStop hooks all run at once; only SIGTERM waits for the containers before this one.
+      const unused = grace - hookMs / 1000;
+      if (unused > 0) left = graceAfterHook(grace, hookMs + Math.trunc(await ordering.waitForTurn(container.name, unused)) * 1000);
     }
     log.info({ pod: `${target.namespace}/${target.name}`, podUID: target.uid, container: container.name, containerID: container.id, gracePeriod: left }, 'Killing container with a grace period');
-    await runtime.stopContainer(container.id, left);
+    try {
+      await runtime.stopContainer(container.id, left);
+    } finally {
+      ordering?.containerTerminated(container.name);
+    }
   }
 
   /**
@@ -133,7 +152,9 @@ export class PodKiller {
     const running = runtimePod.containers.filter((c) => c.state === 'running');
     const ready = runtimePod.sandboxes.filter((s) => s.ready);
     if (running.length || ready.length) plog.info({ gracePeriod: opts.grace }, 'Killing pod');
-    await Promise.all(running.map((c) => this.killContainer(runtimePod, pod, c, { grace: opts.grace })));
+    // Regular containers first, then sidecars in reverse order of declaration (kuberuntime_termination_order.go).
+    const ordering = needsTerminationOrdering(pod) && pod ? new TerminationOrdering(pod, running.map((c) => c.name)) : undefined;
+    await Promise.all(running.map((c) => this.killContainer(runtimePod, pod, c, { grace: opts.grace, ordering })));
     await this.stopSandboxes(ready, plog);
     let failed: unknown;
     if (opts.remove) {

@@ -16,6 +16,7 @@ import { ProberManager } from './prober/manager.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
 import { runHook, terminationLogMount } from './lifecycle.js';
 import { PodKiller } from './kill.js';
+import { TerminationOrdering, needsTerminationOrdering } from './termination-order.js';
 import { generatePodStatus } from './pod-status.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ContainerConfig } from '../runtime/types.js';
@@ -188,6 +189,10 @@ export class Kubelet {
         const probe = `${kind[0]?.toUpperCase()}${kind.slice(1)} probe`;
         opts.log.info({ pod: podRef(pod), container, probe: kind, output }, 'Probe failed');
         opts.recorder.record(containerSubject(pod, container), 'Warning', 'Unhealthy', `${probe} failed: ${output}`);
+      },
+      // pkg/kubelet/prober/prober.go: "%s probe warning: %s", reason ProbeWarning.
+      onWarning: (pod, container, kind, warning) => {
+        opts.recorder.record(containerSubject(pod, container), 'Warning', 'ProbeWarning', `${kind[0]?.toUpperCase()}${kind.slice(1)} probe warning: ${warning}`);
       },
     });
     this.#containerGC = new ContainerGC({
@@ -409,6 +414,7 @@ export class Kubelet {
     const actions = computePodActions(allocated, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id), {
       sameSpec: this.#resize.sameSpec(uid),
       resize: this.#resize.resizeAllowed(pod),
+      started: (name, id) => this.prober.isStarted(uid, name, id),
     });
     this.#resize.observe(pod, allocated, runtimePod);
     this.#holdFailedStarts(pod, actions, now);
@@ -623,11 +629,13 @@ export class Kubelet {
   async #apply(pod: Pod, runtimePod: RuntimePod | undefined, actions: PodActions): Promise<void> {
     const { runtime, recorder, log } = this.#o;
     const plog = log.child({ pod: podRef(pod), podUID: pod.metadata?.uid });
+    // Containers killed together keep the pod's termination order: sidecars after the others.
+    const ordering = needsTerminationOrdering(pod) ? new TerminationOrdering(pod, actions.kill.map((k) => k.name)) : undefined;
     await Promise.all(
       actions.kill.map(async (k) => {
         plog.info({ container: k.name }, k.message);
         if (k.name === 'POD') await this.#killer.stopSandboxes([k], plog);
-        else if (runtimePod) await this.#killer.killContainer(runtimePod, pod, k, { grace: k.graceSeconds, message: k.message });
+        else if (runtimePod) await this.#killer.killContainer(runtimePod, pod, k, { grace: k.graceSeconds, message: k.message, ordering });
       }),
     );
     // Removal of what the sync replaces is best effort: a container the runtime cannot remove

@@ -25,10 +25,13 @@ export interface ContainerKill {
   graceSeconds?: number;
 }
 
-/** The kill of a container whose `probe` (liveness or startup) failed. */
-function probeKill(c: Container, id: string, probe: 'liveness' | 'startup'): ContainerKill {
+/**
+ * The kill of a container whose `probe` (liveness or startup) failed, with the kubelet's message
+ * (a sidecar's: "Init container <name> failed liveness probe").
+ */
+function probeKill(c: Container, id: string, probe: 'liveness' | 'startup', message = `Container ${c.name} failed ${probe} probe, will be restarted`): ContainerKill {
   const grace = (probe === 'liveness' ? c.livenessProbe : c.startupProbe)?.terminationGracePeriodSeconds;
-  return { id, name: c.name, message: `Container ${c.name} failed ${probe} probe, will be restarted`, ...(grace != null ? { graceSeconds: grace } : {}) };
+  return { id, name: c.name, message, ...(grace != null ? { graceSeconds: grace } : {}) };
 }
 
 export interface Waiting {
@@ -78,6 +81,12 @@ export interface PodActionOptions {
    * (src/kubelet/resize.ts `planPodResize`).
    */
   readonly resize?: boolean;
+  /**
+   * Whether a running container instance passed its startup probe (the prober's startup result):
+   * undefined without one. A sidecar whose startup probe has not passed holds the init
+   * containers after it back (`computeInitContainerActions`).
+   */
+  readonly started?: (containerName: string, containerId: string) => boolean | undefined;
 }
 
 /**
@@ -140,9 +149,10 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   // any regular container; a new sandbox runs them again. Once a regular container has started
   // in the current sandbox, initialisation is over.
   const initialised = inits.length === 0 || (regularStarted && actions.createSandbox === undefined);
-  const initState = initialised
-    ? 'done'
-    : initContainerActions(pod, inits, instances, actions, backoff, now, policy, unhealthy, opts.resize === true);
+  const initCtx: InitContext = { pod, instances, actions, backoff, now, policy, unhealthy, started: opts.started ?? (() => undefined), sameSpec, resize: opts.resize === true };
+  // After initialisation the sidecars are still looked after: restarted after an exit or a failed
+  // probe, replaced when their spec changed, resized.
+  const initState = initialised ? keepSidecarsRunning(inits, initCtx) : initContainerActions(inits, initCtx);
   // Init containers that have not run yet wait with `PodInitializing`, as the kubelet reports them.
   if (initState !== 'done') {
     for (const c of inits) if (!instances.get(c.name)?.length && !actions.waiting.has(c.name)) actions.waiting.set(c.name, { reason: 'PodInitializing', message: '' });
@@ -221,17 +231,22 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     }
   }
 
-  // Sidecars keep running once initialisation is over; one whose resize needs a restart gets it.
-  if (initialised && opts.resize) {
-    for (const c of inits) {
-      const newest = instances.get(c.name)?.[0];
-      if (!isRestartableInit(c) || !newest) continue;
-      const resize = containerResizeAction(c, newest);
-      if (resize.kind !== 'restart') continue;
-      actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
-      actions.start.push({ container: c, attempt: newest.attempt + 1, reason: 'resize' });
-      const previous = instances.get(c.name)?.[1];
-      if (previous && previous.state !== 'running') actions.remove.push(previous.id);
+  // Every regular container is done for good: the sidecars must not keep the pod alive, so they
+  // are stopped and not restarted (`computePodActions`: `keepCount == 0` → `KillPod`, no
+  // `InitContainersToStart`); the kill keeps the termination order (termination-order.ts).
+  const regularDone = specs.length > 0 && specs.every((c) => {
+    const newest = instances.get(c.name)?.[0];
+    return newest?.state === 'exited' && !shouldRun(c);
+  });
+  if (initState === 'done' && actions.createSandbox === undefined && regularDone) {
+    const sidecars = new Set(inits.filter(isRestartableInit).map((c) => c.name));
+    actions.start = actions.start.filter((s) => !sidecars.has(s.container.name));
+    for (const name of sidecars) {
+      actions.waiting.delete(name);
+      const killed = new Set(actions.kill.map((k) => k.id));
+      for (const instance of instances.get(name) ?? []) {
+        if (instance.state === 'running' && !killed.has(instance.id)) actions.kill.push({ id: instance.id, name, message: `Stopping container ${name}` });
+      }
     }
   }
 
@@ -258,73 +273,106 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
 const isRestartableInit = (c: Container) => c.restartPolicy === 'Always';
 const exitedNonZero = (c: RuntimeContainer | undefined) => c?.state === 'exited' && c.exitCode !== 0;
 
+/** What the init container walk reads and writes. */
+interface InitContext {
+  readonly pod: Pod;
+  readonly instances: ReadonlyMap<string, RuntimeContainer[]>;
+  readonly actions: PodActions;
+  readonly backoff: Backoff;
+  readonly now: number;
+  readonly policy: string;
+  readonly unhealthy: ProbeVerdict;
+  readonly started: (containerName: string, containerId: string) => boolean | undefined;
+  readonly sameSpec: (container: Container, instance: RuntimeContainer) => boolean;
+  readonly resize: boolean;
+}
+
 /**
- * The kubelet's `computeInitContainerActions`: walks the init containers in order and schedules
- * the first one that is not done — starts it, restarts it after a failure (restart policy and
- * crash-loop back-off permitting), or waits while it runs. Sidecars (`restartPolicy: Always`)
- * count as done once running and are kept running. Returns `done` when regular containers may
- * start, `failed` when an init container failed for good (`restartPolicy: Never`).
+ * The kubelet's `computeInitContainerActions` (pkg/kubelet/kuberuntime/kuberuntime_manager.go)
+ * before the pod is initialised: walks the init containers in order and schedules the first one
+ * that is not done — starts it, restarts it after a failure (restart policy and crash-loop
+ * back-off permitting), or waits while it runs. A sidecar (`restartPolicy: Always`) is done once
+ * it runs and its startup probe, if any, has passed; it is kept running. Returns `done` when
+ * regular containers may start, `failed` when an init container failed for good
+ * (`restartPolicy: Never`).
  */
-function initContainerActions(
-  pod: Pod,
-  inits: readonly Container[],
-  instances: ReadonlyMap<string, RuntimeContainer[]>,
-  actions: PodActions,
-  backoff: Backoff,
-  now: number,
-  policy: string,
-  unhealthy: ProbeVerdict,
-  resizeAllowed: boolean,
-): 'done' | 'pending' | 'failed' {
-  const fresh = actions.createSandbox !== undefined;
+function initContainerActions(inits: readonly Container[], ctx: InitContext): 'done' | 'pending' | 'failed' {
   for (const c of inits) {
-    const list = instances.get(c.name) ?? [];
-    const newest = fresh ? undefined : list[0];
-    if (fresh && list[0]?.state === 'running') actions.kill.push({ id: list[0].id, name: c.name, message: 'Pod sandbox changed, it will be killed and re-created.' });
-    const attempt = list[0] ? list[0].attempt + 1 : 0;
-    const start = (reason: ContainerStart['reason']) => void actions.start.push({ container: c, attempt, reason });
-    const sidecar = isRestartableInit(c);
-    if (!newest || newest.state === 'created' || newest.state === 'unknown') {
-      if (newest) actions.remove.push(newest.id);
-      start(newest ? 'restart' : fresh && list.length ? 'sandbox' : 'new');
-      return 'pending';
-    }
-    if (newest.state === 'running') {
-      const probe = sidecar ? unhealthy(c.name, newest.id) : undefined;
-      if (probe) {
-        actions.kill.push(probeKill(c, newest.id, probe));
-        start('unhealthy');
-        return 'pending';
-      }
-      // A sidecar resizes as a regular container does (`computePodResizeAction` with
-      // `isRestartableInitContainer`); other init containers are never resized while they run.
-      const resize = sidecar && resizeAllowed ? containerResizeAction(c, newest) : undefined;
-      if (resize?.kind === 'restart') {
-        actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
-        start('resize');
-        return 'pending';
-      }
-      if (sidecar) continue;
-      return 'pending';
-    }
-    // Exited.
-    if (!sidecar && newest.exitCode === 0) continue;
-    if (!sidecar && policy === 'Never') return 'failed';
-    const key = backoffKey(pod, c);
-    const finished = newest.finishedAt?.getTime() ?? now;
-    if (backoff.isInBackOffSince(key, finished, now)) {
-      actions.waiting.set(c.name, {
-        reason: 'CrashLoopBackOff',
-        message: `back-off ${formatDelay(backoff.delayOf(key))} restarting failed container=${c.name} pod=${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`,
-      });
-      actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, backoff.remaining(key, finished, now));
-      return 'pending';
-    }
-    backoff.next(key, finished, now);
-    start('restart');
-    return 'pending';
+    const state = initContainerAction(c, ctx, false);
+    if (state !== 'done') return state;
   }
   return 'done';
+}
+
+/**
+ * The same walk once the pod is initialised: run-to-completion init containers are over, and
+ * every sidecar is kept running on its own (an exited one restarts, after its back-off), none
+ * holding another back.
+ */
+function keepSidecarsRunning(inits: readonly Container[], ctx: InitContext): 'done' {
+  for (const c of inits) if (isRestartableInit(c)) initContainerAction(c, ctx, true);
+  return 'done';
+}
+
+/** One init container's step of the walk: `done` when the walk may go on past it. */
+function initContainerAction(c: Container, ctx: InitContext, initialised: boolean): 'done' | 'pending' | 'failed' {
+  const { pod, actions, backoff, now } = ctx;
+  const fresh = actions.createSandbox !== undefined;
+  const list = ctx.instances.get(c.name) ?? [];
+  const newest = fresh ? undefined : list[0];
+  if (fresh && list[0]?.state === 'running') actions.kill.push({ id: list[0].id, name: c.name, message: 'Pod sandbox changed, it will be killed and re-created.' });
+  const attempt = list[0] ? list[0].attempt + 1 : 0;
+  const start = (reason: ContainerStart['reason']) => void actions.start.push({ container: c, attempt, reason });
+  const sidecar = isRestartableInit(c);
+  if (!newest || newest.state === 'created' || newest.state === 'unknown') {
+    if (newest) actions.remove.push(newest.id);
+    start(newest ? 'restart' : fresh && list.length ? 'sandbox' : 'new');
+    return 'pending';
+  }
+  if (newest.state === 'running') {
+    if (!sidecar) return 'pending';
+    // A failed startup or liveness probe restarts the sidecar, with the probe's own grace period.
+    const probe = ctx.unhealthy(c.name, newest.id);
+    if (probe) {
+      actions.kill.push(probeKill(c, newest.id, probe, `Init container ${c.name} failed ${probe} probe`));
+      start('unhealthy');
+      return 'pending';
+    }
+    // Not started yet (its startup probe has not passed): the init containers after it wait.
+    if (c.startupProbe && ctx.started(c.name, newest.id) === false) return 'pending';
+    if (newest.hash && !ctx.sameSpec(c, newest)) {
+      actions.kill.push({ id: newest.id, name: c.name, message: `Init container ${c.name} definition changed` });
+      start('changed');
+      return 'pending';
+    }
+    // A sidecar resizes as a regular container does (`computePodResizeAction` with
+    // `isRestartableInitContainer`); other init containers are never resized while they run.
+    const resize = ctx.resize ? containerResizeAction(c, newest) : undefined;
+    if (resize?.kind === 'restart') {
+      actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
+      start('resize');
+      const previous = list[1];
+      if (initialised && previous && previous.state !== 'running') actions.remove.push(previous.id);
+      return 'pending';
+    }
+    return 'done';
+  }
+  // Exited.
+  if (!sidecar && newest.exitCode === 0) return 'done';
+  if (!sidecar && ctx.policy === 'Never') return 'failed';
+  const key = backoffKey(pod, c);
+  const finished = newest.finishedAt?.getTime() ?? now;
+  if (backoff.isInBackOffSince(key, finished, now)) {
+    actions.waiting.set(c.name, {
+      reason: 'CrashLoopBackOff',
+      message: `back-off ${formatDelay(backoff.delayOf(key))} restarting failed container=${c.name} pod=${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`,
+    });
+    actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, backoff.remaining(key, finished, now));
+    return 'pending';
+  }
+  backoff.next(key, finished, now);
+  start('restart');
+  return 'pending';
 }
 
 function formatDelay(ms: number): string {

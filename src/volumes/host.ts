@@ -17,11 +17,15 @@ export async function isMountPoint(dir: string): Promise<boolean> {
   return (await mountPoints()).includes(dir);
 }
 
-/** `mount -t tmpfs -o mode=<mode>,size=<bytes> tmpfs <dir>` (nodelet runs as root, as the kubelet does). */
-export async function mountTmpfs(dir: string, sizeBytes: bigint, mode: number): Promise<void> {
-  const options = [`mode=${mode.toString(8).padStart(4, '0')}`, ...(sizeBytes > 0n ? [`size=${sizeBytes}`] : [])].join(',');
+/**
+ * `mount -t tmpfs [-o mode=<mode>,size=<bytes>] tmpfs <dir>` (nodelet runs as root, as the kubelet
+ * does). Without `mode` the root of the tmpfs keeps the kernel's default, 1777 (sticky), as the
+ * kubelet's emptyDir `setupTmpfs` mounts it (pkg/volume/emptydir/empty_dir.go: no mode option).
+ */
+export async function mountTmpfs(dir: string, sizeBytes: bigint, mode?: number): Promise<void> {
+  const options = [...(mode !== undefined ? [`mode=${mode.toString(8).padStart(4, '0')}`] : []), ...(sizeBytes > 0n ? [`size=${sizeBytes}`] : [])];
   try {
-    await run('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir]);
+    await run('mount', ['-t', 'tmpfs', ...(options.length ? ['-o', options.join(',')] : []), 'tmpfs', dir]);
   } catch (err) {
     throw new Error(`mount -t tmpfs on ${dir} failed: ${((err as { stderr?: string }).stderr ?? (err as Error).message).trim()}`);
   }

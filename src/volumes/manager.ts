@@ -351,9 +351,12 @@ export class VolumeManager {
    * The kubelet's emptyDir `SetUpAt` (pkg/volume/emptydir/empty_dir.go): a volume with its ready
    * marker, `<rootDir>/pods/<uid>/plugins/kubernetes.io~empty-dir/<name>/ready`, is adopted as it
    * stands (after a nodelet restart too: its containers may have filled it, and nothing in it is
-   * walked again). Otherwise the directory is made 0777 (`setupDir`), a tmpfs is mounted for
-   * medium Memory, fsGroup ownership is applied while it is still new and empty (no container has
-   * mounted it yet), and the marker is written.
+   * walked again). Otherwise the directory gains the bits of 0777 it lacks (`setupDir`: it only
+   * adds), a tmpfs is mounted for medium Memory with no `mode` option (`setupTmpfs`), so its root
+   * keeps tmpfs's default 1777, sticky bit included; fsGroup ownership (pkg/volume/volume_linux.go
+   * `SetVolumeOwnership`, which keeps the bits it finds and adds setgid) is applied while it is
+   * still new and empty (no container has mounted it yet), and the marker is written. A
+   * memory-backed emptyDir with fsGroup thus shows `dgtrwxrwxrwx` (3777), a disk-backed one 2777.
    */
   async #setUpEmptyDir(uid: string, state: PodVolumes, v: Volume, dir: string): Promise<void> {
     const metaDir = join(this.podDir(uid), 'plugins', pluginDir.emptyDir, v.name);
@@ -365,11 +368,12 @@ export class VolumeManager {
       await rm(metaDir, { recursive: true, force: true });
     }
     await mkdir(dir, { recursive: true });
-    // World-writable, as the kubelet makes it (the umask narrowed mkdir's mode).
-    await chmod(dir, 0o777);
+    // World-writable, as the kubelet makes it (the umask narrowed mkdir's mode); bits already
+    // there (a sticky bit) stay, as `setupDir` only adds the missing ones.
+    await chmod(dir, ((await stat(dir)).mode & 0o7777) | 0o777);
     if (memory && !(await isMountPoint(dir))) {
       const sizeLimit = v.emptyDir?.sizeLimit !== undefined ? quantityOf(v.emptyDir.sizeLimit) / 1_000_000_000n : undefined;
-      await mountTmpfs(dir, memoryVolumeSize(state.pod, state.info.allocatable.memoryBytes, sizeLimit), 0o777);
+      await mountTmpfs(dir, memoryVolumeSize(state.pod, state.info.allocatable.memoryBytes, sizeLimit));
     }
     // sizeLimit on a disk-backed emptyDir is enforced by the eviction manager, which evicts the pod
     // (src/eviction/local-storage.ts), as the kubelet does.

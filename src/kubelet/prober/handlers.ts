@@ -9,6 +9,11 @@ export interface ProbeOutcome {
   readonly result: 'success' | 'failure';
   /** What the handler saw: command output, HTTP status, connection error (for the Unhealthy event). */
   readonly output: string;
+  /**
+   * A success the kubelet calls `probe.Warning` (an HTTP redirect to another host, not followed):
+   * what its `ProbeWarning` event says.
+   */
+  readonly warning?: string;
 }
 
 /**
@@ -91,22 +96,7 @@ export async function runProbe(probe: Probe, ports: readonly { name?: string; co
       if ('error' in target) return { result: 'failure', output: target.error };
       const host = target.host ?? io.host;
       const path = probe.httpGet.path ? (probe.httpGet.path.startsWith('/') ? probe.httpGet.path : `/${probe.httpGet.path}`) : '/';
-      const headers = new Map<string, string>([
-        ['Host', `${host.includes(':') ? `[${host}]` : host}:${port}`],
-        ['User-Agent', 'kube-probe/1.30'],
-        ['Accept', '*/*'],
-        ['Connection', 'close'],
-      ]);
-      for (const h of probe.httpGet.httpHeaders ?? []) headers.set(h.name, h.value);
-      const request = `GET ${path} HTTP/1.1\r\n${[...headers].map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
-      const bytes = Buffer.from(request, 'latin1');
-      const answer = probe.httpGet.scheme === 'HTTPS' ? await tlsExchange(io, port, host, bytes, timeoutMs) : await io.connect(port, bytes, timeoutMs, (got) => got.includes('\r\n'), host);
-      const statusLine = answer.toString('latin1').split('\r\n')[0] ?? '';
-      const code = Number(/^HTTP\/\d(?:\.\d)? (\d{3})/.exec(statusLine)?.[1]);
-      if (!Number.isFinite(code)) return { result: 'failure', output: `HTTP probe failed: no HTTP answer from port ${port}` };
-      return code >= 200 && code < 400
-        ? { result: 'success', output: `HTTP probe succeeded with statuscode: ${code}` }
-        : { result: 'failure', output: `HTTP probe failed with statuscode: ${code}` };
+      return await httpProbe(io, { https: probe.httpGet.scheme === 'HTTPS', host, port, path }, probe.httpGet.httpHeaders ?? [], timeoutMs);
     }
     if (probe.tcpSocket) {
       const port = resolvePort(probe.tcpSocket.port, ports);
@@ -125,6 +115,99 @@ export async function runProbe(probe: Probe, ports: readonly { name?: string; co
   } catch (err) {
     return { result: 'failure', output: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/** Where one HTTP probe request goes. */
+interface HttpTarget {
+  https: boolean;
+  host: string;
+  port: number;
+  /** Path and query, from `/`. */
+  path: string;
+}
+
+/** The most redirects a probe follows (Go's http.Client default, kept by `RedirectChecker`). */
+const MAX_REDIRECTS = 10;
+
+/**
+ * An httpGet probe (pkg/probe/http/http.go `DoHTTPProbe` with `RedirectChecker(false)`): a status in
+ * [200, 400) succeeds. A redirect to the same host name (any port or scheme) is followed, up to 10;
+ * one to another host is not, and the redirect itself is the answer: a success with the warning
+ * "Probe terminated redirects, Response body: <body>" (the kubelet's `probe.Warning`, reported as
+ * a `ProbeWarning` event).
+ */
+async function httpProbe(io: ProbeIO, first: HttpTarget, extraHeaders: readonly { name: string; value: string }[], timeoutMs: number): Promise<ProbeOutcome> {
+  let target = first;
+  for (let redirects = 0; ; redirects++) {
+    const hostPort = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+    const headers = new Map<string, string>([
+      ['Host', hostPort],
+      ['User-Agent', 'kube-probe/1.30'],
+      ['Accept', '*/*'],
+      ['Connection', 'close'],
+    ]);
+    for (const h of extraHeaders) headers.set(h.name, h.value);
+    const request = Buffer.from(`GET ${target.path} HTTP/1.1\r\n${[...headers].map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`, 'latin1');
+    const answer = target.https ? await tlsExchange(io, target.port, target.host, request, timeoutMs) : await io.connect(target.port, request, timeoutMs, httpAnswerComplete, target.host);
+    const response = parseHttpAnswer(answer);
+    if (!response) return { result: 'failure', output: `HTTP probe failed: no HTTP answer from port ${target.port}` };
+    const { code } = response;
+    if (code < 200 || code >= 400) return { result: 'failure', output: `HTTP probe failed with statuscode: ${code}` };
+    if (code < 300) return { result: 'success', output: `HTTP probe succeeded with statuscode: ${code}` };
+    const next = redirectTarget(target, response.location);
+    if (next && next.host === first.host) {
+      if (redirects + 1 >= MAX_REDIRECTS) return { result: 'failure', output: `Get "${urlOf(next)}": stopped after ${MAX_REDIRECTS} redirects` };
+      target = next;
+      continue;
+    }
+    return { result: 'success', output: `HTTP probe succeeded with statuscode: ${code}`, warning: `Probe terminated redirects, Response body: ${response.body}` };
+  }
+}
+
+const urlOf = (t: HttpTarget) => `${t.https ? 'https' : 'http'}://${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}${t.path}`;
+
+/** Where a `Location` sends the next request, resolved against the current one; undefined when it cannot be followed. */
+function redirectTarget(from: HttpTarget, location: string | undefined): HttpTarget | undefined {
+  if (location === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(location, urlOf(from));
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  const https = url.protocol === 'https:';
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return { https, host, port: url.port ? Number(url.port) : https ? 443 : 80, path: `${url.pathname}${url.search}` };
+}
+
+/**
+ * Whether an HTTP answer read so far is enough: its status line for anything but a redirect; for
+ * a redirect (whose `Location` and body are needed) its headers and `Content-Length` bytes of body,
+ * or, without a length, the end of the connection.
+ */
+function httpAnswerComplete(got: Buffer): boolean {
+  const text = got.toString('latin1');
+  const statusEnd = text.indexOf('\r\n');
+  if (statusEnd < 0) return false;
+  const code = Number(/^HTTP\/\d(?:\.\d)? (\d{3})/.exec(text.slice(0, statusEnd))?.[1]);
+  if (!(code >= 300 && code < 400)) return true;
+  const headEnd = text.indexOf('\r\n\r\n');
+  if (headEnd < 0) return false;
+  const length = /\r\ncontent-length:\s*(\d+)/i.exec(text.slice(0, headEnd + 2))?.[1];
+  return length !== undefined && got.length - (headEnd + 4) >= Number(length);
+}
+
+/** Status code, `Location` and (bounded) body of an HTTP answer; undefined when it is not one. */
+function parseHttpAnswer(answer: Buffer): { code: number; location: string | undefined; body: string } | undefined {
+  const text = answer.toString('latin1');
+  const code = Number(/^HTTP\/\d(?:\.\d)? (\d{3})/.exec(text)?.[1]);
+  if (!Number.isFinite(code)) return undefined;
+  const headEnd = text.indexOf('\r\n\r\n');
+  const head = headEnd < 0 ? text : text.slice(0, headEnd);
+  const location = /\r\nlocation:[ \t]*([^\r\n]*)/i.exec(head)?.[1]?.trim();
+  const body = headEnd < 0 ? '' : answer.subarray(headEnd + 4).toString('utf8').slice(0, MAX_PROBE_OUTPUT);
+  return { code, location, body };
 }
 
 /**
@@ -154,7 +237,7 @@ function tlsExchange(io: ProbeIO, port: number, host: string, request: Buffer, t
         chunks.push(chunk);
         size += chunk.length;
       }
-      if (Buffer.concat(chunks).includes('\r\n')) finish();
+      if (httpAnswerComplete(Buffer.concat(chunks))) finish();
     });
     tls.once('end', () => finish());
     tls.once('error', (err) => finish(err));

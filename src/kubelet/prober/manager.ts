@@ -22,6 +22,8 @@ export interface ProberOptions {
   onChange: (podUID: string) => void;
   /** Every failed attempt, for the `Unhealthy` event ("Liveness probe failed: …"). */
   onFailure: (pod: Pod, container: string, kind: ProbeKind, output: string) => void;
+  /** A success with a warning (an HTTP redirect not followed), for the `ProbeWarning` event. */
+  onWarning?: (pod: Pod, container: string, kind: ProbeKind, warning: string) => void;
   schedule?: Schedule;
   now?: () => number;
 }
@@ -104,12 +106,14 @@ export class ProberManager {
   }
 
   /**
-   * Readiness of a running container instance: undefined without a readiness probe (running
-   * means ready), else whether it has passed — false while a startup probe has not.
+   * Readiness of a running container instance: undefined without a readiness probe (ready once
+   * started: the caller gates it on `isStarted`, as `UpdatePodStatus` in
+   * pkg/kubelet/prober/prober_manager.go does), else whether it has passed. A container with a
+   * startup probe and no readiness probe is ready as soon as the startup probe passed.
    */
   isReady(uid: string, container: string, containerId: string): boolean | undefined {
     const w = this.#workers.get(key(uid, container, 'readiness'));
-    if (!w || w.containerId !== containerId) return this.#workers.has(key(uid, container, 'startup')) ? false : undefined;
+    if (!w || w.containerId !== containerId) return undefined;
     return w.result === 'success';
   }
 
@@ -176,6 +180,7 @@ export class ProberManager {
   #record(pod: Pod, w: Worker, outcome: ProbeOutcome): void {
     w.streak = w.streak?.outcome === outcome.result ? { outcome: outcome.result, count: w.streak.count + 1 } : { outcome: outcome.result, count: 1 };
     if (outcome.result === 'failure') this.#o.onFailure(pod, w.container, w.kind, outcome.output);
+    if (outcome.warning !== undefined) this.#o.onWarning?.(pod, w.container, w.kind, outcome.warning);
     const threshold = outcome.result === 'success' ? Math.max(1, w.probe.successThreshold ?? 1) : Math.max(1, w.probe.failureThreshold ?? 3);
     if (w.streak.count < threshold || w.result === outcome.result) return;
     w.result = outcome.result;
