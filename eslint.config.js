@@ -1,7 +1,7 @@
 // `npm run lint` (part of `npm test`): a few rules that catch real bugs, and the layering of src/
 // that docs/architecture.md describes, as a rule (eslint/layering.js). test/ and bench/ get the same
 // rules but the layering (they import any part of src/ they exercise), with tap's un-awaited
-// `t.test(…)` allowed: tap awaits its subtests itself.
+// `t.test(…)` allowed: tap awaits its subtests itself; and test/ imports nothing from bench/.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { layeringRule } from './eslint/layering.js';
@@ -82,6 +82,16 @@ export default tseslint.config(
       ...bugRules,
       // `t.test(…)` returns a promise tap awaits itself, in order; every other promise must be handled.
       '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', name: 'test', package: '@tapjs/test' }] }],
+    },
+  },
+  {
+    // bench/ may import test/ (the protocol clients in test/clients, the harnesses in test/helpers),
+    // never the reverse: the tests must build and run without the bench. Only the unit tests of the
+    // bench's own pure code (test/unit/bench) import what they test.
+    files: ['test/**/*.ts'],
+    ignores: ['test/unit/bench/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/bench', '**/bench/**'], message: 'test/ never imports bench/: move what both need under test/ (test/clients, test/helpers).' }] }],
     },
   },
 );

@@ -14,9 +14,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
+import { rssOf } from '../../test/helpers/proc.js';
 import { BUSYBOX, type GcMemory, type NodeletProcess, type PodLike } from './env.js';
-import { SpdyExecClient } from './spdy-client.js';
-import { WsChannelClient } from './ws-client.js';
+import { SpdyExecClient } from '../../test/clients/spdy-client.js';
+import { WsChannelClient } from '../../test/clients/ws-client.js';
 import { median, round, spread } from './stats.js';
 import { TARGETS, fmt, table, target, verdict, type Metric, type PartResult } from './report.js';
 
@@ -33,15 +34,6 @@ const f = fmt;
 const rotated = <T>(xs: readonly T[], r: number): T[] => xs.map((_, i) => xs[(i + r) % xs.length]!);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Resident set size of `pid` in bytes (VmRSS), NaN when gone. */
-export function rssOf(pid: number | undefined): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
-}
 async function settledRss(pid: number | undefined, settleMs = 1500): Promise<number> {
   await sleep(settleMs);
   const xs: number[] = [];

@@ -21,7 +21,7 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { waitFor } from '../../test/helpers/wait.js';
 import { BUSYBOX, NodeletProcess, type PodLike } from './env.js';
-import { rssOf } from './extra.js';
+import { rssOf } from '../../test/helpers/proc.js';
 import { cpuSecondsOf } from './proc.js';
 import { fmt, table, type Metric, type PartResult } from './report.js';
 import { round } from './stats.js';

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from '../../test/helpers/wait.js';
 import type { BenchControlPlane } from './control-plane.js';
-import { freePort } from './env.js';
+import { freePort } from '../../test/helpers/net.js';
 
 const run = promisify(execFile);
 type Log = (msg: string) => void;

@@ -4,8 +4,8 @@ import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type Docker from 'dockerode';
 import { StdcopyParser } from '../../src/runtime/docker/demux.js';
-import { SpdyExecClient } from './spdy-client.js';
-import { WsChannelClient } from './ws-client.js';
+import { SpdyExecClient } from '../../test/clients/spdy-client.js';
+import { WsChannelClient } from '../../test/clients/ws-client.js';
 
 /** Result of one bulk transfer: wall time of the measured span and bytes moved. */
 export interface TransferResult {

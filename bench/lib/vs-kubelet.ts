@@ -34,7 +34,7 @@ import { waitFor } from '../../test/helpers/wait.js';
 import { ApiPods, ClusterNodelet } from './cluster.js';
 import { BenchControlPlane } from './control-plane.js';
 import { BUSYBOX } from './env.js';
-import { rssOf } from './extra.js';
+import { rssOf } from '../../test/helpers/proc.js';
 import { ContainerdPeer, KubeletPeer, processes, pssOf, shimPids, writeBridgeNet } from './kubelet-peer.js';
 import { cpuSecondsOf } from './proc.js';
 import { fmt as f, table, type Metric, type PartResult } from './report.js';

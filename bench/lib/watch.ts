@@ -22,7 +22,7 @@ import { request, type ClientRequest } from 'node:http';
 import { join } from 'node:path';
 import type { PodList } from '../../src/api/types.js';
 import type { NodeletProcess } from './env.js';
-import { rssOf } from './extra.js';
+import { rssOf } from '../../test/helpers/proc.js';
 import { fmt as f, table, type Metric as XMetric, type PartResult } from './report.js';
 import { cpuSecondsOf, selfCpuSeconds } from './proc.js';
 import { median, round } from './stats.js';

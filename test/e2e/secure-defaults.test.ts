@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { parseKubeconfig } from '../../src/config/kubeconfig.js';
-import { freePort } from '../../bench/lib/env.js';
+import { freePort } from '../helpers/net.js';
 import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../helpers/docker.js';
 import { kubectlBinary } from '../helpers/kubectl.js';
 import { unmountUnder } from '../helpers/nodelet.js';

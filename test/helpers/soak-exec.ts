@@ -1,14 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { SpdyExecClient } from '../../bench/lib/spdy-client.js';
-import { WsChannelClient } from '../../bench/lib/ws-client.js';
+import { SpdyExecClient } from '../clients/spdy-client.js';
+import { WsChannelClient } from '../clients/ws-client.js';
 
 /**
- * Programmatic exec sessions for the soak suite, over the bench's lean clients (bench/lib): the
- * WebSocket `v5.channel.k8s.io` and SPDY/3.1 `v4.channel.k8s.io` paths kubectl uses, with
- * sha256 of every byte sent and received, and an outcome that separates a real exit (a Status
- * on the error channel) from every way a session can fail.
+ * Programmatic exec sessions for the soak suite, over the lean clients the bench also uses
+ * (test/clients): the WebSocket `v5.channel.k8s.io` and SPDY/3.1 `v4.channel.k8s.io` paths
+ * kubectl uses, with sha256 of every byte sent and received, and an outcome that separates a real
+ * exit (a Status on the error channel) from every way a session can fail.
  */
 export type Protocol = 'websocket' | 'spdy';
 export const PROTOCOLS: readonly Protocol[] = ['websocket', 'spdy'];

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import type { Pod, PodList } from '../../src/api/types.js';
-import { freePort } from '../../bench/lib/env.js';
+import { freePort } from './net.js';
 import { Label, DockerType } from '../../src/runtime/docker/labels.js';
 import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
 import { unmountUnder } from './nodelet.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { basename } from 'node:path';
-import { rssOf } from '../../bench/lib/extra.js';
+import { rssOf } from './proc.js';
 
 export { rssOf };
 
