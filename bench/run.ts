@@ -22,8 +22,14 @@ import { cleanupsOnExit } from './lib/cleanups.js';
 import { Engine, GC_HOOK_ARGS, NodeletProcess, repoRoot } from './lib/env.js';
 import { CliPath, DirectPath, SpdyPath, WebSocketPath, type ExecPath, type LatencySample } from './lib/paths.js';
 import { CpuMeter, findShimPid } from './lib/proc.js';
-import { median, round, spread } from './lib/stats.js';
-import { extraManifests, ensureWrk, freshness, httpServing, idleSessions, portForward, raiseFdLimit, scaleSessions, slowReader } from './lib/extra.js';
+import { median, rotated, round, spread } from './lib/stats.js';
+import { extraManifests } from './lib/part-pods.js';
+import { ensureWrk, httpServing } from './lib/http-serving.js';
+import { freshness } from './lib/freshness.js';
+import { portForward } from './lib/port-forward.js';
+import { slowReader } from './lib/slow-reader.js';
+import { idleSessions } from './lib/sessions.js';
+import { raiseFdLimit, scaleSessions } from './lib/scale.js';
 import { TARGETS, fmt, markdownSummary, svgChart, table, target, verdict, type Metric, type PartResult } from './lib/report.js';
 import { clusterPart } from './lib/cluster.js';
 import { watchPart } from './lib/watch.js';
@@ -267,9 +273,6 @@ const LABEL: Record<PathName, string> = {
   websocket: 'nodelet WebSocket v5.channel.k8s.io',
   spdy: 'nodelet SPDY/3.1 v4.channel.k8s.io',
 };
-
-/** The variant order of round `r`: rotated, so no path always runs first or after the same one. */
-const rotated = <T>(xs: readonly T[], r: number): T[] => xs.map((_, i) => xs[(i + r) % xs.length]!);
 
 interface TransferRound {
   mbps: number;

@@ -38,3 +38,6 @@ export function round(x: number, digits = 2): number | null {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
 }
+
+/** The variant order of round `r`: rotated, so no variant always runs first or after the same one. */
+export const rotated = <T>(xs: readonly T[], r: number): T[] => xs.map((_, i) => xs[(i + r) % xs.length]!);
