@@ -2,24 +2,11 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../test/helpers/net.js';
 
 const run = promisify(execFile);
-
-/** The repository root: the nearest directory above this file holding nodelet's package.json. */
-export function repoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'nodelet') return dir;
-    const up = dirname(dir);
-    if (up === dir) throw new Error('cannot find the nodelet repository root');
-    dir = up;
-  }
-}
 
 export const BUSYBOX = 'nodelet.local/busybox:1.35';
 

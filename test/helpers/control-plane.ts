@@ -2,11 +2,15 @@ import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { kubectlBinary, type KubectlResult, type RunOptions } from './kubectl.js';
+import { repoRoot } from './repo-root.js';
 
-/** scripts/control-plane.sh: builds (cached) and runs etcd + kube-apiserver + controller-manager + scheduler. */
-export const CONTROL_PLANE_SCRIPT = fileURLToPath(new URL('../../scripts/control-plane.sh', import.meta.url));
+/**
+ * scripts/control-plane.sh: builds (cached) and runs etcd + kube-apiserver + controller-manager +
+ * scheduler. This file is the one harness over it: the cluster-mode tests, the soak suite and the
+ * bench (bench/lib/control-plane.ts adapts it to the bench's parts) all start theirs here.
+ */
+export const CONTROL_PLANE_SCRIPT = join(repoRoot(), 'scripts/control-plane.sh');
 
 /** The kubectl the harness runs by default: the newest the machine has (the pinned one, built, is `controlPlaneMinor()`). */
 export const CONTROL_PLANE_KUBECTL = '1.33';
@@ -23,6 +27,8 @@ export interface ControlPlane {
   readonly dir: string;
   /** `https://127.0.0.1:<port>`. */
   readonly server: string;
+  /** The k8s.io/kubernetes version the binaries were built from (`v1.34.4`). */
+  readonly k8sVersion: string;
   /** The CA that signed the apiserver's serving cert and every client cert. */
   readonly caFile: string;
   readonly caKey: string;
@@ -67,6 +73,8 @@ export interface ControlPlaneOptions {
   bootstrap?: boolean;
   /** The controller-manager's `--cluster-signing-duration` (e.g. `10m`): how long CSR certificates last. */
   clusterSigningDuration?: string;
+  /** Progress lines (the bench's log): where the binaries are, once built. */
+  log?: (msg: string) => void;
 }
 
 interface Teardown {
@@ -83,7 +91,7 @@ function script(args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = proc
   });
 }
 
-const ENV_KEYS = ['APISERVER_URL', 'CA_FILE', 'CA_KEY', 'ADMIN_KUBECONFIG', 'KUBELET_CLIENT_CERT', 'KUBELET_CLIENT_KEY'] as const;
+const ENV_KEYS = ['APISERVER_URL', 'CA_FILE', 'CA_KEY', 'ADMIN_KUBECONFIG', 'KUBELET_CLIENT_CERT', 'KUBELET_CLIENT_KEY', 'K8S_VERSION'] as const;
 type EnvKey = (typeof ENV_KEYS)[number];
 
 /** The values of the shell-sourceable DIR/env the script wrote (sourced by bash, so quoting is bash's). */
@@ -106,7 +114,8 @@ function readEnv(dir: string): Record<EnvKey, string> {
  * teardown. Resolves once the `default` ServiceAccount exists, so pods can be created at once.
  */
 export async function startControlPlane(t: Teardown, opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
-  await script(['build'], 60 * 60_000);
+  const binDir = await script(['build'], 60 * 60_000);
+  opts.log?.(`control plane binaries in ${binDir}`);
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-cp-'));
   let stopped = false;
   const stopSync = () => {
@@ -158,6 +167,7 @@ export async function startControlPlane(t: Teardown, opts: ControlPlaneOptions =
   return {
     dir,
     server: env.APISERVER_URL,
+    k8sVersion: env.K8S_VERSION,
     caFile: env.CA_FILE,
     caKey: env.CA_KEY,
     adminKubeconfig,
