@@ -22,7 +22,8 @@ import { ContainerConfigError } from '../volumes/errors.js';
  * | seccompProfile RuntimeDefault/Unconfined | Docker's default profile / `seccomp=unconfined` (unset: Unconfined, the kubelet's default) |
  * | appArmorProfile RuntimeDefault/Unconfined | Docker's default profile / `apparmor=unconfined` |
  * | sysctls                                | `Sysctls` on the sandbox (safe set only) |
- * | seccomp/appArmor Localhost, windowsOptions, procMount Unmasked, hostUsers: false | refused |
+ * | seccomp/appArmor Localhost, procMount Unmasked, hostUsers: false | refused |
+ * | windowsOptions | not applicable: a Linux node never reads it (the kubelet reads it only for Windows sandboxes and containers, `kuberuntime_sandbox_windows.go`, `kuberuntime_container_windows.go`; a pod with `os.name: windows` is refused at admission) |
  * | seLinuxOptions | Docker `label=` options (a no-op where the host has no SELinux) |
  */
 
@@ -110,7 +111,6 @@ export function containerSecurity(pod: Pod, container: Container, image: Pick<Im
     throw new ContainerConfigError(message);
   };
 
-  if (sc.windowsOptions || psc.windowsOptions) refuse('securityContext.windowsOptions is not supported by nodelet (Linux containers only)');
   if (sc.procMount && sc.procMount !== 'Default') refuse(`securityContext.procMount ${sc.procMount} is not supported by nodelet (only Default)`);
   const groupsPolicy = (psc as { supplementalGroupsPolicy?: string }).supplementalGroupsPolicy;
   if (groupsPolicy && groupsPolicy !== 'Merge') refuse(`securityContext.supplementalGroupsPolicy ${groupsPolicy} is not supported by nodelet (only Merge)`);

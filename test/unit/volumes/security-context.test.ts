@@ -59,9 +59,14 @@ t.test('seLinuxOptions become Docker label options, the container\'s over the po
   t.same(sec(pod({ securityContext: { seLinuxOptions: { level: 's1' } } }, { seLinuxOptions: { level: 's0' } })).seLinuxLabels, ['label=level:s1']);
 });
 
+t.test('windowsOptions do not apply to a Linux container: accepted and not read, as by the Linux kubelet', async (t) => {
+  const windows = { hostProcess: true, runAsUserName: 'NT AUTHORITY\\SYSTEM' };
+  const plain = sec(pod({ securityContext: { runAsUser: 5123 } }));
+  t.same(sec(pod({ securityContext: { runAsUser: 5123, windowsOptions: windows } }, { windowsOptions: windows })), plain, 'the same runtime settings as without them');
+});
+
 t.test('refused fields are named, never ignored', async (t) => {
   const refused: Array<[Pod, RegExp | string, typeof host?]> = [
-    [pod({}, { windowsOptions: { runAsUserName: 'x' } }), 'securityContext.windowsOptions is not supported by nodelet (Linux containers only)'],
     [pod({ securityContext: { procMount: 'Unmasked' } }), 'securityContext.procMount Unmasked is not supported by nodelet (only Default)'],
     [pod({ securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'p.json' } } }), 'seccompProfile type Localhost is not supported by nodelet (only RuntimeDefault and Unconfined)'],
     [pod({}, { appArmorProfile: { type: 'Localhost', localhostProfile: 'p' } } as never), 'appArmorProfile type Localhost is not supported by nodelet (only RuntimeDefault and Unconfined)'],
