@@ -44,12 +44,12 @@ build_lock() {
   flock 9
 }
 
-# k8s_module: the Kubernetes pin NODELET_K8S picks, as K8S_PIN and MODULE. Unset (or 1.34), the
-# wrapper module test/control-plane-1.34 (k8s.io/kubernetes v1.34.4), which CI runs; 1.37,
-# test/control-plane (v1.37.2), runnable on demand until the 1.35-1.37 gaps docs/conformance.md
-# lists are closed. Each version has a cache directory of its own.
+# k8s_module: the Kubernetes pin NODELET_K8S picks, as K8S_PIN and MODULE. Unset (or 1.37), the
+# wrapper module test/control-plane (k8s.io/kubernetes v1.37.2), which CI runs; 1.34,
+# test/control-plane-1.34 (v1.34.4), the previous pin, runnable on demand. Each version has a
+# cache directory of its own.
 k8s_module() {
-  K8S_PIN=${NODELET_K8S:-1.34}
+  K8S_PIN=${NODELET_K8S:-1.37}
   case $K8S_PIN in
     1.37) MODULE=$ROOT/test/control-plane ;;
     *) MODULE=$ROOT/test/control-plane-$K8S_PIN ;;

@@ -4,12 +4,12 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The Kubernetes version the test control plane, e2e.test and the pinned kubectl are built from:
- * the default pin's wrapper module test/control-plane-1.34 (v1.34.4, what CI runs), or
- * test/control-plane (v1.37.2) with NODELET_K8S=1.37 — the same choice scripts/control-plane.sh
+ * the default pin's wrapper module test/control-plane (v1.37.2, what CI runs), or the previous pin's
+ * test/control-plane-1.34 (v1.34.4) with NODELET_K8S=1.34 — the same choice scripts/control-plane.sh
  * and scripts/conformance.sh make.
  */
 export function controlPlaneModule(): string {
-  const pin = process.env.NODELET_K8S ?? '1.34';
+  const pin = process.env.NODELET_K8S ?? '1.37';
   const dir = pin === '1.37' ? 'control-plane' : `control-plane-${pin}`;
   return fileURLToPath(new URL(`../${dir}`, import.meta.url));
 }

@@ -8,7 +8,7 @@ const facts: NodeFacts = {
   hostname: 'host-a',
   nodeIP: '127.0.0.1',
   port: 10250,
-  kubeletVersion: 'v1.30.0+nodelet.0.1.0',
+  kubeletVersion: 'v1.37.2+nodelet.0.1.0',
   containerRuntimeVersion: 'docker://28.2.2',
   kernelVersion: '6.1.0',
   osImage: 'Debian GNU/Linux 12 (bookworm)',
