@@ -97,9 +97,13 @@ export class ClusterNodelet {
     const port = await freePort();
     const logFile = join(workDir, 'nodelet.log');
     const fd = openSync(logFile, 'a');
+    // NODELET_BENCH_CPU_PROF=<dir>: a V8 CPU profile of this cluster-mode nodelet (the sealed parts
+    // run in a child of their own, where --cpu-prof does not reach), written on its clean exit.
+    const profDir = process.env.NODELET_BENCH_CPU_PROF;
     const child = spawn(
       process.execPath,
       [
+        ...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []),
         o.entry?.script ?? o.cli ?? join(o.root, 'dist/cli.js'),
         '--kubeconfig', kubeconfig,
         '--client-ca-file', o.cp.env.CA_FILE,

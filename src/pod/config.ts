@@ -91,7 +91,11 @@ export class PodConfig {
     for (const pod of valid) {
       const uid = pod.metadata?.uid ?? '';
       const old = previous.get(uid);
-      if (!old) {
+      if (old === pod) {
+        // The very object of the last snapshot (a source that keeps unchanged pods, as
+        // ApiPodSource does): nothing to compare.
+        next.set(uid, old);
+      } else if (!old) {
         diff.added.push(pod);
         next.set(uid, pod);
       } else if (podsDifferSemantically(old, pod)) {
