@@ -175,3 +175,21 @@ t.test('a pod delivered again as the same object is neither validated nor compar
   t.equal(diffs.length, 2);
   t.same(diffs[1]!.updated.map((p) => p.metadata?.uid), ['ua'], 'a changed spec is an update');
 });
+
+t.test('a pod whose status changed once is still recognised when delivered again unchanged', async (t) => {
+  const { manager, config, diffs } = setup();
+  let reads = 0;
+  const p = pod('a', 'ua');
+  const spec = p.spec;
+  Object.defineProperty(p, 'spec', { enumerable: true, get: () => (reads++, spec) });
+  config.update('api', [p]);
+  const withStatus: Pod = { ...p, status: { phase: 'Running' } };
+  Object.defineProperty(withStatus, 'spec', { enumerable: true, get: () => (reads++, spec) });
+  config.update('api', [withStatus]);
+  t.equal(manager.getPodByUID('ua')?.status?.phase, 'Running', 'the new status is taken');
+  reads = 0;
+  config.update('api', [withStatus]);
+  config.update('api', [withStatus]);
+  t.equal(reads, 0, 'the same object again: no spec read');
+  t.equal(diffs.length, 1);
+});
