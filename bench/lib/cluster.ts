@@ -135,7 +135,12 @@ export class ClusterNodelet {
   }
 
   /** GET a JSON document from nodelet's own HTTPS API, as the apiserver would. */
-  get<T>(path: string): Promise<T> {
+  async get<T>(path: string): Promise<T> {
+    return JSON.parse(await this.getText(path)) as T;
+  }
+
+  /** GET a document's text from nodelet's own HTTPS API, as the apiserver would. */
+  getText(path: string): Promise<string> {
     return new Promise((resolve, reject) => {
       const req = httpsRequest(this.url + path, { agent: this.#agent }, (res) => {
         const chunks: Buffer[] = [];
@@ -143,11 +148,7 @@ export class ClusterNodelet {
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           if (res.statusCode !== 200) return reject(new Error(`GET ${path}: ${res.statusCode} ${text.slice(0, 200)}`));
-          try {
-            resolve(JSON.parse(text) as T);
-          } catch (err) {
-            reject(err instanceof Error ? err : new Error(String(err)));
-          }
+          resolve(text);
         });
         res.on('error', reject);
       });
