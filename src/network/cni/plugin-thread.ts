@@ -12,9 +12,9 @@ import { PluginError, type PluginJob, type RunOutcome, runPluginProcess } from '
  * runs themselves are unchanged (`runPluginProcess`). libcni (`pkg/invoke/raw_exec.go`) execs in
  * its caller's goroutine, which Go's runtime never lets block the others: this is the same.
  *
- * One thread, made on the first run and kept; it holds the process alive only while runs are
- * pending. If it cannot start or dies, its pending runs fail with the reason and the next run
- * makes a new one.
+ * Up to MAX_PLUGIN_THREADS threads, made as runs overlap and ended after PLUGIN_THREAD_IDLE_MS
+ * without work; a thread holds the process alive only while its runs are pending. If one cannot
+ * start or dies, its pending runs fail with the reason and later runs go to another.
  */
 
 const ROLE = 'nodelet-cni-plugin-thread';
@@ -60,22 +60,37 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === ROLE && 
 
 // ---- the caller's side ----------------------------------------------------------------------------
 
+/**
+ * At most this many threads: a burst of pods sets up their networks at once (containerd runs each
+ * pod's CNI calls in a goroutine of its own), and a thread waits out one spawn at a time.
+ */
+export const MAX_PLUGIN_THREADS = 4;
+/** A thread with nothing to run for this long ends, so an idle node holds none. */
+export const PLUGIN_THREAD_IDLE_MS = 30_000;
+
 interface Pending {
   resolve: (o: RunOutcome) => void;
   reject: (e: Error) => void;
 }
 
-let thread: { worker: Worker; pending: Map<number, Pending> } | undefined;
+interface PluginThread {
+  readonly worker: Worker;
+  readonly pending: Map<number, Pending>;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+const threads = new Set<PluginThread>();
 let nextId = 0;
 
 /** The thread's module: this file, as built (`.js`) or as the tests load it (`.ts`). */
 const entry = new URL(`./plugin-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
-function start(): NonNullable<typeof thread> {
+function startThread(): PluginThread {
   const worker = new Worker(entry, { workerData: { role: ROLE }, stdout: false, stderr: false });
-  const t = { worker, pending: new Map<number, Pending>() };
+  const t: PluginThread = { worker, pending: new Map(), idleTimer: undefined };
   const fail = (err: Error) => {
-    if (thread === t) thread = undefined;
+    threads.delete(t);
+    if (t.idleTimer) clearTimeout(t.idleTimer);
     for (const p of t.pending.values()) p.reject(err);
     t.pending.clear();
   };
@@ -83,22 +98,47 @@ function start(): NonNullable<typeof thread> {
     const p = t.pending.get(reply.id);
     if (!p) return;
     t.pending.delete(reply.id);
-    if (t.pending.size === 0) worker.unref();
+    if (t.pending.size === 0) idle(t);
     if ('outcome' in reply) p.resolve(reply.outcome);
     else p.reject(fromFailure(reply.failure));
   });
   worker.on('error', (err) => fail(new Error(`CNI plugin thread failed: ${err.message}`)));
   worker.on('exit', (code) => fail(new Error(`CNI plugin thread exited (code ${code})`)));
-  worker.unref();
+  threads.add(t);
   return t;
 }
 
-/** Runs `job` on the plugin thread (see the file's comment); resolves or rejects as `runPluginProcess`. */
+/** Nothing pending: the thread no longer holds the process alive, and ends once idle long enough. */
+function idle(t: PluginThread): void {
+  t.worker.unref();
+  t.idleTimer = setTimeout(() => {
+    if (t.pending.size > 0) return;
+    threads.delete(t);
+    void t.worker.terminate();
+  }, PLUGIN_THREAD_IDLE_MS);
+  t.idleTimer.unref();
+}
+
+/** The least busy thread; a new one while every thread is busy and there are fewer than the maximum. */
+function pickThread(): PluginThread {
+  let best: PluginThread | undefined;
+  for (const t of threads) if (!best || t.pending.size < best.pending.size) best = t;
+  if (best && (best.pending.size === 0 || threads.size >= MAX_PLUGIN_THREADS)) return best;
+  return startThread();
+}
+
+/** Plugin threads alive now (for tests). */
+export function pluginThreadCount(): number {
+  return threads.size;
+}
+
+/** Runs `job` on a plugin thread (see the file's comment); resolves or rejects as `runPluginProcess`. */
 export function runOnPluginThread(job: PluginJob): Promise<RunOutcome> {
-  thread ??= start();
-  const t = thread;
+  const t = pickThread();
   const id = nextId++;
   return new Promise<RunOutcome>((resolve, reject) => {
+    if (t.idleTimer) clearTimeout(t.idleTimer);
+    t.idleTimer = undefined;
     t.pending.set(id, { resolve, reject });
     t.worker.ref();
     t.worker.postMessage({ id, job } satisfies Request);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { PluginError, type PluginJob } from '../../../src/network/cni/exec.js';
-import { runOnPluginThread } from '../../../src/network/cni/plugin-thread.js';
+import { MAX_PLUGIN_THREADS, pluginThreadCount, runOnPluginThread } from '../../../src/network/cni/plugin-thread.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodelet-cni-thread-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,4 +48,15 @@ t.test('concurrent runs each get their own answer', async (t) => {
   const p = script('id', 'cat');
   const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => runOnPluginThread(job(p, { stdin: Buffer.from(String(i)) }))));
   t.same(answers.map((a) => a.stdout), ['0', '1', '2', '3', '4', '5', '6', '7']);
+});
+
+t.test('overlapping runs run at once, on up to MAX_PLUGIN_THREADS threads', async (t) => {
+  // Each run waits (10 s at most) until all of them have started: serialised runs would time out.
+  const barrier = join(dir, 'started');
+  const p = script('barrier', `mkdir -p ${barrier}; touch ${barrier}/$$; i=0; while [ $(ls ${barrier} | wc -l) -lt ${MAX_PLUGIN_THREADS} ]; do i=$((i+1)); [ $i -gt 200 ] && exit 1; sleep 0.05; done; echo ok`);
+  const runs = Array.from({ length: MAX_PLUGIN_THREADS }, () => runOnPluginThread(job(p)));
+  const more = runOnPluginThread(job(script('more', 'echo more')));
+  t.equal(pluginThreadCount(), MAX_PLUGIN_THREADS, 'no more threads than the maximum');
+  t.same((await Promise.all(runs)).map((r) => r.stdout), Array(MAX_PLUGIN_THREADS).fill('ok\n'), 'all ran at once');
+  t.equal((await more).stdout, 'more\n', 'a run beyond the maximum waits its turn on a busy thread');
 });
