@@ -82,6 +82,8 @@ interface Agent {
   /** Containers (sandboxes included) still running for this node. */
   runningContainers(): Promise<number>;
   alive(): void;
+  /** Helper processes of the agent counted as the agent (nodelet's CNI plugin spawners, `src/network/cni/plugin-spawner.ts`). */
+  helperPids?(): number[];
   /** The agent's own request counters (nodelet's /metrics: Docker Engine API and apiserver requests), when it has them. */
   requestCounts?(): Promise<Map<string, number>>;
 }
@@ -145,11 +147,11 @@ interface Usage {
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 function cpuNow(a: Agent): Usage {
-  return { agent: cpuSecondsOf(a.agentPid()), runtime: sum(a.runtimePids().map(cpuSecondsOf)), shims: sum(a.shims().map(cpuSecondsOf)) };
+  return { agent: cpuSecondsOf(a.agentPid()) + sum((a.helperPids?.() ?? []).map(cpuSecondsOf)), runtime: sum(a.runtimePids().map(cpuSecondsOf)), shims: sum(a.shims().map(cpuSecondsOf)) };
 }
 
 function rssNow(a: Agent): Usage {
-  return { agent: rssOf(a.agentPid()), runtime: sum(a.runtimePids().map(rssOf)), shims: sum(a.shims().map(pssOf)) };
+  return { agent: rssOf(a.agentPid()) + sum((a.helperPids?.() ?? []).map(rssOf)), runtime: sum(a.runtimePids().map(rssOf)), shims: sum(a.shims().map(pssOf)) };
 }
 
 const minus = (x: Usage, y: Usage): Usage => ({ agent: x.agent - y.agent, runtime: x.runtime - y.runtime, shims: x.shims - y.shims });
@@ -393,6 +395,7 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
       runningContainers: async () => (await o.docker.listContainers({ filters: { label: ['io.nodelet.node=bench-nodelet'], status: ['running'] } })).length,
       alive: () => nodelet.alive(),
       requestCounts: async () => requestCountsOf(await nodelet.getText('/metrics')),
+      helperPids: () => [...processes()].filter(([, p]) => p.ppid === nodelet.pid && p.argv.includes('--nodelet-cni-plugin-spawner')).map(([pid]) => pid),
     },
     kubelet: {
       name: 'kubelet',

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as delay } from 'node:timers/promises';
-import { runOnPluginThread } from './plugin-thread.js';
+import { runInPluginSpawner } from './plugin-spawner.js';
 
 /**
  * Running one CNI plugin: libcni `pkg/invoke/raw_exec.go` (`ExecPlugin`, `pluginErr`) and
@@ -84,7 +84,7 @@ export interface RunOutcome {
   readonly ok: boolean;
 }
 
-/** One run of a plugin process, as the plugin thread receives it: everything resolved, no clock of the caller's. */
+/** One run of a plugin process, as the plugin helper receives it: everything resolved, no clock of the caller's. */
 export interface PluginJob {
   readonly path: string;
   readonly type: string;
@@ -99,7 +99,7 @@ export interface PluginJob {
 /**
  * Runs the plugin process once: config on stdin, stdout and stderr collected (capped), killed
  * past its timeout. Rejects with a `PluginError` (timeout, output over the cap) or the spawn's
- * own error (`ENOENT`, `ETXTBSY`, with its `code`). Runs on the plugin thread (`plugin-thread.ts`).
+ * own error (`ENOENT`, `ETXTBSY`, with its `code`). Runs in a plugin helper process (`plugin-spawner.ts`).
  */
 export function runPluginProcess(job: PluginJob): Promise<RunOutcome> {
   return new Promise((resolve, reject) => {
@@ -151,7 +151,7 @@ export function runPluginProcess(job: PluginJob): Promise<RunOutcome> {
 function runOnce(req: ExecRequest): Promise<RunOutcome> {
   const remaining = req.deadline - performance.now();
   if (remaining <= 0) return Promise.reject(new PluginError(`plugin type=${JSON.stringify(req.type)} failed (${req.command.toLowerCase()}): timed out`));
-  return runOnPluginThread({
+  return runInPluginSpawner({
     path: req.path,
     type: req.type,
     command: req.command,
