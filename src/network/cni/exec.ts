@@ -89,8 +89,8 @@ export interface PluginJob {
   readonly path: string;
   readonly type: string;
   readonly command: CNICommand;
-  /** The whole environment of the plugin (`CNI_*` over nodelet's own). */
-  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The plugin's `CNI_*` variables, over the environment of the process that starts it (nodelet's, which its helper inherits). */
+  readonly env: Readonly<Record<string, string>>;
   readonly stdin: Uint8Array;
   /** Killed past this many milliseconds. */
   readonly timeoutMs: number;
@@ -103,7 +103,7 @@ export interface PluginJob {
  */
 export function runPluginProcess(job: PluginJob): Promise<RunOutcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(job.path, [], { stdio: ['pipe', 'pipe', 'pipe'], env: job.env });
+    const child = spawn(job.path, [], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...job.env } });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let outBytes = 0;
@@ -156,7 +156,6 @@ function runOnce(req: ExecRequest): Promise<RunOutcome> {
     type: req.type,
     command: req.command,
     env: {
-      ...process.env,
       CNI_COMMAND: req.command,
       CNI_CONTAINERID: req.containerId,
       CNI_NETNS: req.netns,

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { PluginError, type PluginJob } from '../../../src/network/cni/exec.js';
+import { PLUGIN_PATH_TTL_MS, findPluginCached } from '../../../src/network/cni/invoke.js';
 import { MAX_PLUGIN_SPAWNERS, pluginSpawnerCount, runInPluginSpawner } from '../../../src/network/cni/plugin-spawner.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodelet-cni-spawner-'));
@@ -17,13 +18,13 @@ const job = (path: string, over: Partial<PluginJob> = {}): PluginJob => ({
   path,
   type: 'fake',
   command: 'ADD',
-  env: { PATH: process.env.PATH, CNI_COMMAND: 'ADD', ONLY_HERE: 'x' },
+  env: { CNI_COMMAND: 'ADD', ONLY_HERE: 'x' },
   stdin: Buffer.from('{"a":1}'),
   timeoutMs: 10_000,
   ...over,
 });
 
-t.test('the run: stdin, the given environment, stdout, stderr and exit come back', async (t) => {
+t.test('the run: stdin, the given variables over the environment, stdout, stderr and exit come back', async (t) => {
   const p = script('echo', 'printf "%s|%s|" "$CNI_COMMAND" "$ONLY_HERE"; cat; echo warn >&2; exit 3');
   t.same(await runInPluginSpawner(job(p)), { stdout: 'ADD|x|{"a":1}', stderr: 'warn\n', exit: 'exit status 3', ok: false });
 });
@@ -56,4 +57,17 @@ t.test('overlapping runs run at once, in up to MAX_PLUGIN_SPAWNERS helpers', asy
   t.equal(pluginSpawnerCount(), MAX_PLUGIN_SPAWNERS, 'no more helpers than the maximum');
   t.same((await Promise.all(runs)).map((r) => r.stdout), Array(MAX_PLUGIN_SPAWNERS).fill('ok\n'), 'all ran at once');
   t.equal((await more).stdout, 'more\n', 'a run beyond the maximum waits its turn in a busy helper');
+});
+
+t.test('findPluginCached: a found path is used for PLUGIN_PATH_TTL_MS, a miss is looked up again', async (t) => {
+  const bin = mkdtempSync(join(tmpdir(), 'nodelet-cni-bin-'));
+  t.teardown(() => rmSync(bin, { recursive: true, force: true }));
+  const now = 1_000_000;
+  t.equal(await findPluginCached('later', [bin], now), undefined, 'not there yet');
+  writeFileSync(join(bin, 'later'), '#!/bin/sh\n');
+  chmodSync(join(bin, 'later'), 0o755);
+  t.equal(await findPluginCached('later', [bin], now + 1), join(bin, 'later'), 'a miss is not remembered');
+  rmSync(join(bin, 'later'));
+  t.equal(await findPluginCached('later', [bin], now + PLUGIN_PATH_TTL_MS - 1), join(bin, 'later'), 'within the period: no new look');
+  t.equal(await findPluginCached('later', [bin], now + PLUGIN_PATH_TTL_MS + 2), undefined, 'after it: looked up again');
 });
