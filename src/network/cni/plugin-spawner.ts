@@ -72,6 +72,8 @@ if (process.argv.includes(ROLE) && process.send) {
  * pod's CNI calls in a goroutine of its own), and a helper waits out one exec at a time.
  */
 export const MAX_PLUGIN_SPAWNERS = 2;
+/** How long past a run's own timeout nodelet waits for the helper's answer before giving the run up. */
+const HELPER_GRACE_MS = 5_000;
 /** A helper with nothing to run for this long ends, so an idle node holds none. */
 export const PLUGIN_SPAWNER_IDLE_MS = 30_000;
 
@@ -152,7 +154,16 @@ export function runInPluginSpawner(job: PluginJob): Promise<RunOutcome> {
   return new Promise<RunOutcome>((resolve, reject) => {
     if (s.idleTimer) clearTimeout(s.idleTimer);
     s.idleTimer = undefined;
-    s.pending.set(id, { resolve, reject });
+    // The helper enforces the timeout; this one only bounds a helper that stopped answering.
+    const guard = setTimeout(() => {
+      if (!s.pending.delete(id)) return;
+      if (s.pending.size === 0) idle(s);
+      reject(new PluginError(`plugin type=${JSON.stringify(job.type)} failed (${job.command.toLowerCase()}): timed out (the CNI plugin helper did not answer)`));
+    }, job.timeoutMs + HELPER_GRACE_MS);
+    s.pending.set(id, {
+      resolve: (o) => (clearTimeout(guard), resolve(o)),
+      reject: (e) => (clearTimeout(guard), reject(e)),
+    });
     s.child.ref();
     s.child.channel?.ref();
     s.child.send({ id, job } satisfies Request);
