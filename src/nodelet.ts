@@ -9,7 +9,7 @@ import type { Logger } from './logging/index.js';
 import { PodConfig } from './pod/config.js';
 import { StaticPodDirSource } from './pod/file-source.js';
 import { PodManager } from './pod/manager.js';
-import { dockerClient } from './runtime/docker/client.js';
+import { dockerClient, observeDockerRequests } from './runtime/docker/client.js';
 import { DockerRuntime } from './runtime/docker/runtime.js';
 import { ownCapabilityBounds } from './runtime/docker/privileged.js';
 import { NodeCgroups } from './cgroups/node-cgroups.js';
@@ -39,7 +39,7 @@ import { podRuntimeInfo } from './kubelet/container-config.js';
 import { VolumeManager } from './volumes/manager.js';
 import type { PodObjectSource } from './volumes/source.js';
 import { nodeAllocatable, type PodRuntimeInfo } from './volumes/downward-api.js';
-import { KubeClient } from './apiserver/client.js';
+import { KubeClient, requestKind } from './apiserver/client.js';
 import { loadKubeconfig } from './config/kubeconfig.js';
 import { ApiserverObjects, startClusterMode, type ClusterMode } from './cluster/index.js';
 import { parseNodeLabels, parseTaints } from './config/node-flags.js';
@@ -141,6 +141,7 @@ export async function startNodelet(config: Config, opts: StartOptions): Promise<
     let cluster: ClusterMode | undefined;
     if (api.client) {
       const client = api.client;
+      client.onRequest((method, path) => engine.metrics.apiserverRequests.inc(requestKind(method, path)));
       lifecycle.add({
         name: 'cluster mode',
         start: () => {
@@ -278,8 +279,10 @@ async function connectEngine(config: Config, opts: StartOptions, lifecycle: Life
   const metrics = new Metrics();
   const network = networkPluginFor(config, opts);
   if (network) lifecycle.add({ name: 'network plugin', start: () => network.start(), stop: () => network.stop() });
+  const docker = dockerClient(config.dockerEndpoint);
+  observeDockerRequests(docker, (method, endpoint) => metrics.dockerRequests.inc({ method, endpoint }));
   const dockerRuntime = new DockerRuntime({
-    docker: dockerClient(config.dockerEndpoint),
+    docker,
     nodeName: config.nodeName,
     infraImage: config.podInfraContainerImage,
     podNetwork: config.podNetwork,

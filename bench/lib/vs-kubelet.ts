@@ -82,6 +82,30 @@ interface Agent {
   /** Containers (sandboxes included) still running for this node. */
   runningContainers(): Promise<number>;
   alive(): void;
+  /** Helper processes of the agent counted as the agent (nodelet's CNI plugin spawners, `src/network/cni/plugin-spawner.ts`). */
+  helperPids?(): number[];
+  /** The agent's own request counters (nodelet's /metrics: Docker Engine API and apiserver requests), when it has them. */
+  requestCounts?(): Promise<Map<string, number>>;
+}
+
+/** Docker and apiserver request counters of nodelet's /metrics, keyed `docker GET /containers/{id}/json`, `apiserver PATCH pods/status`. */
+export function requestCountsOf(metricsText: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const line of metricsText.split('\n')) {
+    const m = /^nodelet_(docker_api|apiserver)_requests_total\{(.*)\} (\d+(?:\.\d+)?)$/.exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
+    const key = m[1] === 'docker_api' ? `docker ${labels.method} ${labels.endpoint}` : `apiserver ${labels.verb} ${labels.resource}`;
+    counts.set(key, Number(m[3]));
+  }
+  return counts;
+}
+
+/** `after - before` per key, the keys that grew only, per pod, formatted `key ×n` largest first. */
+function perPodRequests(before: Map<string, number>, after: Map<string, number>, pods: number): string {
+  const rows = [...after].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / pods] as const).filter(([, d]) => d > 0).sort((a, b) => b[1] - a[1]);
+  const sum = (prefix: string) => rows.filter(([k]) => k.startsWith(prefix)).reduce((a, [, d]) => a + d, 0);
+  return `docker ${sum('docker ').toFixed(1)}/pod, apiserver ${sum('apiserver ').toFixed(1)}/pod: ${rows.map(([k, d]) => `${k} ×${d.toFixed(2)}`).join(', ')}`;
 }
 
 const allReady = (p: Pod | undefined): boolean => {
@@ -123,11 +147,11 @@ interface Usage {
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 function cpuNow(a: Agent): Usage {
-  return { agent: cpuSecondsOf(a.agentPid()), runtime: sum(a.runtimePids().map(cpuSecondsOf)), shims: sum(a.shims().map(cpuSecondsOf)) };
+  return { agent: cpuSecondsOf(a.agentPid()) + sum((a.helperPids?.() ?? []).map(cpuSecondsOf)), runtime: sum(a.runtimePids().map(cpuSecondsOf)), shims: sum(a.shims().map(cpuSecondsOf)) };
 }
 
 function rssNow(a: Agent): Usage {
-  return { agent: rssOf(a.agentPid()), runtime: sum(a.runtimePids().map(rssOf)), shims: sum(a.shims().map(pssOf)) };
+  return { agent: rssOf(a.agentPid()) + sum((a.helperPids?.() ?? []).map(rssOf)), runtime: sum(a.runtimePids().map(rssOf)), shims: sum(a.shims().map(pssOf)) };
 }
 
 const minus = (x: Usage, y: Usage): Usage => ({ agent: x.agent - y.agent, runtime: x.runtime - y.runtime, shims: x.shims - y.shims });
@@ -143,6 +167,8 @@ interface StartResult {
   /** Per pod: ms from the DELETE to the watch's DELETED event. */
   deletePerPodMs: number[];
   deleteTotalMs: number;
+  /** The agent's requests per pod during the start and during the deletion (`perPodRequests`), when it counts them. */
+  requests?: { start: string; delete: string };
 }
 
 async function startAndDelete(client: KubeClient, api: ApiPods, a: Agent, batch: string, n: number): Promise<StartResult> {
@@ -150,6 +176,7 @@ async function startAndDelete(client: KubeClient, api: ApiPods, a: Agent, batch:
   const wanted = new Set(names);
   const ready = new Map<string, number>();
   const timeoutMs = 60_000 + n * 3_000;
+  const requests0 = await a.requestCounts?.();
   const before = cpuNow(a);
   const t0 = performance.now();
   const done = api.until(`${n} pods of ${batch} Running and Ready on ${a.node}`, (pod, type, at) => {
@@ -164,6 +191,7 @@ async function startAndDelete(client: KubeClient, api: ApiPods, a: Agent, batch:
   }
   await done;
   const cpu = minus(cpuNow(a), before);
+  const requests1 = await a.requestCounts?.();
 
   const gone = new Map<string, number>();
   const t1 = performance.now();
@@ -181,7 +209,9 @@ async function startAndDelete(client: KubeClient, api: ApiPods, a: Agent, batch:
     a.alive();
     return (await a.runningContainers()) === 0 ? true : undefined;
   }, 120_000, 100);
-  return { perPodMs: names.map((x) => ready.get(x)!), totalMs: Math.max(...ready.values()), cpu, deletePerPodMs: names.map((x) => gone.get(x)!), deleteTotalMs: Math.max(...gone.values()) };
+  const requests2 = await a.requestCounts?.();
+  const requests = requests0 && requests1 && requests2 ? { start: perPodRequests(requests0, requests1, n), delete: perPodRequests(requests1, requests2, n) } : undefined;
+  return { perPodMs: names.map((x) => ready.get(x)!), totalMs: Math.max(...ready.values()), cpu, ...(requests ? { requests } : {}), deletePerPodMs: names.map((x) => gone.get(x)!), deleteTotalMs: Math.max(...gone.values()) };
 }
 
 // ---- 2. status freshness ------------------------------------------------------------------------------
@@ -364,6 +394,8 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
       containerPid: async (id) => (await o.docker.getContainer(id.replace(/^docker:\/\//, '')).inspect()).State.Pid,
       runningContainers: async () => (await o.docker.listContainers({ filters: { label: ['io.nodelet.node=bench-nodelet'], status: ['running'] } })).length,
       alive: () => nodelet.alive(),
+      requestCounts: async () => requestCountsOf(await nodelet.getText('/metrics')),
+      helperPids: () => [...processes()].filter(([, p]) => p.ppid === nodelet.pid && p.argv.includes('--nodelet-cni-plugin-spawner')).map(([pid]) => pid),
     },
     kubelet: {
       name: 'kubelet',
@@ -408,6 +440,7 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
           const res = await startAndDelete(client, api, agents[name], `${name[0]}${r}n${n}`, n);
           starts.get(n)![name].push(res);
           log(`kubelet part round ${r + 1}/${job.rounds}, ${n} pod(s) on ${name}: all Ready in ${res.totalMs.toFixed(0)} ms (p50 ${percentile(res.perPodMs, 50).toFixed(0)}), deleted in ${res.deleteTotalMs.toFixed(0)} ms; CPU agent ${res.cpu.agent.toFixed(2)} s, runtime ${res.cpu.runtime.toFixed(2)} s`);
+          if (res.requests) log(`  requests per pod start: ${res.requests.start}\n  requests per pod deletion: ${res.requests.delete}`);
         }
       }
     }

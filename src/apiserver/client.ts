@@ -232,7 +232,16 @@ export class KubeClient {
     this.#agent.destroy();
   }
 
+  readonly #requestListeners = new Set<(method: string, path: string) => void>();
+
+  /** Tells `listener` of every request sent (method and path with its query), watches included; returns the function that stops it. */
+  onRequest(listener: (method: string, path: string) => void): () => void {
+    this.#requestListeners.add(listener);
+    return () => this.#requestListeners.delete(listener);
+  }
+
   #send(method: string, path: string, payload: Buffer | undefined, contentType: string, onResponse: (res: IncomingMessage) => void): ClientRequest {
+    for (const listener of this.#requestListeners) listener(method, path);
     const url = new URL(this.#conn.server + path);
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
     if (payload) {
@@ -271,4 +280,23 @@ export function query(params: Record<string, string | number | boolean | undefin
   const parts: string[] = [];
   for (const [k, v] of Object.entries(params)) if (v !== undefined) parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
   return parts.length ? `?${parts.join('&')}` : '';
+}
+
+/**
+ * A request's verb and resource, as the apiserver's `apiserver_request_total` labels them
+ * (staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go): `GET` of a collection is
+ * `LIST`, with `watch=1` `WATCH`; the resource with its subresource (`pods/status`). Names and
+ * namespaces are left out, so the label set stays small.
+ */
+export function requestKind(method: string, path: string): { verb: string; resource: string } {
+  const q = path.indexOf('?');
+  const query = new URLSearchParams(q === -1 ? '' : path.slice(q + 1));
+  const parts = pathOnly(path).split('/').filter(Boolean);
+  // /api/v1/... or /apis/<group>/<version>/...
+  let rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : [];
+  if (rest[0] === 'namespaces' && rest.length > 2) rest = rest.slice(2);
+  const [resource = parts.join('/') || '/', name, subresource] = rest;
+  const watch = query.get('watch') === '1' || query.get('watch') === 'true';
+  const verb = method === 'GET' ? (watch ? 'WATCH' : name === undefined ? 'LIST' : 'GET') : method;
+  return { verb, resource: subresource ? `${resource}/${subresource}` : resource };
 }

@@ -86,7 +86,7 @@ export class ApiPodSource {
     this.#pods.clear();
     for (const pod of list.items) {
       const uid = pod.metadata?.uid;
-      if (uid) this.#pods.set(uid, pod);
+      if (uid) this.#pods.set(uid, withSourceAnnotation(pod));
     }
     this.#resourceVersion = list.metadata?.resourceVersion ?? '';
     this.lists++;
@@ -115,18 +115,23 @@ export class ApiPodSource {
     const uid = pod.metadata?.uid;
     if (!uid) return;
     if (event.type === 'DELETED') this.#pods.delete(uid);
-    else this.#pods.set(uid, pod);
+    else this.#pods.set(uid, withSourceAnnotation(pod));
     this.#emitSoon();
   }
 
-  /** Coalesces a burst of events (a relist, many pods at once) into one snapshot. */
+  /**
+   * Coalesces a burst of events (a relist, many pods at once) into one snapshot. A pod no event
+   * changed is the same object in every snapshot (annotated once, when it arrived), so
+   * `PodConfig.update` skips comparing it: a burst of N pods costs O(N) per snapshot in identity
+   * checks, not O(N) canonical-JSON renderings of whole specs.
+   */
   #emitSoon(): void {
     if (this.#emitScheduled) return;
     this.#emitScheduled = true;
     setImmediate(() => {
       this.#emitScheduled = false;
       if (this.#abort.signal.aborted) return;
-      this.#o.onPods([...this.#pods.values()].map(withSourceAnnotation));
+      this.#o.onPods([...this.#pods.values()]);
     });
   }
 }

@@ -113,6 +113,18 @@ export class Metrics {
     labelNames: ['eviction_signal'] as const,
     registers: [this.registry],
   });
+  readonly dockerRequests = new Counter({
+    name: 'nodelet_docker_api_requests_total',
+    help: 'Docker Engine API requests sent, by method and endpoint template',
+    labelNames: ['method', 'endpoint'] as const,
+    registers: [this.registry],
+  });
+  readonly apiserverRequests = new Counter({
+    name: 'nodelet_apiserver_requests_total',
+    help: 'Requests sent to the apiserver by the node client, by verb and resource',
+    labelNames: ['verb', 'resource'] as const,
+    registers: [this.registry],
+  });
   readonly dockerErrors = new Counter({
     name: 'nodelet_docker_api_errors_total',
     help: 'Docker Engine API calls that failed, by runtime operation',

@@ -38,6 +38,11 @@ export class PodConfig {
   readonly #snapshotListeners = new Set<(source: string) => void>();
   /** Per source: its accepted pods by UID. */
   readonly #sources = new Map<string, Map<string, Pod>>();
+  /**
+   * Per source: the objects it delivered last, by UID. The stored pod may be another object (the
+   * first one kept, with a newer status), so an unchanged pod is recognised by this one.
+   */
+  readonly #delivered = new Map<string, Map<string, Pod>>();
 
   constructor(opts: PodConfigOptions) {
     this.#o = opts;
@@ -67,6 +72,7 @@ export class PodConfig {
       }
     }
     const previous = this.#sources.get(source) ?? new Map<string, Pod>();
+    const lastDelivered = this.#delivered.get(source) ?? new Map<string, Pod>();
     // A pod this source already delivered, under the same UID and full name: it keeps its name
     // and UID against a newcomer claiming either (a new manifest copying its `metadata.uid`).
     const incumbent = (pod: Pod) => {
@@ -91,7 +97,11 @@ export class PodConfig {
     for (const pod of valid) {
       const uid = pod.metadata?.uid ?? '';
       const old = previous.get(uid);
-      if (!old) {
+      if (old && lastDelivered.get(uid) === pod) {
+        // The very object this source delivered last time (a source that keeps unchanged pods,
+        // as ApiPodSource does): nothing to compare.
+        next.set(uid, old);
+      } else if (!old) {
         diff.added.push(pod);
         next.set(uid, pod);
       } else if (podsDifferSemantically(old, pod)) {
@@ -105,6 +115,7 @@ export class PodConfig {
     }
     for (const [uid, old] of previous) if (!next.has(uid)) diff.removed.push(old);
     this.#sources.set(source, next);
+    this.#delivered.set(source, new Map(valid.map((pod) => [pod.metadata?.uid ?? '', pod])));
 
     const m = this.#o.manager;
     for (const pod of diff.removed) m.deletePod(pod);

@@ -33,8 +33,7 @@ export function filterInvalidPods(
   const accepted = new Set<Pod>();
   for (const i of incumbentsFirst(pods, incumbent)) {
     const pod = pods[i] as Pod;
-    const errs = validatePod(pod);
-    if (errs.length === 0) errs.push(...uidErrors(pod));
+    const errs = [...podErrors(pod)];
     // If validation fails, don't trust the pod any further: even its name could be bad.
     if (errs.length === 0) {
       const full = podFullName(pod);
@@ -51,6 +50,22 @@ export function filterInvalidPods(
     reportInvalidPod(pod, i, source, errs, recorder, log);
   }
   return pods.filter((pod) => accepted.has(pod));
+}
+
+/**
+ * A pod's own errors (validation, then its UID), remembered per object: a source hands the same
+ * object again while the pod is unchanged (ApiPodSource keeps it across snapshots), and pods are
+ * never mutated once delivered, so each one is validated once rather than at every snapshot.
+ */
+const ownErrors = new WeakMap<Pod, readonly string[]>();
+function podErrors(pod: Pod): readonly string[] {
+  let errs = ownErrors.get(pod);
+  if (errs === undefined) {
+    const found = validatePod(pod);
+    errs = found.length ? found : uidErrors(pod);
+    ownErrors.set(pod, errs);
+  }
+  return errs;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as delay } from 'node:timers/promises';
+import { runInPluginSpawner } from './plugin-spawner.js';
 
 /**
  * Running one CNI plugin: libcni `pkg/invoke/raw_exec.go` (`ExecPlugin`, `pluginErr`) and
@@ -75,32 +76,34 @@ export function pluginFailure(type: string, command: CNICommand, stdout: string,
   return new PluginError(`${prefix}: ${text}`, code);
 }
 
-interface RunOutcome {
+/** What one run of a plugin process gave. */
+export interface RunOutcome {
   readonly stdout: string;
   readonly stderr: string;
   readonly exit: string;
   readonly ok: boolean;
 }
 
-function runOnce(req: ExecRequest): Promise<RunOutcome> {
+/** One run of a plugin process, as the plugin helper receives it: everything resolved, no clock of the caller's. */
+export interface PluginJob {
+  readonly path: string;
+  readonly type: string;
+  readonly command: CNICommand;
+  /** The plugin's `CNI_*` variables, over the environment of the process that starts it (nodelet's, which its helper inherits). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly stdin: Uint8Array;
+  /** Killed past this many milliseconds. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * Runs the plugin process once: config on stdin, stdout and stderr collected (capped), killed
+ * past its timeout. Rejects with a `PluginError` (timeout, output over the cap) or the spawn's
+ * own error (`ENOENT`, `ETXTBSY`, with its `code`). Runs in a plugin helper process (`plugin-spawner.ts`).
+ */
+export function runPluginProcess(job: PluginJob): Promise<RunOutcome> {
   return new Promise((resolve, reject) => {
-    const remaining = req.deadline - performance.now();
-    if (remaining <= 0) {
-      reject(new PluginError(`plugin type=${JSON.stringify(req.type)} failed (${req.command.toLowerCase()}): timed out`));
-      return;
-    }
-    const child = spawn(req.path, [], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        CNI_COMMAND: req.command,
-        CNI_CONTAINERID: req.containerId,
-        CNI_NETNS: req.netns,
-        CNI_IFNAME: req.ifName,
-        CNI_ARGS: req.args,
-        CNI_PATH: req.cniPath,
-      },
-    });
+    const child = spawn(job.path, [], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...job.env } });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let outBytes = 0;
@@ -110,10 +113,10 @@ function runOnce(req: ExecRequest): Promise<RunOutcome> {
       failure ??= e;
       child.kill('SIGKILL');
     };
-    const timer = setTimeout(() => kill(new PluginError(`plugin type=${JSON.stringify(req.type)} failed (${req.command.toLowerCase()}): timed out after ${Math.round(remaining)} ms`)), remaining);
+    const timer = setTimeout(() => kill(new PluginError(`plugin type=${JSON.stringify(job.type)} failed (${job.command.toLowerCase()}): timed out after ${Math.round(job.timeoutMs)} ms`)), job.timeoutMs);
     child.stdout.on('data', (b: Buffer) => {
       outBytes += b.length;
-      if (outBytes > MAX_PLUGIN_OUTPUT_BYTES) kill(new PluginError(`plugin type=${JSON.stringify(req.type)} failed (${req.command.toLowerCase()}): stdout over ${MAX_PLUGIN_OUTPUT_BYTES} bytes`));
+      if (outBytes > MAX_PLUGIN_OUTPUT_BYTES) kill(new PluginError(`plugin type=${JSON.stringify(job.type)} failed (${job.command.toLowerCase()}): stdout over ${MAX_PLUGIN_OUTPUT_BYTES} bytes`));
       else out.push(b);
     });
     child.stderr.on('data', (b: Buffer) => {
@@ -141,7 +144,27 @@ function runOnce(req: ExecRequest): Promise<RunOutcome> {
         ok: code === 0,
       });
     });
-    child.stdin.end(req.stdin);
+    child.stdin.end(job.stdin);
+  });
+}
+
+function runOnce(req: ExecRequest): Promise<RunOutcome> {
+  const remaining = req.deadline - performance.now();
+  if (remaining <= 0) return Promise.reject(new PluginError(`plugin type=${JSON.stringify(req.type)} failed (${req.command.toLowerCase()}): timed out`));
+  return runInPluginSpawner({
+    path: req.path,
+    type: req.type,
+    command: req.command,
+    env: {
+      CNI_COMMAND: req.command,
+      CNI_CONTAINERID: req.containerId,
+      CNI_NETNS: req.netns,
+      CNI_IFNAME: req.ifName,
+      CNI_ARGS: req.args,
+      CNI_PATH: req.cniPath,
+    },
+    stdin: req.stdin,
+    timeoutMs: remaining,
   });
 }
 

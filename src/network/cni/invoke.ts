@@ -44,8 +44,27 @@ export function buildOneConfig(list: NetworkConfList, plugin: PluginConf, rt: Ru
   return conf;
 }
 
+/** How long a plugin's path, once found, is used without looking again: the conf dir's reload period (plugin.ts `DEFAULT_RELOAD_MS`). */
+export const PLUGIN_PATH_TTL_MS = 5_000;
+const foundPaths = new Map<string, { path: string; at: number }>();
+
+/**
+ * `findPlugin` (libcni `FindInPath`, a stat and an access per directory) remembered for
+ * PLUGIN_PATH_TTL_MS: a burst runs the same few plugins hundreds of times, and a binary added or
+ * removed is seen within the same period as a changed network config. Misses are never remembered.
+ */
+export async function findPluginCached(type: string, binDirs: readonly string[], now = performance.now()): Promise<string | undefined> {
+  const key = `${type}\0${binDirs.join('\0')}`;
+  const hit = foundPaths.get(key);
+  if (hit && now - hit.at < PLUGIN_PATH_TTL_MS) return hit.path;
+  const path = await findPlugin(type, binDirs);
+  if (path) foundPaths.set(key, { path, at: now });
+  else foundPaths.delete(key);
+  return path;
+}
+
 async function runPlugin(command: CNICommand, list: NetworkConfList, plugin: PluginConf, rt: RuntimeConf, prevResult: unknown, opts: InvokeOptions): Promise<unknown> {
-  const path = await findPlugin(plugin.type, opts.binDirs);
+  const path = await findPluginCached(plugin.type, opts.binDirs);
   if (!path) throw new PluginError(`plugin type=${JSON.stringify(plugin.type)} failed (${command.toLowerCase()}): failed to find plugin ${JSON.stringify(plugin.type)} in path [${opts.binDirs.join(' ')}]`);
   return execPlugin({
     path,

@@ -34,3 +34,27 @@ export function statusCodeOf(err: unknown): number | undefined {
 export function createContainerOptions(name: string, config: Omit<Docker.ContainerCreateOptions, 'name'>): Docker.ContainerCreateOptions {
   return { _query: { name }, _body: config } as Docker.ContainerCreateOptions;
 }
+
+/**
+ * An Engine API path as a template: the version prefix and query dropped, the object after
+ * `containers/`, `exec/`, `networks/`, `volumes/` and an image name (which may hold `/`) replaced,
+ * e.g. `/v1.41/containers/3f2a…/json?size=1` → `/containers/{id}/json`.
+ */
+export function dockerEndpointOf(path: string): string {
+  const q = path.indexOf('?');
+  const bare = (q === -1 ? path : path.slice(0, q)).replace(/^\/v\d+\.\d+(?=\/)/, '');
+  const image = /^\/images\/(.+)\/(json|history|push|tag|get)$/.exec(bare);
+  if (image) return `/images/{name}/${image[2]}`;
+  if (/^\/images\/(?!json$|create$|load$|search$|prune$|get$).+/.test(bare)) return '/images/{name}';
+  return bare.replace(/^\/(containers|exec|networks|volumes)\/(?!json$|create$|prune$)[^/]+/, '/$1/{id}');
+}
+
+/** Calls `listener` with the method and templated endpoint (`dockerEndpointOf`) of every Engine API request the client sends. */
+export function observeDockerRequests(docker: Docker, listener: (method: string, endpoint: string) => void): void {
+  const modem = docker.modem as { dial: (options: { method?: string; path?: string }, callback: unknown) => unknown };
+  const dial = modem.dial.bind(modem);
+  modem.dial = (options, callback) => {
+    listener(options.method ?? 'GET', dockerEndpointOf(options.path ?? ''));
+    return dial(options, callback);
+  };
+}

@@ -145,3 +145,51 @@ t.test('listeners: onPodsChanged hears each change after onChange; onSnapshot he
   config.update('file', []);
   t.equal(heard.length, 4, 'nothing once stopped');
 });
+
+t.test('a pod delivered again as the same object is neither validated nor compared again', async (t) => {
+  const { manager, config, diffs } = setup();
+  // Counts reads of `spec`: validation and the semantic comparison both read it.
+  let reads = 0;
+  const spied = (name: string, uid: string): Pod => {
+    const p = pod(name, uid);
+    const spec = p.spec;
+    Object.defineProperty(p, 'spec', { enumerable: true, get: () => (reads++, spec) });
+    return p;
+  };
+  const a = spied('a', 'ua');
+  const b = spied('b', 'ub');
+  config.update('api', [a, b]);
+  t.ok(reads > 0, 'the first delivery reads the specs');
+  reads = 0;
+  config.update('api', [a, b]);
+  t.equal(reads, 0, 'the same objects again: no spec read');
+  t.equal(diffs.length, 1, 'and no change');
+  t.equal(manager.getPodByUID('ua'), a);
+  // A new object for one pod: that one (only) is validated and compared.
+  const a2 = spied('a', 'ua');
+  config.update('api', [a2, b]);
+  t.ok(reads > 0, 'a new object is read');
+  t.equal(diffs.length, 1, 'equal spec: still no change');
+  reads = 0;
+  config.update('api', [{ ...a2, spec: { containers: [{ name: 'app', image: 'nginx:2' }] } }, b]);
+  t.equal(diffs.length, 2);
+  t.same(diffs[1]!.updated.map((p) => p.metadata?.uid), ['ua'], 'a changed spec is an update');
+});
+
+t.test('a pod whose status changed once is still recognised when delivered again unchanged', async (t) => {
+  const { manager, config, diffs } = setup();
+  let reads = 0;
+  const p = pod('a', 'ua');
+  const spec = p.spec;
+  Object.defineProperty(p, 'spec', { enumerable: true, get: () => (reads++, spec) });
+  config.update('api', [p]);
+  const withStatus: Pod = { ...p, status: { phase: 'Running' } };
+  Object.defineProperty(withStatus, 'spec', { enumerable: true, get: () => (reads++, spec) });
+  config.update('api', [withStatus]);
+  t.equal(manager.getPodByUID('ua')?.status?.phase, 'Running', 'the new status is taken');
+  reads = 0;
+  config.update('api', [withStatus]);
+  config.update('api', [withStatus]);
+  t.equal(reads, 0, 'the same object again: no spec read');
+  t.equal(diffs.length, 1);
+});
