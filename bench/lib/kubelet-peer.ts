@@ -20,6 +20,7 @@ import { promisify } from 'node:util';
 import { waitFor } from '../../test/helpers/wait.js';
 import type { BenchControlPlane } from './control-plane.js';
 import { freePort } from '../../test/helpers/net.js';
+import { bridgeConflist } from './pod-network.js';
 
 const run = promisify(execFile);
 type Log = (msg: string) => void;
@@ -38,23 +39,7 @@ export interface BridgeNet {
 export async function writeBridgeNet(dir: string, name: string, index: number): Promise<BridgeNet> {
   const net: BridgeNet = { name, confDir: join(dir, 'net.d'), dataDir: join(dir, 'leases'), cacheDir: join(dir, 'cni-cache'), subnet: `10.244.${index}.0/24`, bridge: `cni${index}` };
   await mkdir(net.confDir, { recursive: true });
-  await writeFile(
-    join(net.confDir, `10-${name}.conflist`),
-    JSON.stringify({
-      cniVersion: '1.0.0',
-      name,
-      plugins: [
-        {
-          type: 'bridge',
-          bridge: net.bridge,
-          isGateway: true,
-          hairpinMode: true,
-          ipam: { type: 'host-local', dataDir: net.dataDir, ranges: [[{ subnet: net.subnet }]], routes: [{ dst: '0.0.0.0/0' }] },
-        },
-        { type: 'portmap', capabilities: { portMappings: true } },
-      ],
-    }),
-  );
+  await writeFile(join(net.confDir, `10-${name}.conflist`), bridgeConflist(name, net));
   return net;
 }
 

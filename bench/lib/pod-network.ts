@@ -130,6 +130,28 @@ interface CniNet {
 const NET_NAME = 'benchnet';
 
 /**
+ * The conflist of test/integration/pod-network.test.ts `nodeNet()`: bridge `net.bridge` as the
+ * pods' gateway with hairpin mode, host-local with its own dataDir and `net.subnet`, then portmap.
+ * Shared with the kubelet peer's network (bench/lib/kubelet-peer.ts), so both nodes run the same.
+ */
+export function bridgeConflist(name: string, net: Pick<CniNet, 'bridge' | 'dataDir' | 'subnet'>): string {
+  return JSON.stringify({
+    cniVersion: '1.0.0',
+    name,
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: net.bridge,
+        isGateway: true,
+        hairpinMode: true,
+        ipam: { type: 'host-local', dataDir: net.dataDir, ranges: [[{ subnet: net.subnet }]], routes: [{ dst: '0.0.0.0/0' }] },
+      },
+      { type: 'portmap', capabilities: { portMappings: true } },
+    ],
+  });
+}
+
+/**
  * The bridge network of test/integration/pod-network.test.ts `nodeNet()`: bridge `cni<n>` as the
  * pods' gateway, hairpin mode, host-local with its own dataDir and 10.244.<n>.0/24, then portmap
  * (for hostPorts; with none it passes the result through).
@@ -137,23 +159,7 @@ const NET_NAME = 'benchnet';
 async function writeCniNetwork(root: string, n: number): Promise<CniNet> {
   const net: CniNet = { confDir: join(root, 'net.d'), cacheDir: join(root, 'cache'), dataDir: join(root, 'leases'), subnet: `10.244.${n}.0/24`, bridge: `cni${n}` };
   await mkdir(net.confDir, { recursive: true });
-  await writeFile(
-    join(net.confDir, '10-bench.conflist'),
-    JSON.stringify({
-      cniVersion: '1.0.0',
-      name: NET_NAME,
-      plugins: [
-        {
-          type: 'bridge',
-          bridge: net.bridge,
-          isGateway: true,
-          hairpinMode: true,
-          ipam: { type: 'host-local', dataDir: net.dataDir, ranges: [[{ subnet: net.subnet }]], routes: [{ dst: '0.0.0.0/0' }] },
-        },
-        { type: 'portmap', capabilities: { portMappings: true } },
-      ],
-    }),
-  );
+  await writeFile(join(net.confDir, '10-bench.conflist'), bridgeConflist(NET_NAME, net));
   return net;
 }
 
