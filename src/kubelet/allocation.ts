@@ -6,6 +6,7 @@ import { isStaticPod } from '../api/annotations.js';
 import { computePodQOS } from '../api/qos.js';
 import { quantityOf } from '../api/quantity.js';
 import { podRequests, resourceFitRefusal } from './resource-fit.js';
+import { isRestartableInit } from '../status/conditions.js';
 
 /** A container's requests and limits as the API writes them (`v1.ResourceRequirements`, claims aside). */
 export interface Resources {
@@ -176,12 +177,10 @@ function parseCheckpoint(text: string): Record<string, PodAllocation> | undefine
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isResourceList = (v: unknown): v is Record<string, string> | undefined => v === undefined || (isRecord(v) && Object.values(v).every((x) => typeof x === 'string'));
 
-/** A sidecar: an init container with `restartPolicy: Always`. */
-const isSidecar = (c: Container) => c.restartPolicy === 'Always';
 
 /** The resizable containers of a pod (`IsResizableContainer`): regular containers, then sidecars. */
 export function resizableContainers(pod: Pod): Container[] {
-  return [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []).filter(isSidecar)];
+  return [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []).filter(isRestartableInit)];
 }
 
 /** A container's resources as the allocation keeps them: requests and limits, nothing else. */
@@ -207,7 +206,7 @@ function withAllocation(pod: Pod, alloc: PodAllocation): Pod {
   const spec = pod.spec;
   if (!spec) return pod;
   const containers = spec.containers.map(apply);
-  const initContainers = spec.initContainers?.map((c) => (isSidecar(c) ? apply(c) : c));
+  const initContainers = spec.initContainers?.map((c) => (isRestartableInit(c) ? apply(c) : c));
   if (!changed) return pod;
   return { ...pod, spec: { ...spec, containers, ...(initContainers ? { initContainers } : {}) } };
 }

@@ -4,6 +4,7 @@ import { containerHashMatches, hashContainer } from '../runtime/hash.js';
 import type { RuntimeContainer, RuntimePod } from '../runtime/types.js';
 import type { Backoff } from './backoff.js';
 import { containerResizeAction } from './resize.js';
+import { isRestartableInit } from '../status/conditions.js';
 
 export interface ContainerStart {
   /** A regular, init or ephemeral container (`targetContainerName` is set only on the last). */
@@ -270,7 +271,6 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   return actions;
 }
 
-const isRestartableInit = (c: Container) => c.restartPolicy === 'Always';
 const exitedNonZero = (c: RuntimeContainer | undefined) => c?.state === 'exited' && c.exitCode !== 0;
 
 /** What the init container walk reads and writes. */

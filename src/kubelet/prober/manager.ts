@@ -1,6 +1,7 @@
 import type { Container, Pod, Probe } from 'kubernetes-types/core/v1.js';
 import type { RuntimePod } from '../../runtime/types.js';
 import { runProbe, unsupportedProbe, type ProbeIO, type ProbeOutcome } from './handlers.js';
+import { isRestartableInit } from '../../status/conditions.js';
 
 export type ProbeKind = 'liveness' | 'readiness' | 'startup';
 
@@ -80,7 +81,7 @@ export class ProberManager {
     const sandbox = runtimePod?.sandboxes.find((s) => s.ready);
     const wanted = new Set<string>();
     if (sandbox && !pod.metadata?.deletionTimestamp) {
-      for (const c of [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []).filter((i) => i.restartPolicy === 'Always')]) {
+      for (const c of [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []).filter(isRestartableInit)]) {
         const instance = runtimePod?.containers.find((rc) => rc.name === c.name && rc.state === 'running');
         if (!instance) continue;
         for (const [kind, probe] of probesOf(c)) {
