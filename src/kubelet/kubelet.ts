@@ -104,6 +104,8 @@ const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec
 const NETWORK_NOT_READY = 'network is not ready';
 /** How soon a pod held by a not-ready network is synced again (the plugin re-reads its config every 5 s). */
 const NETWORK_NOT_READY_RETRY_MS = 2000;
+/** How long `stop` waits for the pod syncs in progress (any pod's kill that ends normally, not one waiting out a long grace period). */
+const STOP_WAIT_MS = 10_000;
 
 export class Kubelet {
   /** The runtime's pods as last listed; read through `runtimePod`, `runtimePods` and `relistHealth`. */
@@ -278,14 +280,19 @@ export class Kubelet {
     return this.#containerGC.deleteAllUnusedContainers();
   }
 
-  /** Stops the loops and waits for running syncs. Containers keep running, as with the kubelet. */
+  /**
+   * Stops the loops and waits for running syncs, at most `STOP_WAIT_MS`: a sync killing a pod may
+   * wait out its whole grace period, which must not hold nodelet's close (a kubelet that stops
+   * does not wait either). Containers keep running, as with the kubelet.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#pleg.stop();
     this.prober.stop();
     if (this.#resyncTimer) clearTimeout(this.#resyncTimer);
     await this.#containerGC.stop();
-    await this.#workers.stop();
+    const left = await this.#workers.stop(STOP_WAIT_MS);
+    if (left.length) this.#o.log.warn({ pods: left, waitedSeconds: STOP_WAIT_MS / 1000 }, 'Stopped without waiting for pod syncs still running (a kill waiting out its grace period)');
   }
 
   /**

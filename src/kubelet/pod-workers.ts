@@ -68,10 +68,23 @@ export class PodWorkers {
     return this.#workers.size;
   }
 
-  /** No new syncs; waits for the running ones. */
-  async stop(): Promise<void> {
+  /**
+   * No new syncs; waits for the running ones, at most `waitMs`. A sync can take as long as a pod's
+   * grace period (a kill waits up to `terminationGracePeriodSeconds` for SIGTERM to work, 600 s
+   * and more are legal), and a stopping kubelet does not wait for its pod workers (it exits):
+   * past `waitMs` the syncs still running are left to finish on their own. Resolves with the UIDs
+   * of those left.
+   */
+  async stop(waitMs = Infinity): Promise<string[]> {
     this.#stopped = true;
     for (const w of this.#workers.values()) if (w.timer) clearTimeout(w.timer);
-    await Promise.allSettled([...this.#workers.values()].map((w) => w.running));
+    const running = [...this.#workers].filter(([, w]) => w.running);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<void>((resolve) => {
+      if (Number.isFinite(waitMs)) timer = setTimeout(resolve, waitMs);
+    });
+    await Promise.race([Promise.allSettled(running.map(([, w]) => w.running)), expired]);
+    clearTimeout(timer);
+    return running.filter(([, w]) => w.running).map(([uid]) => uid);
   }
 }

@@ -66,6 +66,20 @@ t.test('errors are reported and do not stop the worker; gone pods are forgotten;
   t.equal(calls, 2);
 });
 
+t.test('stop waits for a running sync at most as long as it is told, and names the ones it left', async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const workers = new PodWorkers({ sync: (uid) => (uid === 'long' ? held : Promise.resolve()), onError: () => undefined, isGone: () => false });
+  workers.schedule('long');
+  workers.schedule('short');
+  t.same(await workers.stop(20), ['long'], 'the sync still running past the wait is named; the finished one is not');
+  release();
+  await held;
+  const quick = new PodWorkers({ sync: () => Promise.resolve(), onError: () => undefined, isGone: () => false });
+  quick.schedule('a');
+  t.same(await quick.stop(60_000), [], 'nothing left when every sync finished in time (and no timer keeps the wait)');
+});
+
 t.test('scheduleAfter arms one timer per pod', async (t) => {
   const at: number[] = [];
   const start = Date.now();
