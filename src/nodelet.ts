@@ -356,7 +356,9 @@ function buildPodPipeline(config: Config, opts: StartOptions, api: ApiserverPart
   const statusManager = new StatusManager({ log });
   // Secrets, configMaps and service-account tokens that volumes and env refer to: read from the
   // apiserver in cluster mode; standalone there are none (pods needing them are refused).
-  const objects: PodObjectSource | undefined = api.client ? new ApiserverObjects(api.client) : undefined;
+  const apiObjects = api.client ? new ApiserverObjects(api.client, { log }) : undefined;
+  if (apiObjects) lifecycle.add({ name: 'service informer', start: () => apiObjects.start(), stop: () => apiObjects.stop() });
+  const objects: PodObjectSource | undefined = apiObjects;
   // The volume manager reads each pod's sandbox IPs (downward API) from the kubelet, made next.
   const runtimePods: { kubelet?: Kubelet } = {};
   const volumes: VolumeManager = new VolumeManager({

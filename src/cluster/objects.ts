@@ -1,7 +1,9 @@
 import type { ConfigMap, Pod, Secret, Service, ServiceList } from 'kubernetes-types/core/v1.js';
 import type { TokenRequest } from 'kubernetes-types/authentication/v1.js';
 import { isNotFound, TransportError, type KubeClient } from '../apiserver/client.js';
+import type { Logger } from '../logging/index.js';
 import type { PodObjectSource } from '../volumes/source.js';
+import { Reflector } from './reflector.js';
 
 /** Namespaces whose last service list is kept for apiserver outages. */
 const MAX_REMEMBERED_NAMESPACES = 256;
@@ -17,9 +19,34 @@ export class ApiserverObjects implements PodObjectSource {
   readonly #client: KubeClient;
   /** The last service list read per namespace, for reads while the apiserver is away. */
   readonly #lastServices = new Map<string, Service[]>();
+  /**
+   * Every service of the cluster, as the kubelet's service informer keeps them (`serviceLister`,
+   * pkg/kubelet/kubelet.go; the Node authorizer lets a node list and watch services): once it has
+   * listed, a container start reads its environment from here instead of the apiserver.
+   */
+  readonly #services: Reflector<Service> | undefined;
 
-  constructor(client: KubeClient) {
+  constructor(client: KubeClient, opts: { log?: Logger; minWatchTimeoutSeconds?: number } = {}) {
     this.#client = client;
+    this.#services = opts.log
+      ? new Reflector<Service>({
+          client,
+          log: opts.log,
+          path: '/api/v1/services',
+          kind: 'Service',
+          keyOf: (s) => (s.metadata?.name ? `${s.metadata.namespace ?? ''}/${s.metadata.name}` : undefined),
+          ...(opts.minWatchTimeoutSeconds ? { minWatchTimeoutSeconds: opts.minWatchTimeoutSeconds } : {}),
+        })
+      : undefined;
+  }
+
+  /** Starts the service informer (without one, every container start reads the services). */
+  start(): void {
+    this.#services?.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#services?.stop();
   }
 
   async getSecret(namespace: string, name: string): Promise<Secret | undefined> {
@@ -41,12 +68,17 @@ export class ApiserverObjects implements PodObjectSource {
   }
 
   /**
-   * Two reads per container start (the kubelet keeps an informer instead): the namespace's
-   * services and the default namespace's `kubernetes` service. While the apiserver cannot be
-   * reached, the last list read for the namespace serves, as an informer's cache would, so
-   * containers keep restarting through an outage; with none read yet, the start fails.
+   * The namespace's services and the default namespace's `kubernetes` service (what
+   * `getServiceEnvVarMap` reads, pkg/kubelet/kubelet_pods.go): from the service informer once it
+   * has listed. Before that (nodelet just started, or no informer) two reads: the namespace's list
+   * and `default/kubernetes`; while the apiserver cannot be reached, the last list read for the
+   * namespace serves, so containers keep restarting through an outage; with none read yet, the
+   * start fails (the kubelet fails it too until its informer has synced).
    */
   async listServices(namespace: string): Promise<Service[]> {
+    if (this.#services?.hasSynced) {
+      return this.#services.list().filter((s) => s.metadata?.namespace === namespace || (s.metadata?.namespace === 'default' && s.metadata.name === 'kubernetes'));
+    }
     try {
       const [own, master] = await Promise.all([
         this.#client.request<ServiceList>('GET', `${ns(namespace)}/services`),
