@@ -117,7 +117,8 @@ export class NodeletProcess {
 
   /**
    * Spawns nodelet and waits until it is ready (`o.ready`). With `t`, nodelet is SIGKILLed at its
-   * teardown (the caller's own teardown, registered before, removes its containers and dirs after).
+   * teardown; tap runs teardowns last first, so a cleanup the caller registered before (its
+   * containers, its directories) runs after the kill.
    */
   static async start(t: Teardown | undefined, o: NodeletProcessOptions): Promise<NodeletProcess> {
     const entry = resolve(o.entry ?? NODELET_CLI);
