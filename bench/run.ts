@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { dockerClient } from '../src/runtime/docker/client.js';
 import { cleanupsOnExit } from './lib/cleanups.js';
 import { repoRoot } from '../test/helpers/repo-root.js';
-import { Engine, GC_HOOK_ARGS, NodeletProcess } from './lib/env.js';
+import { Engine, GC_HOOK_ARGS, BenchNodelet } from './lib/env.js';
 import { CliPath, DirectPath, SpdyPath, WebSocketPath, type ExecPath, type LatencySample } from './lib/paths.js';
 import { CpuMeter, findShimPid } from './lib/proc.js';
 import { median, rotated, round, spread } from './lib/stats.js';
@@ -382,7 +382,7 @@ async function main(): Promise<void> {
         ...opts.nodeletNodeArgs,
         ...(opts.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfDir] : []),
       ];
-      const nodelet = await NodeletProcess.start({
+      const nodelet = await BenchNodelet.start({
         root,
         dockerHost: engine.host,
         nodeArgs,

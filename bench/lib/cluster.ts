@@ -1,6 +1,6 @@
 /**
  * The cluster-mode part (`--only cluster`): a control plane of its own (scripts/control-plane.sh
- * through bench/lib/control-plane.ts) and one nodelet in cluster mode as a child process
+ * through test/helpers/control-plane.ts) and one nodelet in cluster mode as a child process
  * (`node dist/cli.js --kubeconfig … --client-ca-file … --hostname-override bench-cluster`), on
  * the bench's private engine. It measures, each beside the same figure on nodelet's local API:
  *
@@ -11,8 +11,7 @@
  *     apiserver shows it terminated (a watch event), beside the moment nodelet's local `/pods`
  *     (polled every 5 ms) shows it; p50/p99 over ≥ 20 kills, paired (both watch the same kill).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -22,9 +21,10 @@ import type Docker from 'dockerode';
 import type { Pod, PodList } from 'kubernetes-types/core/v1.js';
 import { KubeClient, query, type WatchEvent } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
-import { BenchControlPlane } from './control-plane.js';
+import { startControlPlane, type ControlPlane } from '../../test/helpers/control-plane.js';
 import { BUSYBOX } from './env.js';
 import { freePort } from '../../test/helpers/net.js';
+import { NodeletProcess } from '../../test/helpers/nodelet-process.js';
 import { fmt as f, table, verdict, type Metric as XMetric, type PartResult } from './report.js';
 import { median, percentile, round, spread } from './stats.js';
 import { waitFor } from '../../test/helpers/wait.js';
@@ -76,11 +76,10 @@ export class ClusterNodelet {
   readonly #agent: HttpsAgent;
 
   private constructor(
-    readonly child: ChildProcess,
-    readonly url: string,
+    /** The process (test/helpers/nodelet-process.ts): pid, log, stop. */
+    readonly proc: NodeletProcess,
     readonly workDir: string,
     readonly manifests: string,
-    readonly logFile: string,
     cert: Buffer,
     key: Buffer,
   ) {
@@ -89,25 +88,30 @@ export class ClusterNodelet {
     this.#agent = new HttpsAgent({ keepAlive: true, maxSockets: 4, cert, key, rejectUnauthorized: false });
   }
 
-  static async start(o: { root: string; cli: string | undefined; dockerHost: string; cp: BenchControlPlane } & ClusterNodeletVariant): Promise<ClusterNodelet> {
+  /** Starts nodelet and resolves once it serves (its Node's registration is the caller's wait). */
+  static async start(o: { root: string; cli: string | undefined; dockerHost: string; cp: ControlPlane } & ClusterNodeletVariant): Promise<ClusterNodelet> {
     const workDir = await mkdtemp(join(tmpdir(), 'nodelet-bench-cluster-'));
     const manifests = join(workDir, 'manifests');
     await mkdir(manifests);
     const nodeName = o.nodeName ?? NODE;
     const kubeconfig = await o.cp.nodeKubeconfig(nodeName);
     const port = await freePort();
-    const logFile = join(workDir, 'nodelet.log');
-    const fd = openSync(logFile, 'a');
     // NODELET_BENCH_CPU_PROF=<dir>: a V8 CPU profile of this cluster-mode nodelet (the sealed parts
     // run in a child of their own, where --cpu-prof does not reach), written on its clean exit.
     const profDir = process.env.NODELET_BENCH_CPU_PROF;
-    const child = spawn(
-      process.execPath,
-      [
-        ...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []),
-        o.entry?.script ?? o.cli ?? join(o.root, 'dist/cli.js'),
+    const proc = await NodeletProcess.start(undefined, {
+      nodeArgs: profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [],
+      entry: o.entry?.script ?? o.cli ?? join(o.root, 'dist/cli.js'),
+      ...(o.entry ? { env: o.entry.env } : {}),
+      cwd: workDir,
+      logFile: join(workDir, 'nodelet.log'),
+      url: `https://${o.nodeIP ?? '127.0.0.1'}:${port}`,
+      // Any answer (401 to the anonymous probe) is serving; a nodelet that exits first fails here with its log's tail.
+      ready: 'serving',
+      readyTimeoutMs: 60_000,
+      args: [
         '--kubeconfig', kubeconfig,
-        '--client-ca-file', o.cp.env.CA_FILE,
+        '--client-ca-file', o.cp.caFile,
         '--authentication-token-webhook',
         '--authorization-mode', 'Webhook',
         '--hostname-override', nodeName,
@@ -123,16 +127,23 @@ export class ClusterNodelet {
         '-v', '0',
         ...(o.args ?? []),
       ],
-      { stdio: ['ignore', fd, fd], cwd: workDir, ...(o.entry ? { env: o.entry.env } : {}) },
-    );
-    closeSync(fd);
-    const cert = readFileSync(o.cp.env.KUBELET_CLIENT_CERT);
-    const key = readFileSync(o.cp.env.KUBELET_CLIENT_KEY);
-    return new ClusterNodelet(child, `https://${o.nodeIP ?? '127.0.0.1'}:${port}`, workDir, manifests, logFile, cert, key);
+    });
+    const cert = readFileSync(o.cp.kubeletClientCert);
+    const key = readFileSync(o.cp.kubeletClientKey);
+    return new ClusterNodelet(proc, workDir, manifests, cert, key);
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.proc.pid;
+  }
+
+  get url(): string {
+    return this.proc.url;
+  }
+
+  /** nodelet's stdout and stderr. */
+  get logFile(): string {
+    return this.proc.logFile;
   }
 
   /** GET a JSON document from nodelet's own HTTPS API, as the apiserver would. */
@@ -164,18 +175,13 @@ export class ClusterNodelet {
   }
 
   alive(): void {
-    if (this.child.exitCode !== null) throw new Error(`the cluster-mode nodelet exited with ${this.child.exitCode}; see ${this.logFile}`);
+    this.proc.alive('the cluster-mode nodelet');
   }
 
+  /** SIGTERM, then SIGKILL after 10 s; resolves once it is gone. */
   async stop(): Promise<void> {
     this.#agent.destroy();
-    const { child } = this;
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+    await this.proc.stop(10_000);
   }
 }
 
@@ -412,9 +418,9 @@ export interface ClusterOptions {
 
 export async function clusterPart(o: ClusterOptions): Promise<PartResult> {
   const { log } = o;
-  const cp = await BenchControlPlane.start(o.root, log, (stop) => o.defer(stop));
-  log(`cluster: kube-apiserver ${cp.env.K8S_VERSION} at ${cp.server}`);
-  const client = new KubeClient(loadKubeconfig(cp.env.ADMIN_KUBECONFIG), { maxSockets: 32, userAgent: 'nodelet-bench' });
+  const cp = await startControlPlane({ teardown: (stop) => o.defer(async () => await stop()) }, { log });
+  log(`cluster: kube-apiserver ${cp.k8sVersion} at ${cp.server}`);
+  const client = new KubeClient(loadKubeconfig(cp.adminKubeconfig), { maxSockets: 32, userAgent: 'nodelet-bench' });
   const nodelet = await ClusterNodelet.start({ root: o.root, cli: o.cli, dockerHost: o.dockerHost, cp });
   let stopped = false;
   const stopAll = async () => {
@@ -464,7 +470,7 @@ export async function clusterPart(o: ClusterOptions): Promise<PartResult> {
     log(`cluster: ${o.kills} × docker kill → terminated`);
     const dead = await deaths(ctx, o.kills);
     await clearBatch(ctx, DEATH_POD, 'api', 1);
-    return report(o, apiRuns, staticRuns, dead, cp.env.K8S_VERSION);
+    return report(o, apiRuns, staticRuns, dead, cp.k8sVersion);
   } finally {
     await api.stop();
     await stopAll();

@@ -1,10 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../test/helpers/net.js';
+import { NodeletProcess, type NodeletReadiness } from '../../test/helpers/nodelet-process.js';
 
 const run = promisify(execFile);
 
@@ -70,29 +71,29 @@ export interface NodeletOptions {
   nodeName?: string;
   /** Whether the `sleeper` pod is among the static pods (default true; the exec paths need it). */
   sleeper?: boolean;
+  /**
+   * What start() waits for (test/helpers/nodelet-process.ts); default `none`: the parts wait for
+   * their pods themselves, and idle110 times its start-up from the spawn.
+   */
+  ready?: NodeletReadiness;
 }
 
 /**
  * Node flags that let the bench force a full GC in nodelet: `--expose-gc` and a preloaded hook
- * (`gc-hook.ts`) that collects on SIGUSR2 and logs the memory figures (`NodeletProcess.forceGc`).
+ * (`gc-hook.ts`) that collects on SIGUSR2 and logs the memory figures (`BenchNodelet.forceGc`).
  */
 export const GC_HOOK_ARGS: readonly string[] = ['--expose-gc', '--import', new URL('./gc-hook.js', import.meta.url).href];
 
-/** The node flags in a script's `#!/usr/bin/env -S node <flags>` line (none for a plain `node` shebang). */
-export function shebangNodeArgs(script: string): string[] {
-  const first = readFileSync(script, 'utf8').split('\n', 1)[0] ?? '';
-  const m = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(first);
-  return m?.[1] ? m[1].trim().split(/\s+/) : [];
-}
-
-/** nodelet as a child process (`node dist/cli.js …`), so its CPU time can be read from /proc. */
-export class NodeletProcess {
+/**
+ * The bench's nodelet on static pods: a child process (`node dist/cli.js …`, on the process harness
+ * test/helpers/nodelet-process.ts) with the bin's V8 flags, so its CPU time can be read from /proc.
+ */
+export class BenchNodelet {
   private constructor(
-    readonly child: ChildProcess,
-    readonly url: string,
+    /** The process: pid, log, stop, signals. */
+    readonly proc: NodeletProcess,
     readonly port: number,
     readonly workDir: string,
-    readonly logFile: string,
     readonly traceGc: boolean,
     /** Its `--hostname-override`: static pods are listed as `<name>-<nodeName>`. */
     readonly nodeName: string,
@@ -102,7 +103,16 @@ export class NodeletProcess {
   static readonly podName = 'sleeper';
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.proc.pid;
+  }
+
+  get url(): string {
+    return this.proc.url;
+  }
+
+  /** nodelet's stdout and stderr. */
+  get logFile(): string {
+    return this.proc.logFile;
   }
 
   /** Its `--pod-manifest-path`. */
@@ -110,25 +120,29 @@ export class NodeletProcess {
     return join(this.workDir, 'manifests');
   }
 
-  static async start(opts: NodeletOptions): Promise<NodeletProcess> {
+  /** Throws (how it ended, its log's tail) once nodelet has exited. */
+  alive(what = 'nodelet'): void {
+    this.proc.alive(what);
+  }
+
+  static async start(opts: NodeletOptions): Promise<BenchNodelet> {
     const workDir = await mkdtemp(join(tmpdir(), 'nodelet-bench-'));
     const manifests = join(workDir, 'manifests');
     await mkdir(manifests);
     if (opts.sleeper ?? true) await writeFile(join(manifests, 'sleeper.yaml'), podManifest());
-    const nodeName = opts.nodeName ?? NodeletProcess.nodeName;
+    const nodeName = opts.nodeName ?? BenchNodelet.nodeName;
     for (const [name, text] of Object.entries(opts.extraManifests ?? {})) await writeFile(join(manifests, `${name}.yaml`), text);
     const port = await freePort();
-    const logFile = join(workDir, 'nodelet.log');
-    const fd = openSync(logFile, 'a');
-    const cli = opts.cli ? resolve(opts.cli) : join(opts.root, 'dist/cli.js');
-    if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first (npm run bench does)`);
-    const child = spawn(
-      process.execPath,
-      [
-        // What the bin's shebang gives nodelet (V8 flags, see src/cli.ts), then the bench's own.
-        ...shebangNodeArgs(cli),
-        ...(opts.nodeArgs ?? []),
-        cli,
+    const proc = await NodeletProcess.start(undefined, {
+      entry: opts.cli ?? join(opts.root, 'dist/cli.js'),
+      // What the bin's shebang gives nodelet (V8 flags, see src/cli.ts), then the bench's own.
+      shebangNodeArgs: true,
+      nodeArgs: opts.nodeArgs ?? [],
+      cwd: workDir,
+      logFile: join(workDir, 'nodelet.log'),
+      url: `http://127.0.0.1:${port}`,
+      ready: opts.ready ?? 'none',
+      args: [
         '--docker-endpoint', opts.dockerHost,
         '--pod-manifest-path', manifests,
         '--root-dir', join(workDir, 'root'),
@@ -142,20 +156,18 @@ export class NodeletProcess {
         '-v', '0',
         ...(opts.args ?? []),
       ],
-      { stdio: ['ignore', fd, fd], cwd: workDir },
-    );
-    closeSync(fd);
+    });
     const traceGc = (opts.nodeArgs ?? []).includes('--trace-gc');
-    return new NodeletProcess(child, `http://127.0.0.1:${port}`, port, workDir, logFile, traceGc, nodeName);
+    return new BenchNodelet(proc, port, workDir, traceGc, nodeName);
   }
 
   /** Waits until the bench pod's container runs; returns its Docker container id and the pod name. */
   async waitForPod(timeoutMs = 90_000): Promise<{ containerId: string; pod: string }> {
-    const pod = `${NodeletProcess.podName}-${this.nodeName}`;
+    const pod = `${BenchNodelet.podName}-${this.nodeName}`;
     const deadline = Date.now() + timeoutMs;
     let last = 'no answer yet';
     while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`nodelet exited with ${this.child.exitCode}; see ${this.logFile}`);
+      this.alive();
       try {
         const res = await fetch(`${this.url}/pods`);
         const list = (await res.json()) as { items?: PodLike[] };
@@ -177,7 +189,7 @@ export class NodeletProcess {
     const deadline = Date.now() + timeoutMs;
     let last = 'no answer yet';
     while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`nodelet exited with ${this.child.exitCode}; see ${this.logFile}`);
+      this.alive();
       try {
         const list = (await (await fetch(`${this.url}/pods`)).json()) as { items?: PodLike[] };
         const p = list.items?.find((x) => x.metadata?.name === pod);
@@ -213,7 +225,7 @@ export class NodeletProcess {
     const marker = 'NODELET_BENCH_GC ';
     const seen = () => readFileSync(this.logFile, 'latin1').split(marker).length;
     const before = seen();
-    this.child.kill('SIGUSR2');
+    this.proc.signal('SIGUSR2');
     const deadline = Date.now() + timeoutMs;
     while (seen() === before) {
       if (Date.now() > deadline) throw new Error(`nodelet did not answer the GC signal; does it run with ${GC_HOOK_ARGS.join(' ')}?`);
@@ -226,13 +238,7 @@ export class NodeletProcess {
 
   /** SIGTERM, then SIGKILL after 10 s; resolves once the child is gone. */
   async stop(): Promise<void> {
-    const { child } = this;
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
+    await this.proc.stop(10_000);
   }
 
   async cleanup(keepLog: boolean): Promise<void> {
@@ -260,7 +266,7 @@ export interface PodLike {
 function podManifest(): string {
   return `apiVersion: v1
 kind: Pod
-metadata: { name: ${NodeletProcess.podName} }
+metadata: { name: ${BenchNodelet.podName} }
 spec:
   terminationGracePeriodSeconds: 0
   containers:

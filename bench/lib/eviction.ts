@@ -2,7 +2,7 @@
  * The eviction part (`--only eviction`): how long nodelet's eviction manager takes from a
  * threshold crossing to the eviction, as the apiserver shows it.
  *
- * A control plane of its own (bench/lib/control-plane.ts) and a nodelet in cluster mode
+ * A control plane of its own (test/helpers/control-plane.ts) and a nodelet in cluster mode
  * (`ClusterNodelet` of bench/lib/cluster.ts) with `--root-dir` on a small tmpfs the bench mounts,
  * `--eviction-hard nodefs.available<40%` and a short `--eviction-pressure-transition-period`. The
  * evicted pod comes from the apiserver: static pods are critical and never evicted
@@ -34,7 +34,7 @@ import type * as LoggingModule from '../../src/logging/index.js';
 import type * as NodeletModule from '../../src/nodelet.js';
 import { waitFor } from '../../test/helpers/wait.js';
 import { ApiPods, ClusterNodelet } from './cluster.js';
-import { BenchControlPlane } from './control-plane.js';
+import { startControlPlane } from '../../test/helpers/control-plane.js';
 import { BUSYBOX } from './env.js';
 import { fmt, table, type Metric, type PartResult } from './report.js';
 import { percentile, round } from './stats.js';
@@ -143,9 +143,9 @@ function fillerPod(name: string, nodeName: string, stampDir: string): Pod {
 export async function evictionPart(o: EvictionOptions): Promise<PartResult> {
   const { log } = o;
   const loadStart = load();
-  const cp = await BenchControlPlane.start(o.root, log, (stop) => o.defer(stop));
-  log(`eviction: kube-apiserver ${cp.env.K8S_VERSION} at ${cp.server}`);
-  const client = new KubeClient(loadKubeconfig(cp.env.ADMIN_KUBECONFIG), { maxSockets: 8, userAgent: 'nodelet-bench' });
+  const cp = await startControlPlane({ teardown: (stop) => o.defer(async () => await stop()) }, { log });
+  log(`eviction: kube-apiserver ${cp.k8sVersion} at ${cp.server}`);
+  const client = new KubeClient(loadKubeconfig(cp.adminKubeconfig), { maxSockets: 8, userAgent: 'nodelet-bench' });
   o.defer(async () => client.close());
   await waitFor('default ServiceAccount', () => client.request('GET', `/api/v1/namespaces/${NS}/serviceaccounts/default`), 60_000, 200);
   const api = new ApiPods(client);
@@ -203,7 +203,7 @@ export async function evictionPart(o: EvictionOptions): Promise<PartResult> {
       await tmpfs.remove();
     }
   }
-  return report(results, { rounds: o.rounds, k8s: cp.env.K8S_VERSION, loadStart, loadEnd: load() });
+  return report(results, { rounds: o.rounds, k8s: cp.k8sVersion, loadStart, loadEnd: load() });
 }
 
 async function rounds(o: {

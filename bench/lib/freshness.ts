@@ -5,19 +5,19 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
-import type { NodeletProcess, PodLike } from './env.js';
+import type { BenchNodelet, PodLike } from './env.js';
 import { FRESHNESS_POD } from './part-pods.js';
 import { TARGETS, fmt as f, table, target, verdict, type Metric, type PartResult } from './report.js';
 import { median, round, spread } from './stats.js';
 
 type Log = (msg: string) => void;
 
-async function podStatus(nodelet: NodeletProcess, name: string): Promise<PodLike['status']> {
+async function podStatus(nodelet: BenchNodelet, name: string): Promise<PodLike['status']> {
   const r = await fetch(`${nodelet.url}/podInfo?podID=${name}-bench&podNamespace=default`);
   return (await r.json()) as PodLike['status'];
 }
 
-export async function freshness(nodelet: NodeletProcess, docker: Docker, o: { samples: number; log: Log }): Promise<PartResult> {
+export async function freshness(nodelet: BenchNodelet, docker: Docker, o: { samples: number; log: Log }): Promise<PartResult> {
   const pod = await nodelet.waitForPodRunning(FRESHNESS_POD);
   const cs = pod.status?.containerStatuses ?? [];
   const samples: number[] = [];

@@ -7,7 +7,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { NodeletProcess, PodLike } from './env.js';
+import type { BenchNodelet, PodLike } from './env.js';
 import { TARGETS, fmt as f, table, target, verdict, type Metric, type PartResult } from './report.js';
 import { median, rotated, round, spread } from './stats.js';
 
@@ -78,7 +78,7 @@ async function wrk(url: string, conns: number, seconds: number): Promise<WrkResu
   return { rps, p50: pct('50'), p99: pct('99') };
 }
 
-export async function httpServing(nodelet: NodeletProcess, workDir: string, o: { rounds: number; seconds: number; warmup: boolean; log: Log }): Promise<PartResult> {
+export async function httpServing(nodelet: BenchNodelet, workDir: string, o: { rounds: number; seconds: number; warmup: boolean; log: Log }): Promise<PartResult> {
   const { log } = o;
   const list = (await (await fetch(`${nodelet.url}/pods`)).json()) as { items: PodLike[] };
   const template = list.items.find((p) => p.metadata?.name === 'sleeper-bench');

@@ -1,7 +1,7 @@
 /**
  * The idle110 part (`--only idle110`): nodelet's own CPU and memory with a full node of idle pods.
  *
- * A second nodelet (`NodeletProcess` of bench/lib/env.ts, as users run it: no GC hook, no
+ * A second nodelet (`BenchNodelet` of bench/lib/env.ts, as users run it: no GC hook, no
  * --trace-gc) on the bench's private engine, with 110 static busybox pods sleeping (110 is the
  * kubelet's default `maxPods`; more raise `--max-pods`) and no other pod. Once every pod runs,
  * the bench samples nodelet's CPU-seconds (/proc/PID/stat) and RSS (VmRSS) every 30 s for 10
@@ -20,7 +20,7 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { waitFor } from '../../test/helpers/wait.js';
-import { BUSYBOX, NodeletProcess, type PodLike } from './env.js';
+import { BUSYBOX, BenchNodelet, type PodLike } from './env.js';
 import { rssOf } from '../../test/helpers/proc.js';
 import { cpuSecondsOf } from './proc.js';
 import { fmt, table, type Metric, type PartResult } from './report.js';
@@ -100,7 +100,7 @@ export async function idle110Part(o: IdleOptions): Promise<PartResult> {
   const { log } = o;
   const manifests: Record<string, string> = {};
   for (let i = 0; i < o.pods; i++) manifests[podName(i)] = idleManifest(podName(i));
-  const nodelet = await NodeletProcess.start({
+  const nodelet = await BenchNodelet.start({
     root: o.root,
     dockerHost: o.dockerHost,
     cli: o.cli,
@@ -122,7 +122,7 @@ export async function idle110Part(o: IdleOptions): Promise<PartResult> {
     log(`idle110: nodelet pid ${nodelet.pid} (node bench-idle) with ${o.pods} static pods; waiting for all to run`);
     const t0 = performance.now();
     const countRunning = async (): Promise<number> => {
-      if (nodelet.child.exitCode !== null) throw new Error(`the idle110 nodelet exited with ${nodelet.child.exitCode}; see ${nodelet.logFile}`);
+      nodelet.alive('the idle110 nodelet');
       const list = (await (await fetch(`${nodelet.url}/pods`)).json()) as { items?: PodLike[] };
       return (list.items ?? []).filter(running).length;
     };

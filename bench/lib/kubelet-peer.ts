@@ -18,7 +18,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from '../../test/helpers/wait.js';
-import type { BenchControlPlane } from './control-plane.js';
+import type { ControlPlane } from '../../test/helpers/control-plane.js';
 import { freePort } from '../../test/helpers/net.js';
 import { bridgeConflist } from './pod-network.js';
 
@@ -290,7 +290,7 @@ function removeCgroupTree(dir: string): string[] {
 export interface KubeletPeerOptions {
   /** The kubelet binary (scripts/control-plane.sh build-kubelet). */
   bin: string;
-  cp: BenchControlPlane;
+  cp: ControlPlane;
   containerd: ContainerdPeer;
   nodeName: string;
   /** Its node IP and serving address (an address on the sealed namespace's `lo`). */
@@ -352,7 +352,7 @@ export class KubeletPeer {
     const cgroupRoot = `/nodelet-bench-kubelet-${process.pid}`;
     for (const m of cgroupMounts()) mkdirSync(join(m, cgroupRoot), { recursive: true });
     const config = join(dir, 'config.yaml');
-    await writeFile(config, JSON.stringify(kubeletConfiguration({ nodeIP: o.nodeIP, port, healthzPort, caFile: o.cp.env.CA_FILE, cgroupRoot, runtimeAddress: o.containerd.address, podLogsDir: join(dir, 'pod-logs'), maxPods: o.maxPods })));
+    await writeFile(config, JSON.stringify(kubeletConfiguration({ nodeIP: o.nodeIP, port, healthzPort, caFile: o.cp.caFile, cgroupRoot, runtimeAddress: o.containerd.address, podLogsDir: join(dir, 'pod-logs'), maxPods: o.maxPods })));
     const logFile = join(dir, 'kubelet.log');
     const fd = openSync(logFile, 'a');
     const child = spawn(

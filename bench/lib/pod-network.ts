@@ -32,7 +32,7 @@ import type Docker from 'dockerode';
 import type { Pod, PodList } from '../../src/api/types.js';
 import { createSealedNetns, deleteNetns, nsenterArgv } from '../../test/helpers/netns.js';
 import { waitFor } from '../../test/helpers/wait.js';
-import { BUSYBOX, NodeletProcess } from './env.js';
+import { BUSYBOX, BenchNodelet } from './env.js';
 import type { VsKubeletJob } from './vs-kubelet.js';
 import { fmt as f, table, type Metric, type PartResult } from './report.js';
 import { median, percentile, round, spread } from './stats.js';
@@ -197,9 +197,9 @@ class PodWatch {
   #req: ClientRequest | undefined;
   #failure: string | undefined;
 
-  private constructor(readonly nodelet: NodeletProcess) {}
+  private constructor(readonly nodelet: BenchNodelet) {}
 
-  static async open(nodelet: NodeletProcess): Promise<PodWatch> {
+  static async open(nodelet: BenchNodelet): Promise<PodWatch> {
     const w = new PodWatch(nodelet);
     const list = (await (await fetch(`${nodelet.url}/api/v1/pods`)).json()) as PodList;
     for (const p of list.items) w.pods.set(p.metadata?.name ?? '', p);
@@ -266,14 +266,14 @@ const allRunning = (p: Pod | undefined): boolean => {
 
 /** A nodelet of these parts, with its pod watch; `net` when it runs with --network-plugin=cni. */
 interface Node {
-  nodelet: NodeletProcess;
+  nodelet: BenchNodelet;
   watch: PodWatch;
   net: CniNet | undefined;
   label: string;
 }
 
 async function startNode(o: { root: string; dockerHost: string; cli: string | undefined; nodeName: string; net: CniNet | undefined; label: string; keepLogs: boolean; log: Log; defer: (fn: () => Promise<void>) => void }): Promise<Node> {
-  const nodelet = await NodeletProcess.start({
+  const nodelet = await BenchNodelet.start({
     root: o.root,
     dockerHost: o.dockerHost,
     cli: o.cli,
@@ -292,10 +292,7 @@ async function startNode(o: { root: string; dockerHost: string; cli: string | un
     await nodelet.cleanup(o.keepLogs);
     if (o.keepLogs) o.log(`${o.nodeName} log kept: ${nodelet.logFile}`);
   });
-  await waitFor(`${o.nodeName} answering`, async () => {
-    if (nodelet.child.exitCode !== null) throw new Error(`${o.nodeName} exited with ${nodelet.child.exitCode}; see ${nodelet.logFile}`);
-    return (await fetch(`${nodelet.url}/healthz`)).ok ? true : undefined;
-  }, 60_000);
+  await nodelet.proc.waitReady('healthy', 60_000);
   watch = await PodWatch.open(nodelet);
   o.log(`${o.nodeName} (${o.label}): pid ${nodelet.pid} on ${nodelet.url}`);
   return { nodelet, watch, net: o.net, label: o.label };

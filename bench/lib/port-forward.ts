@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { SpdyExecClient } from '../../test/clients/spdy-client.js';
-import type { NodeletProcess } from './env.js';
+import type { BenchNodelet } from './env.js';
 import { PF_POD } from './part-pods.js';
 import { TARGETS, fmt as f, table, target, verdict, type Metric, type PartResult } from './report.js';
 import { median, rotated, round, spread } from './stats.js';
@@ -21,7 +21,7 @@ const MB = 1e6;
 
 type Log = (msg: string) => void;
 
-async function spdyForward(nodelet: NodeletProcess, requestId: number): Promise<{ bytes: number; ms: number }> {
+async function spdyForward(nodelet: BenchNodelet, requestId: number): Promise<{ bytes: number; ms: number }> {
   const t0 = performance.now();
   let bytes = 0;
   let fin!: () => void;
@@ -52,7 +52,7 @@ async function directForward(pid: number): Promise<{ bytes: number; ms: number }
   return JSON.parse(stdout) as { bytes: number; ms: number };
 }
 
-export async function portForward(nodelet: NodeletProcess, docker: Docker, o: { rounds: number; bytes: number; log: Log }): Promise<PartResult> {
+export async function portForward(nodelet: BenchNodelet, docker: Docker, o: { rounds: number; bytes: number; log: Log }): Promise<PartResult> {
   const pod = await nodelet.waitForPodRunning(PF_POD);
   const id = pod.status!.containerStatuses![0]!.containerID!.replace(/^docker:\/\//, '');
   const pid = ((await docker.getContainer(id).inspect()) as { State: { Pid: number } }).State.Pid;

@@ -10,7 +10,7 @@ import { Agent, get as httpGet } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import type { NodeletProcess } from './env.js';
+import type { BenchNodelet } from './env.js';
 import { SCALE_CONTAINERS, SCALE_POD } from './part-pods.js';
 import { fmt as f, table, type Metric, type PartResult } from './report.js';
 import { kibPer, memoryAfterGc, openIdleSessions, sessionMetric, type SessionMemory } from './session-memory.js';
@@ -22,7 +22,7 @@ const MiB = 1024 ** 2;
 type Log = (msg: string) => void;
 
 /** `/healthz` latency: `n` sequential GETs on one keep-alive connection, a few ms apart; p50 and p99 in ms. */
-async function healthzLatency(nodelet: NodeletProcess, n = 400): Promise<{ p50: number; p99: number }> {
+async function healthzLatency(nodelet: BenchNodelet, n = 400): Promise<{ p50: number; p99: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const once = () =>
     new Promise<number>((resolve, reject) => {
@@ -109,7 +109,7 @@ function sessionsTheLimitsAllow(pids: Record<string, number | undefined>, probed
   return { allowed, perSession };
 }
 
-export async function scaleSessions(nodelet: NodeletProcess, o: { sessions: number; dockerdPid: number | undefined; log: Log }): Promise<PartResult> {
+export async function scaleSessions(nodelet: BenchNodelet, o: { sessions: number; dockerdPid: number | undefined; log: Log }): Promise<PartResult> {
   await nodelet.waitForPodRunning(SCALE_POD);
   const idle = await healthzLatency(nodelet);
   const before = await memoryAfterGc(nodelet);

@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WsChannelClient } from '../../test/clients/ws-client.js';
-import type { GcMemory, NodeletProcess } from './env.js';
+import type { GcMemory, BenchNodelet } from './env.js';
 import type { Metric } from './report.js';
 import { median, round } from './stats.js';
 
@@ -18,7 +18,7 @@ type Log = (msg: string) => void;
  * of static pod `pod`; a session counts once its `r` arrived. 2 in flight per container: Docker
  * serialises execs per container (≈ 20/s on this machine).
  */
-export async function openIdleSessions(nodelet: NodeletProcess, pod: string, containers: number, n: number, log: Log): Promise<{ clients: WsChannelClient[]; seconds: number }> {
+export async function openIdleSessions(nodelet: BenchNodelet, pod: string, containers: number, n: number, log: Log): Promise<{ clients: WsChannelClient[]; seconds: number }> {
   const clients: WsChannelClient[] = [];
   const t0 = performance.now();
   let next = 0;
@@ -49,7 +49,7 @@ export async function openIdleSessions(nodelet: NodeletProcess, pod: string, con
 }
 
 /** nodelet's memory after a forced GC, once the heap settled (a short pause, then the median of 3). */
-export async function memoryAfterGc(nodelet: NodeletProcess): Promise<{ rss: number; heap: number }> {
+export async function memoryAfterGc(nodelet: BenchNodelet): Promise<{ rss: number; heap: number }> {
   const xs: GcMemory[] = [];
   for (let i = 0; i < 3; i++) {
     await sleep(500);

@@ -2,7 +2,7 @@
  * Part `sessions`: nodelet's memory per idle exec session (WebSocket v5, `sleep`), after a forced GC
  * before and after opening them across the containers of static pod IDLE_POD.
  */
-import type { NodeletProcess } from './env.js';
+import type { BenchNodelet } from './env.js';
 import { IDLE_CONTAINERS, IDLE_POD } from './part-pods.js';
 import { TARGETS, fmt as f, table, target, verdict, type PartResult } from './report.js';
 import { kibPer, memoryAfterGc, openIdleSessions, sessionMetric, type SessionMemory } from './session-memory.js';
@@ -11,7 +11,7 @@ const MiB = 1024 ** 2;
 
 type Log = (msg: string) => void;
 
-export async function idleSessions(nodelet: NodeletProcess, o: { sessions: number; log: Log }): Promise<PartResult> {
+export async function idleSessions(nodelet: BenchNodelet, o: { sessions: number; log: Log }): Promise<PartResult> {
   await nodelet.waitForPodRunning(IDLE_POD);
   const before = await memoryAfterGc(nodelet);
   const { clients, seconds } = await openIdleSessions(nodelet, IDLE_POD, IDLE_CONTAINERS, o.sessions, o.log);

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SpdyExecClient } from '../../test/clients/spdy-client.js';
 import { WsChannelClient } from '../../test/clients/ws-client.js';
 import { rssOf } from '../../test/helpers/proc.js';
-import type { NodeletProcess } from './env.js';
+import type { BenchNodelet } from './env.js';
 import { TARGETS, fmt as f, table, target, verdict, type Metric, type PartResult } from './report.js';
 import { median, round } from './stats.js';
 
@@ -28,7 +28,7 @@ async function settledRss(pid: number | undefined, settleMs = 1500): Promise<num
   return median(xs);
 }
 
-export async function slowReader(nodelet: NodeletProcess, o: { bytes: number; seconds: number; rateBps: number; log: Log }): Promise<PartResult> {
+export async function slowReader(nodelet: BenchNodelet, o: { bytes: number; seconds: number; rateBps: number; log: Log }): Promise<PartResult> {
   const metrics: Metric[] = [];
   const rows: string[][] = [[`slow reader: ${o.bytes / MiB} MiB of exec stdout, read at ${o.rateBps / MB} MB/s for ${o.seconds} s — nodelet RSS`, 'before MiB', 'max MiB', 'growth MiB', 'read MB', 'complete', 'target']];
   const cmd = ['sh', '-c', `dd if=/dev/zero bs=65536 count=${o.bytes / 65536} 2>/dev/null`].map((c) => `command=${encodeURIComponent(c)}`).join('&');

@@ -3,7 +3,7 @@
  * machine, in one run. Runs inside the bench's sealed network namespace (netns-child.js), where
  * both nodes' CNI bridges and pod IPs exist:
  *
- * - a control plane of its own (bench/lib/control-plane.ts), on 127.0.0.1 of the namespace;
+ * - a control plane of its own (test/helpers/control-plane.ts), on 127.0.0.1 of the namespace;
  * - node `bench-nodelet`: nodelet in cluster mode on the bench's private Docker engine, with CNI
  *   (bridge `cni1`, 10.244.1.0/24), node IP 10.200.0.1;
  * - node `bench-kubelet`: kubelet of the same pin on containerd's CRI plugin (bridge `cni2`,
@@ -32,7 +32,7 @@ import { KubeClient, query } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { waitFor } from '../../test/helpers/wait.js';
 import { ApiPods, ClusterNodelet } from './cluster.js';
-import { BenchControlPlane } from './control-plane.js';
+import { startControlPlane } from '../../test/helpers/control-plane.js';
 import { BUSYBOX } from './env.js';
 import { rssOf } from '../../test/helpers/proc.js';
 import { ContainerdPeer, KubeletPeer, processes, pssOf, shimPids, writeBridgeNet } from './kubelet-peer.js';
@@ -344,9 +344,9 @@ export interface VsKubeletOptions {
 export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
   const { log, job } = o;
   const loadStart = loadavg().map((x) => x.toFixed(2)).join(' ');
-  const cp = await BenchControlPlane.start(o.root, log, (stop) => o.defer(stop));
-  log(`kubelet part: kube-apiserver ${cp.env.K8S_VERSION} at ${cp.server}`);
-  const client = new KubeClient(loadKubeconfig(cp.env.ADMIN_KUBECONFIG), { maxSockets: 32, userAgent: 'nodelet-bench' });
+  const cp = await startControlPlane({ teardown: (stop) => o.defer(async () => await stop()) }, { log });
+  log(`kubelet part: kube-apiserver ${cp.k8sVersion} at ${cp.server}`);
+  const client = new KubeClient(loadKubeconfig(cp.adminKubeconfig), { maxSockets: 32, userAgent: 'nodelet-bench' });
   o.defer(async () => client.close());
 
   // nodelet: cluster mode, CNI bridge cni1.
@@ -474,9 +474,9 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
       for (let r = 0; r <= job.rounds; r++) {
         for (const n of r % 2 === 0 ? AGENTS : [...AGENTS].reverse()) {
           const pod = idleNames(n)[0]!;
-          const t = await kubectlExec(kubectl, cp.env.ADMIN_KUBECONFIG, pod, ['dd', 'if=/dev/zero', 'bs=65536', `count=${bytes / 65536}`]);
+          const t = await kubectlExec(kubectl, cp.adminKubeconfig, pod, ['dd', 'if=/dev/zero', 'bs=65536', `count=${bytes / 65536}`]);
           if (t.bytes !== bytes) throw new Error(`kubectl exec on ${n}: ${t.bytes} B of ${bytes}`);
-          const e = await kubectlExec(kubectl, cp.env.ADMIN_KUBECONFIG, pod, ['echo', 'x']);
+          const e = await kubectlExec(kubectl, cp.adminKubeconfig, pod, ['echo', 'x']);
           if (r === 0) continue;
           exec[n].mbps.push(bytes / MB / (t.totalMs / 1000));
           exec[n].firstByteMs.push(e.firstByteMs);
@@ -491,7 +491,7 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
       await gone;
     }
     const loadEnd = loadavg().map((x) => x.toFixed(2)).join(' ');
-    return report(job, { starts, fresh, idle0, idleN, exec }, { k8s: cp.env.K8S_VERSION, loadStart, loadEnd });
+    return report(job, { starts, fresh, idle0, idleN, exec }, { k8s: cp.k8sVersion, loadStart, loadEnd });
   } finally {
     await api.stop();
   }

@@ -21,7 +21,7 @@ import { loadavg } from 'node:os';
 import { request, type ClientRequest } from 'node:http';
 import { join } from 'node:path';
 import type { PodList } from '../../src/api/types.js';
-import type { NodeletProcess } from './env.js';
+import type { BenchNodelet } from './env.js';
 import { rssOf } from '../../test/helpers/proc.js';
 import { fmt as f, table, type Metric as XMetric, type PartResult } from './report.js';
 import { cpuSecondsOf, selfCpuSeconds } from './proc.js';
@@ -189,7 +189,7 @@ async function settledRss(pid: number | undefined, settleMs = 1500): Promise<num
 }
 
 export interface WatchPartOptions {
-  nodelet: NodeletProcess;
+  nodelet: BenchNodelet;
   workDir: string;
   watchers: number;
   changes: number;

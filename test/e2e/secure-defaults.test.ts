@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
@@ -10,6 +10,7 @@ import { freePort } from '../helpers/net.js';
 import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../helpers/docker.js';
 import { kubectlBinary } from '../helpers/kubectl.js';
 import { unmountUnder } from '../helpers/nodelet.js';
+import { NODELET_CLI as cli, NodeletProcess } from '../helpers/nodelet-process.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -19,56 +20,55 @@ import { waitFor } from '../helpers/wait.js';
  * plain-HTTP development posture back, with a warning.
  */
 
-const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
 const KUBECTL = '1.33';
 
 interface Running {
-  child: ChildProcess;
+  nodelet: NodeletProcess;
   port: number;
   /** The fields of the `nodelet is serving` line. */
   serving: { url: string; tls: boolean; adminKubeconfig?: string; anonymousAuth: boolean };
   /** Every JSON log line so far. */
-  lines: { level: number; msg: string; [k: string]: unknown }[];
+  readonly lines: { level: number; msg: string; [k: string]: unknown }[];
   stop(): Promise<number | null>;
 }
 
-/** Starts the CLI and resolves on its `nodelet is serving` line (rejects if it exits first). */
+/** nodelet's JSON log lines (other lines skipped). */
+function jsonLines(text: string): Running['lines'] {
+  const lines: Running['lines'] = [];
+  for (const line of text.split('\n')) {
+    try {
+      lines.push(JSON.parse(line) as Running['lines'][number]);
+    } catch {
+      continue;
+    }
+  }
+  return lines;
+}
+
+/** Starts the CLI and resolves with its `nodelet is serving` line (rejects if it exits first). */
 async function startCli(t: Test, rootDir: string, manifests: string, node: string, extra: string[] = []): Promise<Running> {
   const port = await freePort();
-  const args = [cli, '--root-dir', rootDir, '--pod-manifest-path', manifests, '--file-check-frequency', '1s', '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--logging-format=json', '-v=2', ...extra];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: Running['lines'] = [];
-  let text = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const serving = new Promise<Running['serving']>((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      text += d.toString();
-      let nl: number;
-      while ((nl = text.indexOf('\n')) >= 0) {
-        const line = text.slice(0, nl);
-        text = text.slice(nl + 1);
-        let rec: Running['lines'][number];
-        try {
-          rec = JSON.parse(line) as Running['lines'][number];
-        } catch {
-          continue;
-        }
-        lines.push(rec);
-        if (rec.msg === 'nodelet is serving') resolve(rec as unknown as Running['serving']);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    void exited.then((code) => reject(new Error(`nodelet exited with ${code} before serving: ${JSON.stringify(lines.slice(-5))}`)));
+  const scheme = extra.includes('--insecure-dev') ? 'http' : 'https';
+  const nodelet = await NodeletProcess.start(t, {
+    url: `${scheme}://127.0.0.1:${port}`,
+    // One log per start, beside the root dir (which the tests inspect file by file).
+    logFile: `${rootDir}.${port}.log`,
+    args: ['--root-dir', rootDir, '--pod-manifest-path', manifests, '--file-check-frequency', '1s', '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--logging-format=json', '-v=2', ...extra],
   });
-  t.teardown(() => {
-    child.kill('SIGKILL');
+  // /healthz may answer a moment before the line is written (it follows the start of every part).
+  const serving = await waitFor('the `nodelet is serving` line', () => {
+    nodelet.alive();
+    return jsonLines(nodelet.log()).find((l) => l.msg === 'nodelet is serving');
   });
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    return exited;
+  return {
+    nodelet,
+    port,
+    serving: serving as unknown as Running['serving'],
+    get lines() {
+      return jsonLines(nodelet.log());
+    },
+    stop: () => nodelet.stop(),
   };
-  return { child, port, serving: await serving, lines, stop };
 }
 
 /** GET over HTTPS trusting only `ca`. */

@@ -8,7 +8,7 @@ import { repoRoot } from './repo-root.js';
 /**
  * scripts/control-plane.sh: builds (cached) and runs etcd + kube-apiserver + controller-manager +
  * scheduler. This file is the one harness over it: the cluster-mode tests, the soak suite and the
- * bench (bench/lib/control-plane.ts adapts it to the bench's parts) all start theirs here.
+ * bench (its cluster, eviction and kubelet parts) all start theirs here.
  */
 export const CONTROL_PLANE_SCRIPT = join(repoRoot(), 'scripts/control-plane.sh');
 

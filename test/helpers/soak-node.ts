@@ -1,5 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,10 +8,9 @@ import { freePort } from './net.js';
 import { Label, DockerType } from '../../src/runtime/docker/labels.js';
 import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
 import { unmountUnder } from './nodelet.js';
+import { NodeletProcess } from './nodelet-process.js';
 export { podManifest } from './pod-manifest.js';
 import { childrenOf, fdsOf, isPortForwardHelper, poll, rssOf } from './soak.js';
-
-const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
 
 interface Teardown {
   teardown(fn: () => Promise<void> | void): void;
@@ -27,14 +24,12 @@ export interface ChildNodeOptions {
 }
 
 /**
- * nodelet as a child process (`node dist/cli.js …`) on a loopback port, against the private test
- * engine, with its own node name, manifest dir and root dir: its descriptors and RSS are read
+ * nodelet as a child process (`node dist/cli.js …`, test/helpers/nodelet-process.ts) on a loopback
+ * port, against the private test engine, with its own node name, manifest dir and root dir: its descriptors and RSS are read
  * from /proc, and it can be SIGKILLed and started again on the same port and directories.
  */
 export class ChildNode {
   readonly docker: Docker = testDocker();
-  #child: ChildProcess;
-  #exited: Promise<void>;
   readonly url: string;
   /** nodelet's stdout+stderr (JSON lines), kept for diagnostics. */
   readonly logFile: string;
@@ -44,74 +39,64 @@ export class ChildNode {
     readonly workDir: string,
     readonly manifestDir: string,
     readonly port: number,
-    private readonly args: string[],
+    /** The process (test/helpers/nodelet-process.ts): SIGKILLed and started again by restart(). */
+    readonly proc: NodeletProcess,
   ) {
-    this.url = `http://127.0.0.1:${port}`;
-    this.logFile = join(workDir, 'nodelet.log');
-    [this.#child, this.#exited] = this.#spawn();
+    this.url = proc.url;
+    this.logFile = proc.logFile;
   }
 
   static async start(t: Teardown, opts: ChildNodeOptions = {}): Promise<ChildNode> {
-    if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first`);
     const nodeName = `soak${randomBytes(3).toString('hex')}`;
     // Under the run's directory when test-soak.sh gives one (removed even if the case is killed).
     const workDir = await mkdtemp(join(process.env.NODELET_SOAK_TMPDIR ?? tmpdir(), 'nodelet-soak-'));
     const manifestDir = join(workDir, opts.manifestLink ? 'manifests' : 'manifests.d');
     if (!opts.manifestLink) await mkdir(manifestDir);
     const port = await freePort();
-    const args = [
-      cli,
-      '--docker-endpoint', testDockerHost(),
-      '--pod-manifest-path', manifestDir,
-      '--root-dir', join(workDir, 'root'),
-      '--address', '127.0.0.1',
-      '--port', String(port),
-      '--hostname-override', nodeName,
-      // Plain HTTP, anonymous: the cases' clients carry no credentials.
-      '--insecure-dev',
-      '--file-check-frequency', '1s',
-      '--logging-format', 'json',
-      '-v', '2',
-      ...(opts.flags ?? []),
-    ];
-    const node = new ChildNode(nodeName, workDir, manifestDir, port, args);
+    const logFile = join(workDir, 'nodelet.log');
+    let proc: NodeletProcess | undefined;
     t.teardown(async () => {
-      await node.kill('SIGKILL');
+      await proc?.kill('SIGKILL');
       // NODELET_SOAK_LOG_DIR keeps each nodelet's log past the run (diagnosing a failed case).
-      if (process.env.NODELET_SOAK_LOG_DIR) await copyFile(node.logFile, join(process.env.NODELET_SOAK_LOG_DIR, `${nodeName}.log`)).catch(() => undefined);
-      await removeNodeContainers(node.docker, nodeName);
+      if (process.env.NODELET_SOAK_LOG_DIR) await copyFile(logFile, join(process.env.NODELET_SOAK_LOG_DIR, `${nodeName}.log`)).catch(() => undefined);
+      await removeNodeContainers(testDocker(), nodeName);
       await unmountUnder(workDir);
       await rm(workDir, { recursive: true, force: true });
     });
-    await node.waitServing();
-    return node;
-  }
-
-  #spawn(): [ChildProcess, Promise<void>] {
-    const fd = openSync(join(this.workDir, 'nodelet.log'), 'a');
-    // setpriv --pdeathsig: nodelet dies with the test process, however that ends (a tap timeout).
-    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', process.execPath, ...this.args], { stdio: ['ignore', fd, fd], cwd: this.workDir });
-    closeSync(fd);
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    return [child, exited];
+    // Killed by the teardown above, before the directories go (not by a teardown of its own).
+    proc = await NodeletProcess.start(undefined, {
+      url: `http://127.0.0.1:${port}`,
+      logFile,
+      cwd: workDir,
+      args: [
+        '--docker-endpoint', testDockerHost(),
+        '--pod-manifest-path', manifestDir,
+        '--root-dir', join(workDir, 'root'),
+        '--address', '127.0.0.1',
+        '--port', String(port),
+        '--hostname-override', nodeName,
+        // Plain HTTP, anonymous: the cases' clients carry no credentials.
+        '--insecure-dev',
+        '--file-check-frequency', '1s',
+        '--logging-format', 'json',
+        '-v', '2',
+        ...(opts.flags ?? []),
+      ],
+    });
+    return new ChildNode(nodeName, workDir, manifestDir, port, proc);
   }
 
   get pid(): number | undefined {
-    return this.#child.pid;
+    return this.proc.pid;
   }
 
   get running(): boolean {
-    return this.#child.exitCode === null && this.#child.signalCode === null;
+    return this.proc.running;
   }
 
   /** The last `bytes` of nodelet's log. */
   logTail(bytes = 3000): string {
-    try {
-      const text = readFileSync(this.logFile, 'utf8');
-      return text.slice(-bytes);
-    } catch {
-      return '';
-    }
+    return this.proc.logTail(bytes);
   }
 
   fds(): number {
@@ -136,27 +121,18 @@ export class ChildNode {
   }
 
   /** Sends `signal` and waits until the process has exited. */
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    if (!this.running) return;
-    this.#child.kill(signal);
-    await this.#exited;
+  kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    return this.proc.kill(signal);
   }
 
   /** Starts nodelet again on the same port, node name and directories (as after a crash). */
-  async restart(): Promise<void> {
-    await this.kill('SIGKILL');
-    [this.#child, this.#exited] = this.#spawn();
-    await this.waitServing();
+  restart(): Promise<void> {
+    return this.proc.restart();
   }
 
   /** Resolves once `/healthz` answers at all (200 or 500). */
-  async waitServing(timeoutMs = 30_000): Promise<void> {
-    await poll('nodelet serving', async () => {
-      if (!this.running) throw new Error(`nodelet exited: ${this.logTail()}`);
-      const res = await fetch(`${this.url}/healthz`, { signal: AbortSignal.timeout(2000) });
-      await res.text();
-      return true;
-    }, timeoutMs, 50);
+  waitServing(timeoutMs = 30_000): Promise<void> {
+    return this.proc.waitReady('serving', timeoutMs);
   }
 
   async healthz(): Promise<number> {

@@ -1,14 +1,15 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { BUSYBOX, removeNodeContainers, testDocker, testDockerHost } from '../helpers/docker.js';
+import { freePort } from '../helpers/net.js';
+import { NODELET_CLI as cli, NodeletProcess } from '../helpers/nodelet-process.js';
 import { waitFor } from '../helpers/wait.js';
 
-// The built CLI, exactly as `npx nodelet` runs it (`npm test` builds first).
-const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
+// The built CLI (`cli`), exactly as `npx nodelet` runs it (`npm test` builds first).
 
 function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -53,18 +54,17 @@ t.test('the CLI serves static pods from a --config file, flags overriding it', a
   });
   await writeFile(join(dir, 'pod.yaml'), `apiVersion: v1\nkind: Pod\nmetadata: {name: hello}\nspec:\n  terminationGracePeriodSeconds: 0\n  containers: [{name: c, image: ${BUSYBOX}, imagePullPolicy: Never, command: [sleep, "600"]}]\n`);
   await writeFile(join(dir, 'kubelet.yaml'), `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: ${dir}\nport: 1\naddress: 127.0.0.1\n`);
-  const port = 20000 + (process.pid % 20000);
+  const port = await freePort();
   // Plain HTTP and anonymous requests, so fetch needs no credentials (secure-defaults.test.ts covers the default).
-  const child = spawn('node', [cli, '--config', join(dir, 'kubelet.yaml'), '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--insecure-dev', '--logging-format=json', '-v=2'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  t.teardown(() => {
-    child.kill('SIGKILL');
+  const nodelet = await NodeletProcess.start(t, {
+    url: `http://127.0.0.1:${port}`,
+    // A dotfile: `dir` is also the static pod path, whose file source skips dotfiles.
+    logFile: join(dir, '.nodelet.log'),
+    args: ['--config', join(dir, 'kubelet.yaml'), '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--insecure-dev', '--logging-format=json', '-v=2'],
   });
   const phase = await waitFor(
     `hello-${node} Running`,
     async () => {
-      // Fails (and is retried) while nodelet is not listening yet.
       const res = await fetch(`http://127.0.0.1:${port}/pods`);
       const list = (await res.json()) as { items: { metadata: { name: string }; status?: { phase?: string } }[] };
       const p = list.items.find((p) => p.metadata.name === `hello-${node}`)?.status?.phase;
@@ -73,9 +73,7 @@ t.test('the CLI serves static pods from a --config file, flags overriding it', a
     30_000,
     200,
   ).catch((err: unknown) => String(err));
-  t.equal(phase, 'Running', stderr.slice(-2000));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  child.kill('SIGTERM');
-  t.equal(await exited, 0, 'SIGTERM stops nodelet cleanly');
-  t.match(stderr, /"msg":"nodelet is serving"/);
+  t.equal(phase, 'Running', nodelet.logTail(2000));
+  t.equal(await nodelet.stop(), 0, 'SIGTERM stops nodelet cleanly');
+  t.match(nodelet.log(), /"msg":"nodelet is serving"/);
 });

@@ -1,5 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,6 +9,7 @@ import { awaitSwitchingProtocols } from '../helpers/raw-http.js';
 import { finOf, openForwardPair, TestClient } from '../unit/streaming/spdy/fixtures/helpers.js';
 import { waitFor } from '../helpers/wait.js';
 import { freePort } from '../helpers/net.js';
+import { NodeletProcess } from '../helpers/nodelet-process.js';
 
 /**
  * Port-forward against a nodelet CLI whose open-file limit is lowered with
@@ -19,7 +19,6 @@ import { freePort } from '../helpers/net.js';
  * and the caps keep nodelet below the limit in the first place.
  */
 
-const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
 /** nodelet itself needs about 40 descriptors; 200 leave room for roughly 150 forwarded connections. */
 const NOFILE = 200;
 
@@ -39,8 +38,9 @@ spec:
 
 interface Cli {
   url: string;
-  child: ChildProcess;
+  nodelet: NodeletProcess;
   pod: string;
+  /** nodelet's log so far (stdout and stderr). */
   stderr(): string;
   fds(): number;
   /** Child processes (the pod's port-forward helper, once a forward started it). */
@@ -51,27 +51,25 @@ interface Cli {
 
 /** The built CLI under `prlimit --nofile`, serving the httpd pod; resolves once httpd listens. */
 async function startCli(t: Test, flags: string[]): Promise<Cli> {
-  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\``);
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-pflimits-'));
   const node = `pfl${process.pid}${Math.floor(Math.random() * 1e6)}`;
   await writeFile(join(dir, 'web.yaml'), manifest);
   const port = await freePort();
-  const args = [`--nofile=${NOFILE}:${NOFILE}`, 'node', cli, '--pod-manifest-path', dir, '--root-dir', dir, '--file-check-frequency', '1s', '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--insecure-dev', '--logging-format=json', '-v=2', ...flags];
-  const child = spawn('prlimit', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    if (stderr.length > 4_000_000) stderr = stderr.slice(-2_000_000);
-  });
   t.teardown(async () => {
-    child.kill('SIGKILL');
     await removeNodeContainers(testDocker(), node);
     await rm(dir, { recursive: true, force: true });
+  });
+  // Killed at teardown before the one above runs (tap runs teardowns last first).
+  const child = await NodeletProcess.start(t, {
+    url: `http://127.0.0.1:${port}`,
+    logFile: join(dir, 'nodelet.log'),
+    wrapper: ['prlimit', `--nofile=${NOFILE}:${NOFILE}`],
+    args: ['--pod-manifest-path', dir, '--root-dir', dir, '--file-check-frequency', '1s', '--port', String(port), '--hostname-override', node, '--docker-endpoint', testDockerHost(), '--insecure-dev', '--logging-format=json', '-v=2', ...flags],
   });
   const url = `http://127.0.0.1:${port}`;
   const pod = `web-${node}`;
   await waitFor('the pod running', async () => {
-    if (child.exitCode !== null) throw new Error(`nodelet exited: ${stderr.slice(-2000)}`);
+    child.alive();
     const list = (await (await fetch(`${url}/pods`)).json()) as { items: { metadata: { name: string }; status?: { containerStatuses?: { state?: { running?: unknown } }[] } }[] };
     return list.items.find((p) => p.metadata.name === pod)?.status?.containerStatuses?.[0]?.state?.running ? true : undefined;
   });
@@ -83,7 +81,7 @@ async function startCli(t: Test, flags: string[]): Promise<Cli> {
   // The helper lives in the pod's netns, so its /proc/net/tcp lists the pod's connections: the
   // client ends (remote port 8080 = 1F90) in state ESTABLISHED (01).
   const held = () => children().reduce((n, pid) => n + readFileSync(`/proc/${pid}/net/tcp`, 'utf8').split('\n').filter((l) => / 0100007F:1F90 01 /.test(l)).length, 0);
-  return { url, child, pod, stderr: () => stderr, fds: () => readdirSync(`/proc/${child.pid}/fd`).length, children, held };
+  return { url, nodelet: child, pod, stderr: () => child.log(), fds: () => readdirSync(`/proc/${child.pid}/fd`).length, children, held };
 }
 
 /** A raw SPDY port-forward session, as kubectl opens it. */
@@ -136,11 +134,11 @@ t.test('descriptors exhausted by forwarded connections: failed ones are told on 
   let failed: string[] = [];
   for (let first = 0; first < 400 && !failed.some((e) => /EMFILE|ENFILE/.test(e)); first += 50) {
     pairs.push(...(await holdPairs(client, 50, first).catch((err: unknown) => {
-      throw new Error(c.child.exitCode !== null ? `nodelet died: ${c.stderr().slice(-1500)}` : String(err));
+      throw new Error(!c.nodelet.running ? `nodelet died (${c.nodelet.status}): ${c.nodelet.logTail(1500)}` : String(err));
     })));
     // Every pair ends up either held (connected, no FIN yet) or failed with its reason.
     failed = await waitFor('every pair held or failed', async () => {
-      if (c.child.exitCode !== null) throw new Error(`nodelet died: ${c.stderr().slice(-3000)}`);
+      c.nodelet.alive();
       const settled = pairs.filter((p) => client.received.some(finOf(p.error))).map((p) => client.dataOf(p.error).bytes.toString());
       held = c.held();
       return settled.length + held === pairs.length ? settled : undefined;
@@ -151,7 +149,7 @@ t.test('descriptors exhausted by forwarded connections: failed ones are told on 
   const unexpected = failed.filter((e) => !/^error forwarding port 8080 to pod [0-9a-f]{64}, uid : (.*(EMFILE|ENFILE)|too many connections being opened to this pod at once \(limit \d+\); retry$)/.test(e));
   t.same(unexpected.slice(0, 3), [], 'each failure names its cause on that pair\'s error stream');
   t.ok(failed.some((e) => /EMFILE|ENFILE/.test(e)), 'some for lack of descriptors');
-  t.equal(c.child.exitCode, null, 'nodelet is still running');
+  t.ok(c.nodelet.running, 'nodelet is still running');
   t.notMatch(c.stderr(), /MaxListenersExceededWarning/, 'no listener leak warning');
   t.notMatch(c.stderr(), /uncaught|Unhandled/i);
   // The client lets go: descriptors come back and nodelet answers again.
@@ -162,7 +160,7 @@ t.test('descriptors exhausted by forwarded connections: failed ones are told on 
   });
   t.equal(health.status, 200, `/healthz ${Math.round(health.ms)} ms after the session closed`);
   await waitFor(`fds back near ${baseline}`, async () => (c.fds() <= baseline + 10 ? true : undefined));
-  t.equal(c.child.exitCode, null);
+  t.ok(c.nodelet.running, 'nodelet is still running');
 });
 
 t.test('the caps: extra connections are refused with a reason before nodelet runs out of descriptors', async (t) => {
@@ -200,6 +198,6 @@ t.test('the caps: extra connections are refused with a reason before nodelet run
   a.client.data(again!.data, 'GET /index.html HTTP/1.0\r\n\r\n', true);
   await a.client.waitFor(finOf(again!.data), 10_000);
   t.match(a.client.dataOf(again!.data).bytes.toString(), /hello\n$/, 'a new connection in the freed slot works');
-  t.equal(c.child.exitCode, null);
+  t.ok(c.nodelet.running, 'nodelet is still running');
 });
 
