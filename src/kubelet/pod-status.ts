@@ -14,7 +14,7 @@ import {
 import { observedGenerationOf } from '../status/generation.js';
 import { rfc3339 } from '../api/time.js';
 import { isTerminalPhase } from '../status/transitions.js';
-import { RESTARTING_ALL_CONTAINERS, RESTARTING_ALL_CONTAINERS_MESSAGE, allContainersRestartingCondition, shouldAllContainersRestart } from './restart-all.js';
+import { ALL_CONTAINERS_RESTARTING, RESTARTING_ALL_CONTAINERS, RESTARTING_ALL_CONTAINERS_MESSAGE, allContainersRestartingCondition, shouldAllContainersRestart } from './restart-all.js';
 
 /** Why a container is not running right now: the kubelet's `reasonCache` entry. */
 export interface WaitingReason {
@@ -101,7 +101,9 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
     ...owned.map((c) => {
       const prev = pod.status?.conditions?.find((p) => p.type === c.type);
       const at = prev?.lastTransitionTime && prev.status === c.status ? rfc3339(prev.lastTransitionTime) : now;
-      return { ...c, ...(generation ? { observedGeneration: generation } : {}), lastTransitionTime: at };
+      // `GenerateAllContainersRestartingCondition` sets no generation.
+      const observed = generation && c.type !== ALL_CONTAINERS_RESTARTING ? { observedGeneration: generation } : {};
+      return { ...c, ...observed, lastTransitionTime: at };
     }),
   ];
 

@@ -216,3 +216,10 @@ t.test('through the sync: the source exits 42, every container is killed and rem
   t.equal(status.conditions?.find((c) => c.type === 'Initialized')?.status, 'True');
   t.notOk(runtime.calls.some((c) => / 2$/.test(c)), 'no second reset');
 });
+
+t.test('AllContainersRestarting carries no observedGeneration, the other conditions do', async (t) => {
+  const p: Pod = { ...pod(), metadata: { ...pod().metadata, generation: 3 } };
+  const s = generatePodStatus(p, triggered(), { hostIP: '', now: at(100) });
+  t.equal(s.conditions?.find((c) => c.type === 'AllContainersRestarting')?.observedGeneration, undefined);
+  t.equal(s.conditions?.find((c) => c.type === 'Ready')?.observedGeneration, 3);
+});
