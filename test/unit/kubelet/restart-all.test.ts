@@ -223,3 +223,13 @@ t.test('AllContainersRestarting carries no observedGeneration, the other conditi
   t.equal(s.conditions?.find((c) => c.type === 'AllContainersRestarting')?.observedGeneration, undefined);
   t.equal(s.conditions?.find((c) => c.type === 'Ready')?.observedGeneration, 3);
 });
+
+t.test('a failed init container follows its own restartPolicy and rules (ShouldContainerBeRestarted), the pod\'s by default', async (t) => {
+  const withInit = (restartPolicy: string, init: Partial<Container>): Pod => ({ ...pod(), spec: { restartPolicy, initContainers: [{ name: 'init', image: 'busybox', ...init }], containers: [{ name: 'app', image: 'busybox' }] } });
+  const plan = (p: Pod, exitCode: number) => computePodActions(p, runtimePod(ctr('init', 0, 'exited', exitCode)), new Backoff({ initialMs: 10_000, maxMs: 300_000 }), T0 + 60_000);
+  t.same(plan(withInit('Never', { restartPolicy: 'OnFailure' }), 1).start.map((s) => `${s.container.name} ${s.attempt}`), ['init 1'], 'its own OnFailure under the pod\'s Never');
+  t.same(plan(withInit('Always', { restartPolicy: 'Never' }), 1).start, [], 'its own Never under the pod\'s Always: failed for good');
+  t.same(plan(withInit('Never', { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [3] } }] }), 3).start.map((s) => s.container.name), ['init'], 'a Restart rule');
+  t.same(plan(withInit('Never', {}), 1).start, [], 'the pod\'s Never');
+  t.same(plan(withInit('OnFailure', {}), 1).start.map((s) => s.container.name), ['init'], 'the pod\'s OnFailure');
+});
