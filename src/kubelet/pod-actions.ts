@@ -157,7 +157,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   // any regular container; a new sandbox runs them again. Once a regular container has started
   // in the current sandbox, initialisation is over.
   const initialised = inits.length === 0 || (regularStarted && actions.createSandbox === undefined);
-  const initCtx: InitContext = { pod, instances, actions, backoff, now, policy, unhealthy, started: opts.started ?? (() => undefined), sameSpec, resize: opts.resize === true, firstAttempt };
+  const initCtx: InitContext = { pod, instances, actions, backoff, now, unhealthy, started: opts.started ?? (() => undefined), sameSpec, resize: opts.resize === true, firstAttempt };
   // After initialisation the sidecars are still looked after: restarted after an exit or a failed
   // probe, replaced when their spec changed, resized.
   const initState = initialised ? keepSidecarsRunning(inits, initCtx) : initContainerActions(inits, initCtx);
@@ -287,7 +287,6 @@ interface InitContext {
   readonly actions: PodActions;
   readonly backoff: Backoff;
   readonly now: number;
-  readonly policy: string;
   readonly unhealthy: ProbeVerdict;
   readonly started: (containerName: string, containerId: string) => boolean | undefined;
   readonly sameSpec: (container: Container, instance: RuntimeContainer) => boolean;
