@@ -301,7 +301,7 @@ interface InitContext {
  * back-off permitting), or waits while it runs. A sidecar (`restartPolicy: Always`) is done once
  * it runs and its startup probe, if any, has passed; it is kept running. Returns `done` when
  * regular containers may start, `failed` when an init container failed for good
- * (`restartPolicy: Never`).
+ * (its restart policy or rules say it does not run again, `ShouldContainerBeRestarted`).
  */
 function initContainerActions(inits: readonly Container[], ctx: InitContext): 'done' | 'pending' | 'failed' {
   for (const c of inits) {
