@@ -58,7 +58,7 @@ export interface EnvVar extends Omit<EnvVarV130, 'valueFrom'> {
 
 /** `restartPolicyRules[]` (ContainerRestartRules, beta and on since 1.35): how an exit of the container is handled. */
 export interface ContainerRestartRule {
-  /** `Restart` (the only action of 1.35; `RestartAllContainers` came later behind its own gate). */
+  /** `Restart`, or `RestartAllContainers` (RestartAllContainersOnContainerExits, on since 1.36). */
   action: string;
   exitCodes?: {
     /** `In` or `NotIn`. */

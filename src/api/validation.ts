@@ -173,7 +173,7 @@ function validatePodSpec(spec: Record<string, unknown>, path: string, errs: Fiel
   // Container names must be unique across init and regular containers (the apiserver's allNames).
   const names = new Set<string>();
   const init = optList(spec.initContainers, `${path}.initContainers`, errs);
-  init?.forEach((c, i) => validateContainer(c, `${path}.initContainers[${i}]`, names, volumes, errs, ['Always']));
+  init?.forEach((c, i) => validateContainer(c, `${path}.initContainers[${i}]`, names, volumes, errs, restartPolicies));
   const containers = optList(spec.containers, `${path}.containers`, errs);
   if (containers && containers.length === 0) errs.required(`${path}.containers`);
   containers?.forEach((c, i) => validateContainer(c, `${path}.containers[${i}]`, names, volumes, errs, restartPolicies));
@@ -443,8 +443,9 @@ function validateVolumeItems(vol: Record<string, unknown>, path: string, errs: F
 }
 
 /**
- * One container; `restartPolicy` may be one of `containerRestartPolicies`: `Always` for an init
- * container (a sidecar), any pod policy for a regular one (ContainerRestartRules, on since 1.35).
+ * One container; `restartPolicy` may be one of `containerRestartPolicies`: any pod policy, for an
+ * init container (`Always`: a sidecar) as for a regular one (ContainerRestartRules, on since 1.35;
+ * `validateInitContainerRestartPolicy`).
  */
 function validateContainer(c: unknown, path: string, names: Set<string>, volumes: Set<string>, errs: FieldErrors, containerRestartPolicies: readonly string[]): void {
   if (!isRecord(c)) return errs.invalid(path, c, 'must be an object');

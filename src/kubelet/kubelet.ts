@@ -23,6 +23,7 @@ import type { ContainerConfig } from '../runtime/types.js';
 import { readsPodIP } from '../volumes/downward-api.js';
 import { sandboxRefusal } from './security-context.js';
 import { unsupportedFieldRefusal } from './unsupported.js';
+import { attemptFromStatus, restartAllActions, restartingAllContainers } from './restart-all.js';
 import { pullCredentials } from './pull-secrets.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
 import type { ImagePullManager } from './image-pull-manager.js';
@@ -418,11 +419,17 @@ export class Kubelet {
     const now = Date.now();
     if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
     this.prober.syncPod(pod, runtimePod);
-    const actions = computePodActions(allocated, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id), {
-      sameSpec: this.#resize.sameSpec(uid),
-      resize: this.#resize.resizeAllowed(pod),
-      started: (name, id) => this.prober.isStarted(uid, name, id),
-    });
+    // A RestartAllContainers reset due (its condition in the status last reported) replaces the
+    // usual work: every container killed and removed; the next sync starts the pod over.
+    const previous = this.#o.statusManager.getPodStatus(uid) ?? pod.status;
+    const actions = restartingAllContainers(allocated, runtimePod, previous)
+      ? restartAllActions(allocated, runtimePod)
+      : computePodActions(allocated, runtimePod, this.#backoff, now, (name, id) => this.prober.failed(uid, name, id), {
+          sameSpec: this.#resize.sameSpec(uid),
+          resize: this.#resize.resizeAllowed(pod),
+          started: (name, id) => this.prober.isStarted(uid, name, id),
+          firstAttempt: (name) => attemptFromStatus(previous, name),
+        });
     this.#resize.observe(pod, allocated, runtimePod);
     this.#holdFailedStarts(pod, actions, now);
     this.#holdFailedSandbox(pod, actions, now);
@@ -622,7 +629,8 @@ export class Kubelet {
         allWaiting.set(c.name, failure.waiting);
       }
     }
-    const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? '') });
+    const previous = this.#o.statusManager.getPodStatus(pod.metadata?.uid ?? '') ?? pod.status;
+    const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? ''), previous });
     const status = this.#resize.status(pod, runtimePod, failure ? failedStatus(generated, failure, pod) : generated);
     this.#o.statusManager.setPodStatus(recorded, status);
     const uid = pod.metadata?.uid ?? '';

@@ -88,6 +88,12 @@ export interface PodActionOptions {
    * containers after it back (`computeInitContainerActions`).
    */
   readonly started?: (containerName: string, containerId: string) => boolean | undefined;
+  /**
+   * The attempt of a container that has no instance in the runtime (default 0): after a
+   * RestartAllContainers reset removed them all, the count goes on (src/kubelet/restart-all.ts
+   * `attemptFromStatus`, the kubelet's `calcRestartCountByLogDir`).
+   */
+  readonly firstAttempt?: (containerName: string) => number;
 }
 
 /**
@@ -106,6 +112,7 @@ const KILLED_EXIT_CODE = 137;
 export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, backoff: Backoff, now: number, unhealthy: ProbeVerdict = () => undefined, opts: PodActionOptions = {}): PodActions {
   const actions: PodActions = { createSandbox: undefined, kill: [], start: [], remove: [], waiting: new Map(), resyncAfterMs: undefined };
   const sameSpec = opts.sameSpec ?? ((c: Container, instance: RuntimeContainer) => containerHashMatches(instance.hash, c));
+  const firstAttempt = opts.firstAttempt ?? (() => 0);
   const policy = pod.spec?.restartPolicy ?? 'Always';
   const specs = pod.spec?.containers ?? [];
   const inits = pod.spec?.initContainers ?? [];
@@ -150,7 +157,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   // any regular container; a new sandbox runs them again. Once a regular container has started
   // in the current sandbox, initialisation is over.
   const initialised = inits.length === 0 || (regularStarted && actions.createSandbox === undefined);
-  const initCtx: InitContext = { pod, instances, actions, backoff, now, policy, unhealthy, started: opts.started ?? (() => undefined), sameSpec, resize: opts.resize === true };
+  const initCtx: InitContext = { pod, instances, actions, backoff, now, unhealthy, started: opts.started ?? (() => undefined), sameSpec, resize: opts.resize === true, firstAttempt };
   // After initialisation the sidecars are still looked after: restarted after an exit or a failed
   // probe, replaced when their spec changed, resized.
   const initState = initialised ? keepSidecarsRunning(inits, initCtx) : initContainerActions(inits, initCtx);
@@ -178,7 +185,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     const replaceCurrent = (reason: ContainerStart['reason']) => void actions.start.push({ container: c, attempt: nextAttempt, reason });
 
     if (!newest) {
-      if (actions.createSandbox !== undefined || current?.ready) actions.start.push({ container: c, attempt: 0, reason: 'new' });
+      if (actions.createSandbox !== undefined || current?.ready) actions.start.push({ container: c, attempt: firstAttempt(c.name), reason: 'new' });
       continue;
     }
     if (actions.createSandbox !== undefined) {
@@ -280,11 +287,11 @@ interface InitContext {
   readonly actions: PodActions;
   readonly backoff: Backoff;
   readonly now: number;
-  readonly policy: string;
   readonly unhealthy: ProbeVerdict;
   readonly started: (containerName: string, containerId: string) => boolean | undefined;
   readonly sameSpec: (container: Container, instance: RuntimeContainer) => boolean;
   readonly resize: boolean;
+  readonly firstAttempt: (containerName: string) => number;
 }
 
 /**
@@ -294,7 +301,7 @@ interface InitContext {
  * back-off permitting), or waits while it runs. A sidecar (`restartPolicy: Always`) is done once
  * it runs and its startup probe, if any, has passed; it is kept running. Returns `done` when
  * regular containers may start, `failed` when an init container failed for good
- * (`restartPolicy: Never`).
+ * (its restart policy or rules say it does not run again, `ShouldContainerBeRestarted`).
  */
 function initContainerActions(inits: readonly Container[], ctx: InitContext): 'done' | 'pending' | 'failed' {
   for (const c of inits) {
@@ -321,7 +328,7 @@ function initContainerAction(c: Container, ctx: InitContext, initialised: boolea
   const list = ctx.instances.get(c.name) ?? [];
   const newest = fresh ? undefined : list[0];
   if (fresh && list[0]?.state === 'running') actions.kill.push({ id: list[0].id, name: c.name, message: 'Pod sandbox changed, it will be killed and re-created.' });
-  const attempt = list[0] ? list[0].attempt + 1 : 0;
+  const attempt = list[0] ? list[0].attempt + 1 : ctx.firstAttempt(c.name);
   const start = (reason: ContainerStart['reason']) => void actions.start.push({ container: c, attempt, reason });
   const sidecar = isRestartableInit(c);
   if (!newest || newest.state === 'created' || newest.state === 'unknown') {
@@ -359,7 +366,9 @@ function initContainerAction(c: Container, ctx: InitContext, initialised: boolea
   }
   // Exited.
   if (!sidecar && newest.exitCode === 0) return 'done';
-  if (!sidecar && ctx.policy === 'Never') return 'failed';
+  // A failed init container runs again when its restart policy or rules say so
+  // (`ShouldContainerBeRestarted` in `computeInitContainerActions`), the pod's policy by default.
+  if (!sidecar && !containerShouldRestart(c, pod.spec, newest.exitCode ?? 0)) return 'failed';
   const key = backoffKey(pod, c);
   const finished = newest.finishedAt?.getTime() ?? now;
   if (backoff.isInBackOffSince(key, finished, now)) {

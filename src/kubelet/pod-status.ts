@@ -1,4 +1,4 @@
-import { containerShouldRestart } from '../api/restart.js';
+import { allContainersCouldRestart, containerShouldRestart } from '../api/restart.js';
 import { getPodQOS } from '../api/qos.js';
 import type { Container, ContainerState, ContainerStatus, Pod, PodCondition, PodSpec, PodStatus } from '../api/types.js';
 import type { RuntimeContainer, RuntimePod } from '../runtime/types.js';
@@ -14,6 +14,7 @@ import {
 import { observedGenerationOf } from '../status/generation.js';
 import { rfc3339 } from '../api/time.js';
 import { isTerminalPhase } from '../status/transitions.js';
+import { ALL_CONTAINERS_RESTARTING, RESTARTING_ALL_CONTAINERS, RESTARTING_ALL_CONTAINERS_MESSAGE, allContainersRestartingCondition, shouldAllContainersRestart } from './restart-all.js';
 
 /** Why a container is not running right now: the kubelet's `reasonCache` entry. */
 export interface WaitingReason {
@@ -41,6 +42,13 @@ export interface PodStatusOptions {
     ready(container: string, containerId: string): boolean | undefined;
     started(container: string, containerId: string): boolean | undefined;
   };
+  /**
+   * The status last reported for the pod (the kubelet's `oldPodStatus`: the status manager's).
+   * Read for what the runtime no longer shows after a RestartAllContainers reset removed every
+   * container: restart counts and last termination states are carried over from it
+   * (`convertToAPIContainerStatuses`), and whether a reset is under way (src/kubelet/restart-all.ts).
+   */
+  readonly previous?: PodStatus;
 }
 
 /**
@@ -51,7 +59,13 @@ export interface PodStatusOptions {
 export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opts: PodStatusOptions): PodStatus {
   const spec: PodSpec = pod.spec ?? { containers: [] };
   const instances = instancesByName(runtime?.containers ?? []);
-  const statusOf = (c: Container, kind: Kind) => containerStatus(c, spec, instances.get(c.name) ?? [], opts.waiting?.get(c.name), kind, opts.probes);
+  const previous = opts.previous;
+  const reported = new Map<string, ContainerStatus>();
+  for (const s of [...(previous?.initContainerStatuses ?? []), ...(previous?.containerStatuses ?? [])]) reported.set(s.name, s);
+  // `podRestarting`: a RestartAllContainers reset is due or under way.
+  const podRestarting = previous !== undefined && shouldAllContainersRestart(pod, runtime, previous);
+  const statusOf = (c: Container, kind: Kind) =>
+    containerStatus(c, spec, instances.get(c.name) ?? [], opts.waiting?.get(c.name), kind, opts.probes, kind === 'ephemeral' ? undefined : { old: reported.get(c.name), podRestarting });
   const initContainerStatuses = (spec.initContainers ?? []).map((c) => statusOf(c, isRestartableInit(c) ? 'sidecar' : 'init'));
   const containerStatuses = spec.containers.map((c) => statusOf(c, 'regular'));
   const ephemeralContainerStatuses = (spec.ephemeralContainers ?? []).map((c) => statusOf(c, 'ephemeral'));
@@ -71,10 +85,12 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
   const foreign = (pod.status?.conditions ?? []).filter((c) => !KUBELET_POD_CONDITIONS.has(c.type));
   const owned: PodCondition[] = [
     podReadyToStartContainersCondition(sandboxes[0]?.ready === true),
-    podInitializedCondition(spec, all, phase),
+    podInitializedCondition(spec, all, phase, previous?.conditions),
     podReadyCondition(spec, foreign, all, phase),
     containersReadyCondition(spec, all, phase),
     { type: 'PodScheduled', status: 'True' },
+    // Only on pods with a RestartAllContainers rule, as the kubelet adds it.
+    ...(allContainersCouldRestart(spec) ? [allContainersRestartingCondition(pod, runtime, previous, phase)] : []),
   ];
   const now = rfc3339(opts.now);
   // Each condition of the kubelet's says which pod generation it was computed from
@@ -85,7 +101,9 @@ export function generatePodStatus(pod: Pod, runtime: RuntimePod | undefined, opt
     ...owned.map((c) => {
       const prev = pod.status?.conditions?.find((p) => p.type === c.type);
       const at = prev?.lastTransitionTime && prev.status === c.status ? rfc3339(prev.lastTransitionTime) : now;
-      return { ...c, ...(generation ? { observedGeneration: generation } : {}), lastTransitionTime: at };
+      // `GenerateAllContainersRestartingCondition` sets no generation.
+      const observed = generation && c.type !== ALL_CONTAINERS_RESTARTING ? { observedGeneration: generation } : {};
+      return { ...c, ...observed, lastTransitionTime: at };
     }),
   ];
 
@@ -121,11 +139,40 @@ function restarts(kind: Kind, c: Container, spec: PodSpec, exitCode: number): bo
   return containerShouldRestart(c, spec, exitCode);
 }
 
-function containerStatus(c: Container, spec: PodSpec, instances: readonly RuntimeContainer[], waiting: WaitingReason | undefined, kind: Kind, probes: PodStatusOptions['probes']): ContainerStatus {
+/** The container's previously reported status and whether a reset is under way (`podRestarting`). */
+interface Reported {
+  readonly old: ContainerStatus | undefined;
+  readonly podRestarting: boolean;
+}
+
+function containerStatus(c: Container, spec: PodSpec, instances: readonly RuntimeContainer[], waiting: WaitingReason | undefined, kind: Kind, probes: PodStatusOptions['probes'], reported?: Reported): ContainerStatus {
   const [newest, ...older] = instances;
+  const old = reported?.old;
+  if (!newest && old) {
+    // Gone from the runtime (`convertToAPIContainerStatuses`' missing containers): removed by a
+    // reset, it waits with RestartingAllContainers and one more restart; else a terminated
+    // status stays as reported, and any other keeps its count and last termination.
+    if (reported?.podRestarting === true && !old.state?.waiting) return restartingAllStatus(c, old);
+    if (old.state?.terminated) return structuredClone(old);
+  }
   const previousExit = older.find((x) => x.state === 'exited');
   let state: ContainerState;
   let lastState: ContainerState = previousExit ? { terminated: terminatedOf(previousExit) } : {};
+  let restartCount = newest?.restartCount ?? 0;
+  if (old && !newest) {
+    restartCount = old.restartCount;
+    lastState = old.lastState ?? {};
+  } else if (old && newest) {
+    // A reset removed the instances that held the history (`convertContainerStatus`): the count
+    // never goes back, a running instance after a terminated report is one more restart, and the
+    // last termination comes from the report when the runtime has no older instance.
+    restartCount = Math.max(restartCount, old.restartCount);
+    if (newest.state === 'running' && old.state?.terminated && old.restartCount >= newest.restartCount) restartCount = old.restartCount + 1;
+    if (!previousExit) {
+      if (old.containerID !== `docker://${newest.id}` && old.state?.terminated) lastState = { terminated: old.state.terminated };
+      else if (old.lastState?.terminated) lastState = { terminated: old.lastState.terminated };
+    }
+  }
   switch (newest?.state) {
     case undefined:
     case 'created':
@@ -159,11 +206,25 @@ function containerStatus(c: Container, spec: PodSpec, instances: readonly Runtim
     lastState,
     // Probes come later: a container is ready while running; an init container once it succeeded.
     ready: kind === 'init' ? state.terminated?.exitCode === 0 : running && started && (probes?.ready(c.name, newest?.id ?? '') ?? true),
-    restartCount: newest?.restartCount ?? 0,
+    restartCount,
     image: c.image ?? '',
     imageID: newest ? imageRef(newest.imageID) : '',
     ...(newest ? { containerID: `docker://${newest.id}` } : {}),
     started,
+  };
+}
+
+/** A container removed by a RestartAllContainers reset (`convertToAPIContainerStatuses`: exit code 137, one more restart). */
+function restartingAllStatus(c: Container, old: ContainerStatus): ContainerStatus {
+  return {
+    name: c.name,
+    state: { waiting: { reason: RESTARTING_ALL_CONTAINERS, message: RESTARTING_ALL_CONTAINERS_MESSAGE } },
+    lastState: { terminated: { exitCode: 137, reason: RESTARTING_ALL_CONTAINERS, message: RESTARTING_ALL_CONTAINERS_MESSAGE } },
+    ready: false,
+    restartCount: old.restartCount + 1,
+    image: c.image ?? '',
+    imageID: '',
+    started: false,
   };
 }
 
@@ -194,13 +255,23 @@ function imageRef(imageID: string): string {
 }
 
 /**
+ * Whether a stopped container with this termination runs again: its restart policy or rules say
+ * so (`ContainerShouldRestart`), or a RestartAllContainers reset removed it (reason
+ * `RestartingAllContainers`).
+ */
+function restartable(c: Container, spec: PodSpec, terminated: { readonly exitCode: number; readonly reason?: string }): boolean {
+  return containerShouldRestart(c, spec, terminated.exitCode) || terminated.reason === RESTARTING_ALL_CONTAINERS;
+}
+
+/**
  * The kubelet's `getPhase` (for a pod not yet known to be terminal): Pending until every container
  * has started, Running while any runs or will restart, Succeeded/Failed once all have stopped for
- * good. An init container that fails under `Never` fails the pod.
+ * good. An init container that failed and will not run again (its restart policy or rules, the
+ * pod's `Never` by default) fails the pod.
  */
 export function getPhase(spec: PodSpec, initStatuses: readonly ContainerStatus[], statuses: readonly ContainerStatus[]): string {
-  const policy = spec.restartPolicy || 'Always';
   let pendingInitialization = 0;
+  /** Init containers that failed and will not run again (`failedInitializationNotRestartable`). */
   let failedInitialization = 0;
   for (const c of spec.initContainers ?? []) {
     const s = initStatuses.find((x) => x.name === c.name);
@@ -211,9 +282,9 @@ export function getPhase(spec: PodSpec, initStatuses: readonly ContainerStatus[]
     const terminated = s?.state?.terminated;
     const last = s?.lastState?.terminated;
     if (terminated) {
-      if (terminated.exitCode !== 0) failedInitialization++;
+      if (terminated.exitCode !== 0 && !restartable(c, spec, terminated)) failedInitialization++;
     } else if (s?.state?.waiting && last) {
-      if (last.exitCode !== 0) failedInitialization++;
+      if (last.exitCode !== 0 && !restartable(c, spec, last)) failedInitialization++;
     } else {
       pendingInitialization++;
     }
@@ -232,18 +303,18 @@ export function getPhase(spec: PodSpec, initStatuses: readonly ContainerStatus[]
     else if (s?.state?.terminated) {
       stopped++;
       if (s.state.terminated.exitCode === 0) succeeded++;
-      if (!containerShouldRestart(c, spec, s.state.terminated.exitCode)) stoppedForGood++;
+      if (!restartable(c, spec, s.state.terminated)) stoppedForGood++;
     } else if (s?.state?.waiting) {
       // A container waiting to restart has run before: it counts as stopped, not as never started.
       const last = s.lastState?.terminated;
       if (last) {
         stopped++;
-        if (!containerShouldRestart(c, spec, last.exitCode)) stoppedForGood++;
+        if (!restartable(c, spec, last)) stoppedForGood++;
       } else waiting++;
     } else unknown++;
   }
 
-  if (failedInitialization > 0 && policy === 'Never') return 'Failed';
+  if (failedInitialization > 0) return 'Failed';
   if ((pendingInitialization > 0 && !hasAnyRegularContainerStarted(spec, statuses)) || waiting > 0) return 'Pending';
   if (running > 0 && unknown === 0) return 'Running';
   if (running === 0 && stopped > 0 && unknown === 0) {

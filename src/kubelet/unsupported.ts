@@ -1,3 +1,4 @@
+import { RESTART_ALL_CONTAINERS } from '../api/restart.js';
 import type { Container, Pod } from '../api/types.js';
 
 /** Why a pod's sandbox is not created: the Warning event's reason and the containers' message. */
@@ -19,9 +20,10 @@ export interface SandboxRefusal {
  *   With a runtimeClassName, that refusal comes first.
  * - `resourceClaims` (and a container's `resources.claims`): dynamic resource allocation, which the
  *   kubelet prepares before the sandbox (`FailedPrepareDynamicResources`); nodelet has no DRA.
- * - `restartPolicyRules` beyond 1.35's ContainerRestartRules: on init containers, without the
- *   container's own `restartPolicy` (where upstream never reads them), an action other than
- *   `Restart`, exit codes without `In`/`NotIn` or with more than 255 values.
+ * - `restartPolicyRules` the kubelet would not read: without the container's own `restartPolicy`
+ *   (where upstream never reads them), an action other than `Restart` and `RestartAllContainers`
+ *   (RestartAllContainersOnContainerExits, on since 1.36: src/kubelet/restart-all.ts), exit codes
+ *   without `In`/`NotIn` or with more than 255 values.
  * - `ports[].hostPort` on a pod without `hostNetwork`: the kubelet's network plugin publishes it
  *   when it sets up the sandbox's network (`FailedCreatePodSandBox` when it cannot). nodelet does
  *   too with `--network-plugin=cni` when the network declares the `portMappings` capability (the
@@ -54,21 +56,21 @@ export function unsupportedFieldRefusal(pod: Pod, network: { readonly hostPorts:
       message: `resourceClaim ${JSON.stringify(claim)}: dynamic resource allocation (resourceClaims) is not supported by nodelet`,
     };
   }
-  // ContainerRestartRules (beta, on since 1.35): applied (src/api/restart.ts) on regular
-  // containers with a container-level restartPolicy; what 1.35 does not allow is refused.
+  // ContainerRestartRules (beta, on since 1.35) and RestartAllContainersOnContainerExits (beta, on
+  // since 1.36): applied (src/api/restart.ts, src/kubelet/restart-all.ts) on init, sidecar and
+  // regular containers with a container-level restartPolicy; what the apiserver would not allow
+  // (`validateContainerRestartPolicy`) is refused.
   for (const c of containers) {
     const rules = c.restartPolicyRules ?? [];
     if (!rules.length) continue;
-    const regular = (spec.containers ?? []).includes(c);
-    const refusal = !regular
-      ? 'restartPolicyRules are only applied to regular containers'
-      : !c.restartPolicy
-        ? 'restartPolicyRules need the container\'s own restartPolicy'
-        : rules.find((r) => r.action !== 'Restart')
-          ? `restartPolicyRules action ${JSON.stringify(rules.find((r) => r.action !== 'Restart')?.action)} is not supported (only "Restart"; RestartAllContainers is a later feature)`
-          : rules.find((r) => !r.exitCodes || (r.exitCodes.operator !== 'In' && r.exitCodes.operator !== 'NotIn') || (r.exitCodes.values?.length ?? 0) > 255)
-            ? 'restartPolicyRules exitCodes need the operator "In" or "NotIn" and at most 255 values'
-            : undefined;
+    const unknownAction = rules.find((r) => r.action !== 'Restart' && r.action !== RESTART_ALL_CONTAINERS)?.action;
+    const refusal = !c.restartPolicy
+      ? 'restartPolicyRules need the container\'s own restartPolicy'
+      : unknownAction !== undefined
+        ? `restartPolicyRules action ${JSON.stringify(unknownAction)} is not supported (only "Restart" and "RestartAllContainers")`
+        : rules.find((r) => !r.exitCodes || (r.exitCodes.operator !== 'In' && r.exitCodes.operator !== 'NotIn') || (r.exitCodes.values?.length ?? 0) > 255)
+          ? 'restartPolicyRules exitCodes need the operator "In" or "NotIn" and at most 255 values'
+          : undefined;
     if (refusal) return { reason: 'FailedCreatePodSandBox', message: `container ${JSON.stringify(c.name)}: ${refusal}` };
   }
   if (!spec.hostNetwork) {

@@ -9,9 +9,9 @@
  * |---|---|---|
  * | `ExtendWebSocketsToKubelet` | yes | exec and attach serve WebSocket `v5.channel.k8s.io` (and v4 … `channel.k8s.io`), port-forward the `SPDY/3.1+portforward.k8s.io` tunnel, natively (src/streaming/remotecommand/websocket.ts, src/streaming/websocket/tunnel.ts): the apiserver may hand a client's WebSocket upgrade to the node untranslated (pkg/registry/core/pod/rest/subresources.go) |
  * | `InPlacePodLevelResourcesVerticalScaling`, `InPlacePodVerticalScalingInitContainers`, `InPlacePodVerticalScalingMemoryBackedVolumes` | no | containers and sidecars resize in place (src/kubelet/resize.ts), but not pod-level `resources`, run-to-completion init containers or a memory-backed emptyDir's size |
- * | `RestartAllContainersOnContainerExits` | no | `restartPolicyRules` with `action: Restart` is applied (src/api/restart.ts); `RestartAllContainers` is refused |
+ * | `RestartAllContainersOnContainerExits` | yes | `restartPolicyRules` with `action: RestartAllContainers` on init, sidecar and regular containers restarts the whole pod in place (src/kubelet/restart-all.ts): the apiserver's NodeDeclaredFeatureValidator places such pods only on nodes that declare it |
  * | `UserNamespacesHostNetworkSupport` | no | `hostUsers: false` is refused |
  * | `VolumeBindMountOptions` | no | no bind-mount options |
  * | `DRANodeAllocatableResources`, `DRAOptionalNodeOperations` | no | no DRA |
  */
-export const DECLARED_FEATURES: readonly string[] = Object.freeze(['ExtendWebSocketsToKubelet']);
+export const DECLARED_FEATURES: readonly string[] = Object.freeze(['ExtendWebSocketsToKubelet', 'RestartAllContainersOnContainerExits']);

@@ -5,7 +5,7 @@ import type { ContainerStatus, PodCondition, PodSpec } from '../api/types.js';
  * `pkg/kubelet/status/generate.go`. Times are left to the caller: the status manager keeps a
  * condition's `lastTransitionTime` while its status does not change.
  */
-export const KUBELET_POD_CONDITIONS: ReadonlySet<string> = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers', 'PodResizePending', 'PodResizeInProgress']);
+export const KUBELET_POD_CONDITIONS: ReadonlySet<string> = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers', 'PodResizePending', 'PodResizeInProgress', 'AllContainersRestarting']);
 
 /**
  * The in-place resize conditions (`PodConditionByKubelet` counts them as the kubelet's with
@@ -36,7 +36,7 @@ export function hasAnyRegularContainerStarted(spec: PodSpec, statuses: readonly 
 }
 
 /** `GeneratePodInitializedCondition`; `statuses` holds init and regular container statuses. */
-export function podInitializedCondition(spec: PodSpec, statuses: readonly ContainerStatus[], phase: string): PodCondition {
+export function podInitializedCondition(spec: PodSpec, statuses: readonly ContainerStatus[], phase: string, previous?: readonly PodCondition[]): PodCondition {
   const inits = spec.initContainers ?? [];
   if (inits.length === 0 || hasAnyRegularContainerStarted(spec, statuses)) return { type: 'Initialized', status: 'True' };
   const unknown: string[] = [];
@@ -52,6 +52,9 @@ export function podInitializedCondition(spec: PodSpec, statuses: readonly Contai
     ...(incomplete.length ? [`containers with incomplete status: ${list(incomplete)}`] : []),
   ];
   if (messages.length === 0) return { type: 'Initialized', status: 'True' };
+  // A RestartAllContainers reset runs the init containers again, but a pod once initialized
+  // stays so (RestartAllContainersOnContainerExits): the previous True is kept.
+  if (previous?.some((c) => c.type === 'Initialized' && c.status === 'True')) return { type: 'Initialized', status: 'True' };
   return { type: 'Initialized', status: 'False', reason: 'ContainersNotInitialized', message: messages.join(', ') };
 }
 

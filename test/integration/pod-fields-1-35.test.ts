@@ -7,8 +7,8 @@ import { startTestNode, type TestNode } from '../helpers/nodelet.js';
  * Pod-spec fields newer kubelets turned on, through static pods on the real engine:
  * `hostnameOverride` (the UTS hostname, no domain), `lifecycle.stopSignal` (the engine stops the
  * container with it), `env[].valueFrom.fileKeyRef` (read from an env file an init container
- * wrote), and the refusals: the apiserver's validation of each, and the restart rules nodelet does
- * not implement yet.
+ * wrote), and the refusals: the apiserver's validation of each, and restart rules the kubelet would
+ * never read. `RestartAllContainers` has its own file (restart-all-containers.test.ts).
  */
 t.setTimeout(180_000);
 

@@ -79,14 +79,19 @@ t.test('through the sync: a refused pod gets no sandbox; its container waits wit
   t.match(event?.message, /runtimeClassName "kata"/);
 });
 
-t.test('restartPolicyRules: applied on regular containers with their own restartPolicy; the rest refused with the reason', async (t) => {
+t.test('restartPolicyRules: applied on init, sidecar and regular containers with their own restartPolicy; the rest refused with the reason', async (t) => {
   const rules = (extra: object = {}) => [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] }, ...extra }];
   t.equal(unsupportedFieldRefusal(pod({}, { restartPolicy: 'Never', restartPolicyRules: rules() })), undefined, 'applied');
   t.equal(unsupportedFieldRefusal(pod({}, { restartPolicy: 'OnFailure' })), undefined, 'a container-level policy alone is applied too');
   t.match(unsupportedFieldRefusal(pod({}, { restartPolicyRules: rules() }))?.message, /container "app": restartPolicyRules need the container's own restartPolicy/);
-  t.match(unsupportedFieldRefusal(pod({}, { restartPolicy: 'Never', restartPolicyRules: rules({ action: 'RestartAllContainers' }) }))?.message, /action "RestartAllContainers" is not supported/);
+  t.equal(unsupportedFieldRefusal(pod({}, { restartPolicy: 'Never', restartPolicyRules: rules({ action: 'RestartAllContainers' }) })), undefined, 'RestartAllContainers is applied');
+  t.match(unsupportedFieldRefusal(pod({}, { restartPolicy: 'Never', restartPolicyRules: rules({ action: 'RestartPod' }) }))?.message, /action "RestartPod" is not supported \(only "Restart" and "RestartAllContainers"\)/);
   t.match(unsupportedFieldRefusal(pod({}, { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'Gt', values: [1] } }] }))?.message, /operator "In" or "NotIn"/);
   t.match(unsupportedFieldRefusal(pod({}, { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: Array.from({ length: 256 }, (_, i) => i) } }] }))?.message, /at most 255 values/);
-  t.match(unsupportedFieldRefusal(pod({ initContainers: [{ name: 'init', image: 'busybox', restartPolicyRules: rules() }] }))?.message, /container "init": restartPolicyRules are only applied to regular containers/);
+  t.match(unsupportedFieldRefusal(pod({ initContainers: [{ name: 'init', image: 'busybox', restartPolicyRules: rules() }] }))?.message, /container "init": restartPolicyRules need the container's own restartPolicy/);
+  const restartAll = rules({ action: 'RestartAllContainers' });
+  t.equal(unsupportedFieldRefusal(pod({ initContainers: [{ name: 'init', image: 'busybox', restartPolicy: 'Never', restartPolicyRules: restartAll }] })), undefined, 'on an init container');
+  t.equal(unsupportedFieldRefusal(pod({ initContainers: [{ name: 'sidecar', image: 'busybox', restartPolicy: 'Always', restartPolicyRules: restartAll }] })), undefined, 'on a sidecar');
+  t.same(validatePod({ ...pod({ initContainers: [{ name: 'init', image: 'busybox', restartPolicy: 'Never', restartPolicyRules: restartAll }] }), apiVersion: 'v1', kind: 'Pod' }), [], 'an init container may have restartPolicy Never');
   t.match(JSON.stringify(validatePod({ ...pod({}, { restartPolicy: 'Sometimes' }), apiVersion: 'v1', kind: 'Pod' })), /restartPolicy/, 'an unknown container restartPolicy fails validation');
 });
