@@ -562,13 +562,7 @@ export class Kubelet {
     const recorded: Pod = firstSandbox && !pod.status?.startTime
       ? { ...pod, status: { ...pod.status, startTime: rfc3339(firstSandbox.podStartTime ?? firstSandbox.createdAt) } }
       : pod;
-    const allWaiting = new Map(waiting);
-    for (const c of pod.spec?.containers ?? []) {
-      const failure = this.#failures.lastFailure(pod, c);
-      if (failure && !allWaiting.has(c.name) && !runtimePod?.containers.some((rc) => rc.name === c.name && rc.state === 'running')) {
-        allWaiting.set(c.name, failure);
-      }
-    }
+    const allWaiting = this.#failures.waiting(pod, runtimePod, waiting);
     const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? '') });
     const status = this.#resize.status(pod, runtimePod, failure ? failedStatus(generated, failure, pod) : generated);
     this.#o.statusManager.setPodStatus(recorded, status);

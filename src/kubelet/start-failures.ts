@@ -1,6 +1,7 @@
 import type { Container, Pod } from '../api/types.js';
 import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 import { Backoff } from './backoff.js';
+import type { RuntimePod } from '../runtime/types.js';
 import { backoffKey, type Waiting } from './pod-actions.js';
 
 /** A start held back by its back-off: the waiting reason to show meanwhile and how long is left. */
@@ -62,6 +63,22 @@ export class StartFailures {
   /** The last failed start of `container` (this spec of it), until one succeeds. */
   lastFailure(pod: Pod, container: Container): Waiting | undefined {
     return this.#containers.get(backoffKey(pod, container))?.waiting;
+  }
+
+  /**
+   * The waiting reasons a status shows (the kubelet's `convertToAPIContainerStatuses` reading the
+   * `ReasonCache`): the sync's own (`waiting`: back-offs, holds), and for each other regular
+   * container that does not run, its last failed start.
+   */
+  waiting(pod: Pod, runtimePod: Pick<RuntimePod, 'containers'> | undefined, waiting: ReadonlyMap<string, Waiting>): Map<string, Waiting> {
+    const all = new Map(waiting);
+    for (const c of pod.spec?.containers ?? []) {
+      const failure = this.lastFailure(pod, c);
+      if (failure && !all.has(c.name) && !runtimePod?.containers.some((rc) => rc.name === c.name && rc.state === 'running')) {
+        all.set(c.name, failure);
+      }
+    }
+    return all;
   }
 
   /** Whether a start of `container` is held back at `now`: its last failure and how long its back-off has left. */

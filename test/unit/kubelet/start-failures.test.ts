@@ -71,3 +71,19 @@ t.test('forgetting a pod drops its failures and back-offs, and only its own', as
   t.equal(memory.containerFailed(pod('u1'), app, pull, 10), 100, 'the back-off starts over');
   t.ok(memory.containerHeld(pod('u10'), app, 1), 'a pod whose UID shares the prefix keeps its own');
 });
+
+t.test('the status\'s waiting reasons: the sync\'s own first, then the last failure of each regular container not running', async (t) => {
+  const memory = new StartFailures();
+  const web: Container = { name: 'web', image: 'nginx' };
+  const side: Container = { name: 'side', image: 'busybox' };
+  const p = pod('u1', [app, web, side]);
+  memory.containerFailed(p, app, pull, 0);
+  memory.containerFailed(p, web, { reason: 'CreateContainerError', message: 'boom' }, 0);
+  memory.containerFailed(p, side, { reason: 'CreateContainerConfigError', message: 'no secret' }, 0);
+  const running = { containers: [{ name: 'side', state: 'running' as const }] } as unknown as Parameters<StartFailures['waiting']>[1];
+  const sync = new Map([['web', { reason: 'ImagePullBackOff', message: 'held' }]]);
+  const all = memory.waiting(p, running, sync);
+  t.same(Object.fromEntries(all), { web: { reason: 'ImagePullBackOff', message: 'held' }, app: pull }, 'a running container shows no old failure');
+  t.equal(sync.size, 1, 'the sync\'s map is not changed');
+  t.same(Object.fromEntries(memory.waiting(p, undefined, new Map())), { app: pull, web: { reason: 'CreateContainerError', message: 'boom' }, side: { reason: 'CreateContainerConfigError', message: 'no secret' } });
+});
