@@ -175,7 +175,8 @@ export class Kubelet {
     });
     this.#pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
     this.#starter = new PodStarter({
-      ...opts,
+      nodeIP: opts.nodeIP, runtime: opts.runtime, log: opts.log, metrics: opts.metrics, volumes: opts.volumes, objects: opts.objects,
+      imagePullManager: opts.imagePullManager, rootDir: opts.rootDir, dns: opts.dns, podCgroups: opts.podCgroups, oomScores: opts.oomScores,
       record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
       nodeSubject: this.#nodeSubject(),
       failures: this.#failures,

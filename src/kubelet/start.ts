@@ -46,13 +46,21 @@ export interface PodStarterOptions {
   /** Syncs pod `uid` again now / after `ms` (the pod workers): a failure that leaves no container brings no PLEG event. */
   schedule: (uid: string) => void;
   scheduleAfter: (uid: string, ms: number) => void;
+  /** `kubelet_started_pods_total`, `kubelet_started_containers_total` and their errors. */
   metrics?: Pick<Metrics, 'startedPods' | 'startedPodErrors' | 'startedContainers' | 'startedContainerErrors'> | undefined;
+  /** The pod's volumes a container mounts (see `KubeletOptions.volumes`). */
   volumes?: VolumeManager | undefined;
+  /** The apiserver's secrets and configMaps for `env`, `envFrom` and `imagePullSecrets` (cluster mode). */
   objects?: PodObjectSource | undefined;
+  /** Who may reuse a pulled image (`KubeletEnsureSecretPulledImages`). */
   imagePullManager?: ImagePullManager | undefined;
+  /** `--root-dir`: where each container instance's termination-message file lives. */
   rootDir?: string | undefined;
+  /** Each sandbox's resolv.conf and FQDN (see `KubeletOptions.dns`). */
   dns?: Omit<NodeDNS, 'nodeIPs'> | undefined;
+  /** The pod cgroup each sandbox and container is created in (`EnsureExists`). */
   podCgroups?: Pick<NodeCgroups, 'ensurePod'> | undefined;
+  /** OOM scores by QoS (see `KubeletOptions.oomScores`). */
   oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean } | undefined;
 }
 
