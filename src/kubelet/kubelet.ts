@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { Container, Pod } from '../api/types.js';
+import type { Pod } from '../api/types.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
-import type { ImageInfo, Runtime, RuntimePod } from '../runtime/types.js';
+import type { Runtime, RuntimePod } from '../runtime/types.js';
 import type { RelistHealth } from './pleg.js';
 import type { StatusManager } from '../status/manager.js';
 import { rfc3339 } from '../api/time.js';
@@ -11,35 +11,26 @@ import type { Metrics } from '../metrics/registry.js';
 import { Backoff } from './backoff.js';
 import { PLEG } from './pleg.js';
 import { PodWorkers } from './pod-workers.js';
-import { backoffKey, computePodActions, type PodActions, type Waiting } from './pod-actions.js';
+import { computePodActions, type Waiting } from './pod-actions.js';
 import { ProberManager } from './prober/manager.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
-import { runHook, terminationLogMount } from './lifecycle.js';
 import { PodKiller } from './kill.js';
-import { TerminationOrdering, needsTerminationOrdering } from './termination-order.js';
 import { generatePodStatus } from './pod-status.js';
-import { buildContainerConfig } from './container-config.js';
-import type { ContainerConfig } from '../runtime/types.js';
-import { readsPodIP } from '../volumes/downward-api.js';
-import { sandboxRefusal } from './security-context.js';
-import { unsupportedFieldRefusal } from './unsupported.js';
 import { attemptFromStatus, restartAllActions, restartingAllContainers } from './restart-all.js';
-import { pullCredentials } from './pull-secrets.js';
-import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
 import type { ImagePullManager } from './image-pull-manager.js';
 import { admissionRefusal, rejectedStatus, type AdmissionRefusal } from './admission.js';
-import { checkLimitsForResolvConf, podSandboxConfig } from './sandbox-config.js';
+import { checkLimitsForResolvConf } from './sandbox-config.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
 import { deadlineExceeded, failedStatus, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
-import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import type { NodeCgroups } from '../cgroups/node-cgroups.js';
-import { containerOOMScoreAdjust, POD_INFRA_OOM_ADJ, settableOOMScore } from '../cgroups/oom-score.js';
 import { CONTAINER_GC_PERIOD_MS, ContainerGC, DEFAULT_CONTAINER_GC_POLICY, podStateProvider, type ContainerGCPolicy } from './container-gc.js';
 import { isTerminalPhase } from '../status/transitions.js';
 import { AllocationManager } from './allocation.js';
 import { RESIZE_RETRY_MS, ResizeManager } from './resize-manager.js';
+import { PodStarter } from './start.js';
+import { StartFailures } from './start-failures.js';
 
 export interface KubeletOptions {
   nodeName: string;
@@ -101,10 +92,6 @@ const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec
  * publishes the pod's status to the status manager from the PLEG snapshot, then acts on the
  * runtime; the runtime change comes back as a PLEG event and the next sync reports it.
  */
-/** The kubelet's `NetworkNotReadyErrorMsg` (pkg/kubelet/kubelet.go). */
-const NETWORK_NOT_READY = 'network is not ready';
-/** How soon a pod held by a not-ready network is synced again (the plugin re-reads its config every 5 s). */
-const NETWORK_NOT_READY_RETRY_MS = 2000;
 /** How long `stop` waits for the pod syncs in progress (any pod's kill that ends normally, not one waiting out a long grace period). */
 const STOP_WAIT_MS = 10_000;
 
@@ -126,18 +113,19 @@ export class Kubelet {
   readonly #refused = new Set<string>();
   /** Pods admitted (or adopted running), by UID: what a later pod's host ports are checked against. */
   readonly #admitted = new Set<string>();
-  /** Pods failed on the node (their active deadline passed), by UID: the event is recorded once. */
+  /** Pods failed on the node (their active deadline passed), by UID: the event is recorded once (a pod's end, not a start failure). */
   readonly #failed = new Set<string>();
   /** Pods removed from their source whose containers still run: their last spec, for preStop hooks. */
   readonly #removedSpecs = new Map<string, Pod>();
   readonly #o: KubeletOptions;
+  /**
+   * The crash-loop back-off, read by `computePodActions`: restarts of containers that ran and
+   * exited, counted from their finish. Not the start-failure memory (`#failures`), which holds
+   * starts that left nothing running.
+   */
   readonly #backoff: Backoff;
-  /** Back-off for failures that leave no container behind (image pulls, create errors). */
-  readonly #startBackoff = new Backoff();
-  readonly #startFailures = new Map<string, { at: number; waiting: Waiting }>();
-  readonly #sandboxBackoff: Backoff;
-  /** The last failed sandbox creation of each pod, by UID, until one succeeds. */
-  readonly #sandboxFailures = new Map<string, { at: number; waiting: Waiting }>();
+  /** The one start-failure memory: failed starts and sandbox creations, their reasons and back-offs (src/kubelet/start-failures.ts). */
+  readonly #failures: StartFailures;
   readonly #workers: PodWorkers;
   #sourcesReady = false;
   #resyncTimer: NodeJS.Timeout | undefined;
@@ -151,7 +139,7 @@ export class Kubelet {
   readonly #evictions = new Map<string, { failure: PodFailure; graceSeconds: number }>();
   /** Evicted pods whose containers, volumes and cgroup were removed: their status is final. */
   readonly #reclaimed = new Set<string>();
-  /** When each pod was first synced, until it first runs (`kubelet_pod_start_duration_seconds`). */
+  /** When each pod was first synced, until it first runs (`kubelet_pod_start_duration_seconds`; a metric's clock, not a start failure). */
   readonly #firstSeen = new Map<string, number>();
   /** Dead containers and sandboxes go through it, never through a pod's sync (src/kubelet/container-gc.ts). */
   readonly #containerGC: ContainerGC;
@@ -159,6 +147,8 @@ export class Kubelet {
   readonly #resize: ResizeManager;
   /** Every kill of a container or a pod goes through it (src/kubelet/kill.ts). */
   readonly #killer: PodKiller;
+  /** Sandboxes and containers are started through it (src/kubelet/start.ts). */
+  readonly #starter: PodStarter;
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
@@ -178,13 +168,25 @@ export class Kubelet {
       ...(cgroups ? { removePodCgroup: (uid: string) => cgroups.removePod(uid) } : {}),
     });
     this.#backoff = opts.backoff ?? new Backoff();
-    this.#sandboxBackoff = opts.sandboxBackoff ?? new Backoff({ initialMs: 1000, maxMs: 10_000 });
+    this.#failures = new StartFailures(opts.sandboxBackoff ? { sandboxBackoff: opts.sandboxBackoff } : {});
     this.#workers = new PodWorkers({
       sync: (uid) => this.#sync(uid),
       onError: (err, uid) => opts.log.error({ err, podUID: uid }, 'Error syncing pod'),
       isGone: (uid) => !opts.podManager.getPodByUID(uid) && !this.#pleg.getPod(uid),
     });
     this.#pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
+    this.#starter = new PodStarter({
+      nodeIP: opts.nodeIP, runtime: opts.runtime, log: opts.log, metrics: opts.metrics, volumes: opts.volumes, objects: opts.objects,
+      imagePullManager: opts.imagePullManager, rootDir: opts.rootDir, dns: opts.dns, podCgroups: opts.podCgroups, oomScores: opts.oomScores,
+      record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
+      nodeSubject: this.#nodeSubject(),
+      failures: this.#failures,
+      pods: this.#pleg,
+      status: opts.statusManager,
+      killer: this.#killer,
+      schedule: (uid) => this.#schedule(uid),
+      scheduleAfter: (uid, ms) => this.#scheduleAfter(uid, ms),
+    });
     this.prober = new ProberManager({
       io: (pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId, this.#podIP(pod, sandboxId)),
       onChange: (uid) => this.#schedule(uid),
@@ -431,8 +433,7 @@ export class Kubelet {
           firstAttempt: (name) => attemptFromStatus(previous, name),
         });
     this.#resize.observe(pod, allocated, runtimePod);
-    this.#holdFailedStarts(pod, actions, now);
-    this.#holdFailedSandbox(pod, actions, now);
+    this.#starter.holdFailedStarts(pod, actions, now);
     this.#publishStatus(pod, runtimePod, actions.waiting);
     if (isTerminalPhase(this.#o.statusManager.getPodStatus(uid)?.phase)) {
       // A pod in a terminal phase runs nothing again (the kubelet's SyncPod stops at a terminal
@@ -449,7 +450,7 @@ export class Kubelet {
       return;
     }
 
-    await this.#apply(allocated, runtimePod, actions);
+    await this.#starter.syncPod(allocated, runtimePod, actions, () => this.#resizeInPlace(allocated, runtimePod));
     // The changes come back as PLEG events, which sync this pod again and publish its status.
     await this.#pleg.relist();
   }
@@ -511,50 +512,10 @@ export class Kubelet {
     return out;
   }
 
-  /** Starts that failed recently without leaving a container (e.g. an image pull) wait out a back-off. */
-  #holdFailedStarts(pod: Pod, actions: PodActions, now: number): void {
-    actions.start = actions.start.filter(({ container }) => {
-      const key = backoffKey(pod, container);
-      const failure = this.#startFailures.get(key);
-      if (!failure || !this.#startBackoff.isInBackOffSince(key, failure.at, now)) return true;
-      let waiting = failure.waiting;
-      if (waiting.reason === 'ErrImagePull') {
-        // The image manager's back-off answer, with its events (BackOff, then kuberuntime's Failed).
-        const image = withDefaultTag(container.image ?? '');
-        waiting = { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}": ErrImagePull: ${failure.waiting.message}` };
-        const subject = containerSubject(pod, container.name);
-        this.#o.recorder.record(subject, 'Normal', 'BackOff', `Back-off pulling image "${image}"`);
-        this.#o.recorder.record(subject, 'Warning', 'Failed', 'Error: ImagePullBackOff');
-      }
-      actions.waiting.set(container.name, waiting);
-      const left = this.#startBackoff.remaining(key, failure.at, now);
-      actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, left);
-      return false;
-    });
-  }
-
-  /**
-   * A sandbox creation that failed recently waits out its back-off: no new sandbox and no starts
-   * until then (each failed creation may leave a container behind, whose PLEG event would
-   * otherwise ask the runtime again at once); the containers show the failure meanwhile.
-   */
-  #holdFailedSandbox(pod: Pod, actions: PodActions, now: number): void {
-    const uid = pod.metadata?.uid ?? '';
-    const failure = this.#sandboxFailures.get(uid);
-    if (actions.createSandbox === undefined || !failure || !this.#sandboxBackoff.isInBackOffSince(uid, failure.at, now)) return;
-    actions.createSandbox = undefined;
-    for (const s of actions.start) actions.waiting.set(s.container.name, failure.waiting);
-    actions.start = [];
-    actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, this.#sandboxBackoff.remaining(uid, failure.at, now));
-  }
-
   /** Forgets the back-offs and recorded failures of a pod that is gone. */
   #forgetBackoffs(uid: string): void {
     this.#backoff.forgetPrefix(`${uid}/`);
-    this.#startBackoff.forgetPrefix(`${uid}/`);
-    for (const key of this.#startFailures.keys()) if (key.startsWith(`${uid}/`)) this.#startFailures.delete(key);
-    this.#sandboxBackoff.forget(uid);
-    this.#sandboxFailures.delete(uid);
+    this.#failures.forgetPod(uid);
   }
 
   /**
@@ -595,19 +556,6 @@ export class Kubelet {
     return this.#pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
   }
 
-  /**
-   * The pod's start time to record on a new sandbox: the one already reported (the status
-   * manager's, or the source's — a mirror or apiserver pod — or an older sandbox's), else now,
-   * the kubelet's choice for a pod's first status (pkg/kubelet/status/status_manager.go
-   * `updateStatusInternal`).
-   */
-  #podStartTime(pod: Pod, runtimePod: RuntimePod | undefined): Date {
-    const reported = this.#o.statusManager.getPodStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
-    const oldest = runtimePod?.sandboxes.at(-1);
-    const at = reported ? new Date(reported) : (oldest?.podStartTime ?? oldest?.createdAt);
-    return at && !Number.isNaN(at.getTime()) ? at : new Date();
-  }
-
   #probeResults(uid: string): NonNullable<Parameters<typeof generatePodStatus>[2]['probes']> {
     return {
       ready: (name, id) => this.prober.isReady(uid, name, id),
@@ -622,13 +570,7 @@ export class Kubelet {
     const recorded: Pod = firstSandbox && !pod.status?.startTime
       ? { ...pod, status: { ...pod.status, startTime: rfc3339(firstSandbox.podStartTime ?? firstSandbox.createdAt) } }
       : pod;
-    const allWaiting = new Map(waiting);
-    for (const c of pod.spec?.containers ?? []) {
-      const failure = this.#startFailures.get(backoffKey(pod, c));
-      if (failure && !allWaiting.has(c.name) && !runtimePod?.containers.some((rc) => rc.name === c.name && rc.state === 'running')) {
-        allWaiting.set(c.name, failure.waiting);
-      }
-    }
+    const allWaiting = this.#failures.waiting(pod, runtimePod, waiting);
     const previous = this.#o.statusManager.getPodStatus(pod.metadata?.uid ?? '') ?? pod.status;
     const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? ''), previous });
     const status = this.#resize.status(pod, runtimePod, failure ? failedStatus(generated, failure, pod) : generated);
@@ -638,86 +580,6 @@ export class Kubelet {
     if (firstSeen !== undefined && status.phase === 'Running') {
       this.#firstSeen.delete(uid);
       this.#o.metrics?.podStartDuration.observe((Date.now() - firstSeen) / 1000);
-    }
-  }
-
-  async #apply(pod: Pod, runtimePod: RuntimePod | undefined, actions: PodActions): Promise<void> {
-    const { runtime, recorder, log } = this.#o;
-    const plog = log.child({ pod: podRef(pod), podUID: pod.metadata?.uid });
-    // Containers killed together keep the pod's termination order: sidecars after the others.
-    const ordering = needsTerminationOrdering(pod) ? new TerminationOrdering(pod, actions.kill.map((k) => k.name)) : undefined;
-    await Promise.all(
-      actions.kill.map(async (k) => {
-        plog.info({ container: k.name }, k.message);
-        if (k.name === 'POD') await this.#killer.stopSandboxes([k], plog);
-        else if (runtimePod) await this.#killer.killContainer(runtimePod, pod, k, { grace: k.graceSeconds, message: k.message, ordering });
-      }),
-    );
-    // Removal of what the sync replaces is best effort: a container the runtime cannot remove
-    // (e.g. Docker's "device or resource busy" on a root filesystem it left mounted) is tried again
-    // at the next sync, or by the container GC, and never keeps the pod from starting its containers.
-    for (const id of actions.remove) {
-      await runtime.removeContainer(id).catch((err: unknown) => plog.warn({ err, containerID: id }, 'Failed to remove container'));
-    }
-
-    let sandbox = runtimePod?.sandboxes[0];
-    const refusal = actions.createSandbox !== undefined ? (sandboxRefusal(pod) ?? unsupportedFieldRefusal(pod, runtime.networkStatus())) : undefined;
-    if (refusal) {
-      // Refused before a sandbox exists (user namespaces, fields nodelet cannot apply): nothing is created.
-      plog.warn({ reason: refusal.reason }, refusal.message);
-      recorder.record(pod, 'Warning', refusal.reason, refusal.message);
-      for (const s of actions.start) this.#recordStartFailure(pod, s.container, { reason: 'CreateContainerConfigError', message: refusal.message });
-      return;
-    }
-    if (actions.createSandbox !== undefined && !pod.spec?.hostNetwork) {
-      const { readiness } = runtime.networkStatus();
-      if (!readiness.ready) {
-        // The kubelet's syncPod: no pod-network sandbox while the runtime's network is not ready
-        // (host-network pods still start); tried again once the plugin may have loaded a config.
-        const message = `${NETWORK_NOT_READY}: container runtime network not ready: NetworkReady=false reason:${readiness.reason} message:docker: network plugin is not ready: ${readiness.message}`;
-        plog.warn({ reason: readiness.reason }, message);
-        recorder.record(pod, 'Warning', 'NetworkNotReady', message);
-        this.#scheduleAfter(pod.metadata?.uid ?? '', NETWORK_NOT_READY_RETRY_MS);
-        return;
-      }
-    }
-    if (actions.createSandbox !== undefined) {
-      try {
-        plog.info({ attempt: actions.createSandbox }, 'Creating pod sandbox');
-        const cgroupParent = await this.#podCgroup(pod);
-        const podStartTime = this.#podStartTime(pod, runtimePod);
-        const { id, ips } = await runtime.runSandbox(pod, actions.createSandbox, { ...(await this.#sandboxConfig(pod)), ...cgroupParent, ...this.#oomScore(POD_INFRA_OOM_ADJ), podStartTime });
-        this.#o.metrics?.startedPods.inc();
-        this.#sandboxFailures.delete(pod.metadata?.uid ?? '');
-        if (actions.createSandbox > 0) recorder.record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
-        sandbox = { id, attempt: actions.createSandbox, ready: true, createdAt: new Date(), podStartTime, ips };
-        if (!ips.length && readsPodIP(pod) && !pod.spec?.hostNetwork) {
-          // The downward API needs the new sandbox's IP before the containers are configured: on a
-          // Docker network (`--pod-network`) it is Docker's, read back by a relist.
-          await this.#pleg.relist();
-          sandbox = this.#pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
-        }
-      } catch (err) {
-        this.#o.metrics?.startedPodErrors.inc();
-        const message = `Failed to create pod sandbox: ${(err as Error).message}`;
-        plog.warn({ err }, 'Failed to create pod sandbox');
-        recorder.record(pod, 'Warning', 'FailedCreatePodSandBox', message);
-        const uid = pod.metadata?.uid ?? '';
-        const now = Date.now();
-        this.#sandboxBackoff.next(uid, now, now);
-        this.#sandboxFailures.set(uid, { at: now, waiting: { reason: 'ContainerCreating', message } });
-        this.#scheduleAfter(uid, this.#sandboxBackoff.remaining(uid, now, now));
-        // No runtime change may follow (no PLEG event): one more sync publishes the failure now.
-        this.#schedule(uid);
-        return;
-      }
-    }
-    if (!sandbox) return;
-
-    // In-place resizes of the running containers, after the kills and before the starts (SyncPod's step 7).
-    if (actions.createSandbox === undefined) await this.#resizeInPlace(pod, runtimePod);
-    for (const s of actions.start) {
-      await this.#startContainer(pod, s.container, sandbox, s.attempt, plog);
     }
   }
 
@@ -734,136 +596,10 @@ export class Kubelet {
     return result;
   }
 
-  /**
-   * The pod's cgroup, made or brought up to date (the kubelet's `EnsureExists` in `SyncPod`), as
-   * the engine's `CgroupParent`; nothing where pods have none. Pod-level `spec.resources` are the
-   * pod cgroup's limits and nothing else, so a pod with them is refused where there is none.
-   */
-  async #podCgroup(pod: Pod): Promise<{ cgroupParent?: string }> {
-    const parent = await this.#o.podCgroups?.ensurePod(pod);
-    if (parent === undefined && pod.spec?.resources && (Object.keys(pod.spec.resources.limits ?? {}).length || Object.keys(pod.spec.resources.requests ?? {}).length)) {
-      throw new Error('pod-level resources (spec.resources) are applied to the pod\'s own cgroup, and pods on this node have none (cgroupsPerQOS is off or unavailable: see nodelet\'s log)');
-    }
-    return parent === undefined ? {} : { cgroupParent: parent };
-  }
-
-  /** `OomScoreAdj` as this host can set it (see `settableOOMScore`); nothing without `oomScores`. */
-  #oomScore(score: number): { oomScoreAdj?: number } {
-    const o = this.#o.oomScores;
-    return o ? { oomScoreAdj: settableOOMScore(score, o.canLower) } : {};
-  }
-
-  /** Hostname and DNS of a new sandbox (`generatePodSandboxConfig`); its errors fail the sandbox. */
-  #sandboxConfig(pod: Pod): ReturnType<typeof podSandboxConfig> {
-    const { recorder, nodeIP } = this.#o;
-    const dns = this.#o.dns ?? { clusterDNS: [], clusterDomain: '', resolvConf: '/etc/resolv.conf' };
-    return podSandboxConfig(pod, {
-      dns: { ...dns, nodeIPs: nodeIP ? [nodeIP] : [] },
-      volumes: this.#o.volumes,
-      warn: (on, reason, message) => recorder.record(on === 'node' ? this.#nodeSubject() : pod, 'Warning', reason, message),
-    });
-  }
-
   /** The node as an event's subject (the kubelet's nodeRef: its name as UID, no namespace). */
   #nodeSubject() {
     const name = this.#o.nodeName;
     return { kind: 'Node', metadata: { name, uid: name, namespace: '' } };
-  }
-
-  async #startContainer(pod: Pod, container: Container, sandbox: NonNullable<RuntimePod['sandboxes'][number]>, attempt: number, plog: Logger): Promise<void> {
-    const { runtime, recorder } = this.#o;
-    const subject = containerSubject(pod, container.name);
-    const clog = plog.child({ container: container.name });
-    const policy = container.imagePullPolicy === 'Always' || container.imagePullPolicy === 'Never' ? container.imagePullPolicy : 'IfNotPresent';
-    let image: ImageInfo;
-    try {
-      image = await ensureImageExists(runtime, container.image ?? '', policy, {
-        // imagePullSecrets are read only when the image must be pulled.
-        credentials: () => pullCredentials(pod, container.image ?? '', { objects: this.#o.objects, warn: (reason, message) => recorder.record(pod, 'Warning', reason, message) }),
-        event: (type, reason, message) => recorder.record(subject, type, reason, message),
-        ...(this.#o.imagePullManager ? { pullManager: this.#o.imagePullManager } : {}),
-      });
-    } catch (err) {
-      // An engine failure other than the pull itself (e.g. its image inspect) is a failed pull too.
-      const reason = err instanceof ImageError ? err.reason : 'ErrImagePull';
-      clog.warn({ err }, 'Image not available');
-      // kuberuntime's FailedToCreateContainer after EnsureImageExists failed.
-      recorder.record(subject, 'Warning', 'Failed', `Error: ${reason}`);
-      this.#recordStartFailure(pod, container, { reason, message: (err as Error).message });
-      return;
-    }
-    let config: ContainerConfig;
-    try {
-      config = await buildContainerConfig(pod, container, image, sandbox.ips, {
-        volumes: this.#o.volumes,
-        objects: this.#o.objects,
-        nodeIP: this.#o.nodeIP,
-        warn: (reason, message) => recorder.record(pod, 'Warning', reason, message),
-      });
-    } catch (err) {
-      // CreateContainerConfigError: a volume, env source or setting is missing or refused.
-      // Messages name objects and keys, never their data.
-      const message = (err as Error).message;
-      this.#o.metrics?.startedContainerErrors.inc({ container_type: 'container', code: 'CreateContainerConfigError' });
-      clog.warn({ error: message }, 'Failed to prepare container');
-      if ((err as { event?: string }).event === 'FailedMount') recorder.record(pod, 'Warning', 'FailedMount', message);
-      recorder.record(subject, 'Warning', 'Failed', `Error: ${message}`);
-      this.#recordStartFailure(pod, container, { reason: 'CreateContainerConfigError', message });
-      return;
-    }
-    const target = (container as { targetContainerName?: string }).targetContainerName;
-    if (target) {
-      // An ephemeral container aimed at another shares that container's processes (`kubectl debug --target`).
-      const id = this.#pleg.getPod(pod.metadata?.uid ?? '')?.containers.find((c) => c.name === target && c.state === 'running')?.id;
-      if (id) config = { ...config, pidNamespaceOf: id };
-    }
-    try {
-      if (this.#o.rootDir) config = { ...config, mounts: [...config.mounts, await terminationLogMount(this.#o.rootDir, pod, container, attempt)] };
-      const score = this.#o.oomScores ? this.#oomScore(containerOOMScoreAdjust(pod, container, this.#o.oomScores.memoryCapacity)) : {};
-      config = { ...config, ...(await this.#podCgroup(pod)), ...score };
-      const id = await runtime.startContainer(pod, container, sandbox, attempt, config);
-      this.#startFailures.delete(backoffKey(pod, container));
-      this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
-      clog.info({ attempt }, 'Started container');
-      recorder.record(subject, 'Normal', 'Created', `Created container ${container.name}`);
-      recorder.record(subject, 'Normal', 'Started', `Started container ${container.name}`);
-      const postStart = container.lifecycle?.postStart;
-      if (postStart) {
-        // As the kubelet: the hook runs right after the start, and its failure kills the
-        // container, which then restarts (or not) by the restart policy.
-        const failure = await runHook(postStart, container, runtimeProbeIO(runtime, id, sandbox.id, sandbox.ips[0]), Infinity);
-        if (failure) {
-          clog.warn({ error: failure }, 'PostStartHook failed');
-          recorder.record(subject, 'Warning', 'FailedPostStartHook', failure);
-          const target = { uid: pod.metadata?.uid ?? '', name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', sandboxes: [sandbox] };
-          await this.#killer.killContainer(target, pod, { id, name: container.name }, { message: 'FailedPostStartHook' });
-        }
-      }
-    } catch (err) {
-      // Docker keeps a container that failed to start; its state reports ContainerCannotRun.
-      this.#o.metrics?.startedContainerErrors.inc({ container_type: 'container', code: 'CreateContainerError' });
-      clog.warn({ err }, 'Failed to start container');
-      recorder.record(subject, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
-      this.#recordStartFailure(pod, container, { reason: 'CreateContainerError', message: (err as Error).message });
-    }
-  }
-
-  /**
-   * A start that failed: its back-off grows (10 s doubling to 5 min, `#startBackoff`) and the
-   * waiting reason is kept until a start succeeds, its message cut to `STATUS_MESSAGE_LIMIT` so
-   * what is held and re-published at every sync stays small whatever the failure said. Each
-   * attempt logs one warning and bumps one `Failed` event (both bounded by their sinks).
-   */
-  #recordStartFailure(pod: Pod, container: Container, failed: Waiting): void {
-    const key = backoffKey(pod, container);
-    const now = Date.now();
-    const waiting = { ...failed, message: truncateMessage(failed.message, STATUS_MESSAGE_LIMIT) };
-    this.#startBackoff.next(key, now, now);
-    this.#startFailures.set(key, { at: now, waiting });
-    this.#scheduleAfter(pod.metadata?.uid ?? '', this.#startBackoff.remaining(key, now, now));
-    // A failure that left no container brings no PLEG event: one more sync (held by the back-off)
-    // publishes the waiting reason now instead of when the back-off ends.
-    this.#schedule(pod.metadata?.uid ?? '');
   }
 
   /**
