@@ -736,6 +736,7 @@ export class Kubelet {
     if (parent === undefined && pod.spec?.resources && (Object.keys(pod.spec.resources.limits ?? {}).length || Object.keys(pod.spec.resources.requests ?? {}).length)) {
       throw new Error('pod-level resources (spec.resources) are applied to the pod\'s own cgroup, and pods on this node have none (cgroupsPerQOS is off or unavailable: see nodelet\'s log)');
     }
+    if (parent !== undefined) this.#resize.podCgroupMade(pod);
     return parent === undefined ? {} : { cgroupParent: parent };
   }
 
