@@ -40,7 +40,7 @@ t.test('a container without a limit of its own runs with the pod-level one (GetL
   t.same(effectiveLimits(plr('200m', '256Mi'), bare('c')), { cpu: '200m', memory: '256Mi' });
   t.same(effectiveLimits(plr('200m', '256Mi'), bare('c', { resources: { limits: { cpu: '100m' } } })), { cpu: '100m', memory: '256Mi' }, 'its own limit wins');
   t.same(effectiveLimits(undefined, bare('c', { resources: { limits: { cpu: '100m' } } })), { cpu: '100m' }, 'no pod-level limits: its own');
-  t.same(effectiveLimits({ requests: { cpu: '1' } }, bare('c')), undefined, 'pod-level requests alone lend nothing');
+  t.same(effectiveLimits({ limits: {} }, bare('c')), undefined, 'no pod-level limits: nothing to lend');
   const c = bare('c');
   t.equal(withPodLevelLimits(pod([c]), c), c, 'no pod-level resources: the same container');
   // The engine gets the pod-level limit, and shares from it (no request of its own).
