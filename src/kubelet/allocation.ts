@@ -125,6 +125,20 @@ export class AllocationManager {
   }
 
   /**
+   * A pod allocated by a checkpoint written before pod-level resources were kept: its spec's
+   * pod-level resources (what its cgroup was made with) are recorded as allocated and actuated,
+   * so a later change of them is a resize. Nothing for any other pod.
+   */
+  adoptPodLevel(pod: Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    const alloc = this.#pods.get(uid);
+    if (!alloc || alloc.pod) return;
+    const podLevel = podLevelResourcesOf(pod);
+    this.#pods.set(uid, { ...alloc, pod: podLevel, actuatedPod: podLevel });
+    this.#save();
+  }
+
+  /**
    * The pod-level resources written to the pod's cgroup (`GetPodLevelResources`); undefined
    * when nothing is recorded (they are the allocated ones).
    */

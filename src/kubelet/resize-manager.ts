@@ -84,6 +84,7 @@ export class ResizeManager {
       allocation.setAllocated(pod);
       return pod;
     }
+    allocation.adoptPodLevel(pod);
     const allocated = allocation.allocatedPod(pod);
     const decision = resizeDecision({
       desired: pod,

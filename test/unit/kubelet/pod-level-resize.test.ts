@@ -157,3 +157,14 @@ t.test('pod status: allocatedResources and resources as the pod cgroup holds the
   t.same(noPLR.allocatedResources, { cpu: '500m', memory: '64Mi' }, 'the containers\' sum without pod-level resources');
   t.same(noPLR.resources, { requests: { cpu: '500m', memory: '64Mi' } }, 'no limits in a cgroup without them');
 });
+
+t.test('a checkpoint from before pod-level allocation: the spec\'s pod-level resources are adopted', async (t) => {
+  const dir = t.testdir({ allocated_pods_state: JSON.stringify({ version: 1, pods: { u1: { containers: { c: {} } } } }) });
+  const m = new AllocationManager({ rootDir: dir });
+  const p = pod([bare('c')], plr('200m', '256Mi'));
+  t.equal(m.actuatedPodLevel('u1'), undefined, 'nothing recorded');
+  m.adoptPodLevel(p);
+  t.same(m.actuatedPodLevel('u1'), plr('200m', '256Mi'));
+  m.adoptPodLevel(pod([bare('c')], plr('1', '1Gi')));
+  t.same(m.allocatedPod(pod([bare('c')], plr('1', '1Gi'))).spec?.resources, plr('200m', '256Mi'), 'once: a later change is a resize');
+});
