@@ -257,12 +257,10 @@ export function statusPatch(uid: string, current: PodStatus | undefined, next: P
   for (const c of current?.conditions ?? []) {
     if (RESIZE_POD_CONDITIONS.has(c.type) && !next.conditions?.some((n) => n.type === c.type)) (status.conditions as unknown[]).push({ type: c.type, $patch: 'delete' });
   }
-  // `allocatedResources` is reported only with InPlacePodVerticalScalingAllocatedStatus (off and
-  // deprecated since 1.33); the apiserver drops it, so it is not sent (nodelet's own API shows it).
-  for (const key of ['containerStatuses', 'initContainerStatuses'] as const) {
-    const list = next[key];
-    if (list) status[key] = list.map(({ allocatedResources: _a, ...rest }) => rest);
-  }
+  // Containers' `allocatedResources` are sent, as the kubelet's `convertToAPIContainerStatuses`
+  // does since 1.35 (kubelet_pods.go); an apiserver before that drops them (1.34:
+  // InPlacePodVerticalScalingAllocatedStatus, off), as it drops the pod-level `resources` and
+  // `allocatedResources` without InPlacePodLevelResourcesVerticalScaling.
   for (const key of OWNED_FIELDS) if (current && key in current && !(key in next)) status[key] = null;
   return { metadata: { uid }, status };
 }
@@ -289,16 +287,27 @@ export function podStatusNeedsReconcile(held: PodStatus | undefined, ours: PodSt
   }
   if (h.conditions?.some((c) => RESIZE_POD_CONDITIONS.has(c.type) && !o.conditions?.some((x) => x.type === c.type))) return true;
   for (const key of new Set<string>([...Object.keys(o), ...OWNED_FIELDS])) {
-    const ours = key === 'containerStatuses' || key === 'initContainerStatuses' ? withoutAllocated(o[key]) : o[key];
-    if (key !== 'conditions' && !jsonEqual(withoutEmpty(h[key]), withoutEmpty(ours))) return true;
+    // What an older apiserver drops (see `statusPatch`) is no difference: sending it again would not change it.
+    if (DROPPABLE_FIELDS.has(key) && h[key] === undefined) continue;
+    const list = key === 'containerStatuses' || key === 'initContainerStatuses';
+    const [held, ours] = list ? withoutAllocated(h[key], o[key]) : [h[key], o[key]];
+    if (key !== 'conditions' && !jsonEqual(withoutEmpty(held), withoutEmpty(ours))) return true;
   }
   return false;
 }
 
-/** Container statuses without `allocatedResources`, which `statusPatch` does not send. */
-function withoutAllocated(list: unknown): unknown {
-  return Array.isArray(list) ? list.map((s: Record<string, unknown>) => {
+/** Top-level status fields an apiserver without their feature gate drops. */
+const DROPPABLE_FIELDS = new Set(['resources', 'allocatedResources']);
+
+/**
+ * Held and our container statuses, without `allocatedResources` where the held ones have none
+ * (an apiserver before 1.35 drops them).
+ */
+function withoutAllocated(held: unknown, ours: unknown): [unknown, unknown] {
+  const strip = (list: unknown) => (Array.isArray(list) ? list.map((s: Record<string, unknown>) => {
     const { allocatedResources: _a, ...rest } = s;
     return rest;
-  }) : list;
+  }) : list);
+  const heldHas = Array.isArray(held) && held.some((s: Record<string, unknown>) => s.allocatedResources !== undefined);
+  return heldHas ? [held, ours] : [strip(held), strip(ours)];
 }
