@@ -101,6 +101,8 @@ export class ResizeManager {
     }
     if (decision.kind === 'admit') {
       allocation.setAllocated(pod);
+      // A new allocation is applied at once, not after the back-off of an earlier one that failed.
+      this.#retryAt.delete(uid);
       this.#set(uid, { inProgress: resizeCondition('PodResizeInProgress', undefined, '', '', generation, this.#now()) });
       this.#o.log.info({ pod: podRef(pod) }, 'Pod resize admitted');
       this.#o.record(pod, 'Normal', RESIZE_STARTED, podResizeMessage(pod, 'Pod resize started', generation ?? 0));
