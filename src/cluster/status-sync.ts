@@ -66,6 +66,8 @@ export class StatusSync {
    * and the one it produced. A copy at one of them is no reason to send again.
    */
   readonly #answered = new Map<string, readonly (string | undefined)[]>();
+  /** UID → the apiserver's pod our last send produced (its answer). */
+  readonly #answer = new Map<string, Pod>();
   /** UIDs whose DELETE is in flight or done. */
   readonly #deleting = new Set<string>();
   /** Apiserver pods nodelet refused to run (UID → pod): their `Failed` status is sent like any other. */
@@ -191,7 +193,12 @@ export class StatusSync {
     }
     const meta = target.metadata ?? {};
     if (Date.now() < this.#blockedUntil) throw new DeliveryDeferred('apiserver unavailable; waiting for the back-off to end');
-    const before = this.#o.apiserverPod(meta.uid ?? '') ?? target;
+    // A watch that has not yet delivered our last patch's result holds an older copy: the patch is
+    // computed against that result instead, or a resize condition sent a moment ago and gone
+    // since would never be deleted (the kubelet diffs against its own last sent status).
+    const watched = this.#o.apiserverPod(meta.uid ?? '') ?? target;
+    const answer = this.#answer.get(update.uid);
+    const before = answer && this.#answered.get(update.uid)?.[0] === watched.metadata?.resourceVersion ? answer : watched;
     let after: Pod | undefined;
     try {
       after = await this.#o.client.request<Pod>('PATCH', `${podPath(meta.namespace ?? 'default', meta.name ?? '')}/status`, {
@@ -214,6 +221,8 @@ export class StatusSync {
     this.sent++;
     this.#sent.set(update.uid, update.version);
     this.#answered.set(update.uid, [before.metadata?.resourceVersion, after?.metadata?.resourceVersion]);
+    if (after?.metadata?.resourceVersion) this.#answer.set(update.uid, after);
+    else this.#answer.delete(update.uid);
     if (pod.metadata?.deletionTimestamp) await this.maybeDelete(update.uid);
   }
 
@@ -228,6 +237,7 @@ export class StatusSync {
   #prune(): void {
     for (const uid of this.#sent.keys()) if (this.#o.statusManager.getVersion(uid) === 0) this.#sent.delete(uid);
     for (const uid of this.#answered.keys()) if (this.#o.statusManager.getVersion(uid) === 0) this.#answered.delete(uid);
+    for (const uid of this.#answer.keys()) if (!this.#answered.has(uid)) this.#answer.delete(uid);
     for (const uid of this.#deleting) if (!this.#o.podManager.getPodByUID(uid)) this.#deleting.delete(uid);
   }
 }
