@@ -1,4 +1,5 @@
 import type { Container, Pod } from './types.js';
+import { quantityOf } from './quantity.js';
 
 /** Resource amounts by name, in the integer units the caller chose (millicores, bytes, devices). */
 export type Amounts<K extends string = string> = Map<K, bigint>;
@@ -61,3 +62,38 @@ export function podLevelRequests(pod: Pod): Readonly<Record<string, string | num
 
 /** The resources a pod may set at pod level (`IsSupportedPodLevelResource`, helpers.go). */
 export const POD_LEVEL_RESOURCES: readonly string[] = ['cpu', 'memory'];
+
+type ResourceList = Readonly<Record<string, string | number>>;
+
+const isZero = (v: string | number | undefined) => v === undefined || quantityOf(v) === 0n;
+
+/**
+ * `kubeutil.GetLimits` (pkg/kubelet/util/util.go): a container's limits, the pod-level cpu or
+ * memory limit standing in for the one the container does not set (or sets to zero). The
+ * kubelet creates (`getCPULimit`/`getMemoryLimit`, pkg/kubelet/kuberuntime/
+ * kuberuntime_container_linux.go) and resizes containers with these.
+ */
+export function effectiveLimits(podResources: { readonly limits?: ResourceList } | undefined, container: Pick<Container, 'resources'>): ResourceList | undefined {
+  const own = container.resources?.limits as ResourceList | undefined;
+  const podLimits = podResources?.limits;
+  if (!podLimits || !Object.keys(podLimits).length) return own;
+  const out: Record<string, string | number> = { ...own };
+  for (const name of POD_LEVEL_RESOURCES) {
+    if (isZero(out[name]) && !isZero(podLimits[name])) out[name] = podLimits[name] as string | number;
+  }
+  return out;
+}
+
+/**
+ * The container as the runtime gets it: its limits the effective ones (`effectiveLimits`), and
+ * without a cpu request of its own the effective cpu limit stands in for it
+ * (`generateLinuxContainerResources`), as the shares are computed from it. The same object
+ * when the pod has no pod-level limits.
+ */
+export function withPodLevelLimits(pod: Pick<Pod, 'spec'>, container: Container): Container {
+  const podLimits = pod.spec?.resources?.limits;
+  if (!podLimits || !Object.keys(podLimits).length) return container;
+  const limits = effectiveLimits(pod.spec?.resources as { limits?: ResourceList }, container);
+  if (!limits || !Object.keys(limits).length) return container;
+  return { ...container, resources: { ...container.resources, limits: limits as Record<string, string> } };
+}

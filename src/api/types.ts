@@ -30,6 +30,10 @@ export interface PodStatus extends Omit<PodStatusV130, 'conditions'> {
   conditions?: PodCondition[];
   /** The `metadata.generation` of the pod the kubelet last acted on. */
   observedGeneration?: number;
+  /** The pod's requests as allocated (`resource.PodRequests`; InPlacePodLevelResourcesVerticalScaling). */
+  allocatedResources?: Record<string, string>;
+  /** The pod-level resources its cgroup holds (InPlacePodLevelResourcesVerticalScaling). */
+  resources?: Pick<ResourceRequirements, 'limits' | 'requests'>;
 }
 
 /** A pod's spec; pod-level `resources` (PodLevelResources, on since 1.34) and `hostnameOverride`. */

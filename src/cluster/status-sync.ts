@@ -66,6 +66,8 @@ export class StatusSync {
    * and the one it produced. A copy at one of them is no reason to send again.
    */
   readonly #answered = new Map<string, readonly (string | undefined)[]>();
+  /** UID → the apiserver's pod our last send produced (its answer). */
+  readonly #answer = new Map<string, Pod>();
   /** UIDs whose DELETE is in flight or done. */
   readonly #deleting = new Set<string>();
   /** Apiserver pods nodelet refused to run (UID → pod): their `Failed` status is sent like any other. */
@@ -191,7 +193,12 @@ export class StatusSync {
     }
     const meta = target.metadata ?? {};
     if (Date.now() < this.#blockedUntil) throw new DeliveryDeferred('apiserver unavailable; waiting for the back-off to end');
-    const before = this.#o.apiserverPod(meta.uid ?? '') ?? target;
+    // A watch that has not yet delivered our last patch's result holds an older copy: the patch is
+    // computed against that result instead, or a resize condition sent a moment ago and gone
+    // since would never be deleted (the kubelet diffs against its own last sent status).
+    const watched = this.#o.apiserverPod(meta.uid ?? '') ?? target;
+    const answer = this.#answer.get(update.uid);
+    const before = answer && this.#answered.get(update.uid)?.[0] === watched.metadata?.resourceVersion ? answer : watched;
     let after: Pod | undefined;
     try {
       after = await this.#o.client.request<Pod>('PATCH', `${podPath(meta.namespace ?? 'default', meta.name ?? '')}/status`, {
@@ -214,6 +221,8 @@ export class StatusSync {
     this.sent++;
     this.#sent.set(update.uid, update.version);
     this.#answered.set(update.uid, [before.metadata?.resourceVersion, after?.metadata?.resourceVersion]);
+    if (after?.metadata?.resourceVersion) this.#answer.set(update.uid, after);
+    else this.#answer.delete(update.uid);
     if (pod.metadata?.deletionTimestamp) await this.maybeDelete(update.uid);
   }
 
@@ -228,6 +237,7 @@ export class StatusSync {
   #prune(): void {
     for (const uid of this.#sent.keys()) if (this.#o.statusManager.getVersion(uid) === 0) this.#sent.delete(uid);
     for (const uid of this.#answered.keys()) if (this.#o.statusManager.getVersion(uid) === 0) this.#answered.delete(uid);
+    for (const uid of this.#answer.keys()) if (!this.#answered.has(uid)) this.#answer.delete(uid);
     for (const uid of this.#deleting) if (!this.#o.podManager.getPodByUID(uid)) this.#deleting.delete(uid);
   }
 }
@@ -257,12 +267,10 @@ export function statusPatch(uid: string, current: PodStatus | undefined, next: P
   for (const c of current?.conditions ?? []) {
     if (RESIZE_POD_CONDITIONS.has(c.type) && !next.conditions?.some((n) => n.type === c.type)) (status.conditions as unknown[]).push({ type: c.type, $patch: 'delete' });
   }
-  // `allocatedResources` is reported only with InPlacePodVerticalScalingAllocatedStatus (off and
-  // deprecated since 1.33); the apiserver drops it, so it is not sent (nodelet's own API shows it).
-  for (const key of ['containerStatuses', 'initContainerStatuses'] as const) {
-    const list = next[key];
-    if (list) status[key] = list.map(({ allocatedResources: _a, ...rest }) => rest);
-  }
+  // Containers' `allocatedResources` are sent, as the kubelet's `convertToAPIContainerStatuses`
+  // does since 1.35 (kubelet_pods.go); an apiserver before that drops them (1.34:
+  // InPlacePodVerticalScalingAllocatedStatus, off), as it drops the pod-level `resources` and
+  // `allocatedResources` without InPlacePodLevelResourcesVerticalScaling.
   for (const key of OWNED_FIELDS) if (current && key in current && !(key in next)) status[key] = null;
   return { metadata: { uid }, status };
 }
@@ -289,16 +297,27 @@ export function podStatusNeedsReconcile(held: PodStatus | undefined, ours: PodSt
   }
   if (h.conditions?.some((c) => RESIZE_POD_CONDITIONS.has(c.type) && !o.conditions?.some((x) => x.type === c.type))) return true;
   for (const key of new Set<string>([...Object.keys(o), ...OWNED_FIELDS])) {
-    const ours = key === 'containerStatuses' || key === 'initContainerStatuses' ? withoutAllocated(o[key]) : o[key];
-    if (key !== 'conditions' && !jsonEqual(withoutEmpty(h[key]), withoutEmpty(ours))) return true;
+    // What an older apiserver drops (see `statusPatch`) is no difference: sending it again would not change it.
+    if (DROPPABLE_FIELDS.has(key) && h[key] === undefined) continue;
+    const list = key === 'containerStatuses' || key === 'initContainerStatuses';
+    const [held, ours] = list ? withoutAllocated(h[key], o[key]) : [h[key], o[key]];
+    if (key !== 'conditions' && !jsonEqual(withoutEmpty(held), withoutEmpty(ours))) return true;
   }
   return false;
 }
 
-/** Container statuses without `allocatedResources`, which `statusPatch` does not send. */
-function withoutAllocated(list: unknown): unknown {
-  return Array.isArray(list) ? list.map((s: Record<string, unknown>) => {
+/** Top-level status fields an apiserver without their feature gate drops. */
+const DROPPABLE_FIELDS = new Set(['resources', 'allocatedResources']);
+
+/**
+ * Held and our container statuses, without `allocatedResources` where the held ones have none
+ * (an apiserver before 1.35 drops them).
+ */
+function withoutAllocated(held: unknown, ours: unknown): [unknown, unknown] {
+  const strip = (list: unknown) => (Array.isArray(list) ? list.map((s: Record<string, unknown>) => {
     const { allocatedResources: _a, ...rest } = s;
     return rest;
-  }) : list;
+  }) : list);
+  const heldHas = Array.isArray(held) && held.some((s: Record<string, unknown>) => s.allocatedResources !== undefined);
+  return heldHas ? [held, ours] : [strip(held), strip(ours)];
 }

@@ -24,6 +24,18 @@ export interface PodAllocation {
    * recognised, so the legacy hash can still be checked after a resize. By container name.
    */
   readonly legacy?: Readonly<Record<string, Pick<Container, 'resources' | 'resizePolicy'>>>;
+  /**
+   * The pod-level `spec.resources` the pod was admitted (or last resized) with
+   * (InPlacePodLevelResourcesVerticalScaling); `{}` for a pod without. Absent in a checkpoint
+   * written before nodelet resized pod-level resources: they then follow the spec.
+   */
+  readonly pod?: Resources;
+  /**
+   * The pod-level resources last written to the pod's cgroup (the kubelet's actuated state,
+   * `GetPodLevelResources`): set at admission, and per resource once a resize of it is applied.
+   * Absent: the allocated ones.
+   */
+  readonly actuatedPod?: Resources;
 }
 
 /** The checkpoint file's name under `--root-dir`, as the kubelet's (pkg/kubelet/allocation/allocation_manager.go). */
@@ -105,7 +117,53 @@ export class AllocationManager {
   setAllocated(pod: Pod): void {
     const uid = pod.metadata?.uid ?? '';
     const previous = this.#pods.get(uid);
-    this.#pods.set(uid, { containers: allocationOf(pod), ...(previous?.legacy ? { legacy: previous.legacy } : {}) });
+    const podLevel = podLevelResourcesOf(pod);
+    // At admission the pod cgroup is made from the allocation; a resize leaves what was written.
+    const actuatedPod = previous ? (previous.actuatedPod ?? previous.pod ?? podLevel) : podLevel;
+    this.#pods.set(uid, { containers: allocationOf(pod), ...(previous?.legacy ? { legacy: previous.legacy } : {}), pod: podLevel, actuatedPod });
+    this.#save();
+  }
+
+  /**
+   * A pod allocated by a checkpoint written before pod-level resources were kept: its spec's
+   * pod-level resources (what its cgroup was made with) are recorded as allocated and actuated,
+   * so a later change of them is a resize. Nothing for any other pod.
+   */
+  adoptPodLevel(pod: Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    const alloc = this.#pods.get(uid);
+    if (!alloc || alloc.pod) return;
+    const podLevel = podLevelResourcesOf(pod);
+    this.#pods.set(uid, { ...alloc, pod: podLevel, actuatedPod: podLevel });
+    this.#save();
+  }
+
+  /**
+   * The pod-level resources written to the pod's cgroup (`GetPodLevelResources`); undefined
+   * when nothing is recorded (they are the allocated ones).
+   */
+  actuatedPodLevel(uid: string): Resources | undefined {
+    const alloc = this.#pods.get(uid);
+    return alloc?.actuatedPod ?? alloc?.pod;
+  }
+
+  /**
+   * Records that `resource` of `allocated`'s pod-level resources is now in its cgroup (the
+   * kubelet's `updateActuatedPodLevelResources` after each resource of `doPodResizeAction`).
+   */
+  recordActuatedPodLevel(allocated: Pod, resource: 'cpu' | 'memory'): void {
+    const uid = allocated.metadata?.uid ?? '';
+    const alloc = this.#pods.get(uid);
+    if (!alloc) return;
+    const want = podLevelResourcesOf(allocated);
+    const was = alloc.actuatedPod ?? alloc.pod ?? {};
+    const merge = (kind: 'limits' | 'requests') => {
+      const out: Record<string, string> = { ...was[kind] };
+      if (want[kind]?.[resource] !== undefined) out[resource] = want[kind][resource];
+      else delete out[resource];
+      return Object.keys(out).length ? { [kind]: out } : {};
+    };
+    this.#pods.set(uid, { ...alloc, actuatedPod: { ...merge('limits'), ...merge('requests') } });
     this.#save();
   }
 
@@ -169,9 +227,19 @@ function parseCheckpoint(text: string): Record<string, PodAllocation> | undefine
       containers[name] = { ...(r.limits ? { limits: r.limits } : {}), ...(r.requests ? { requests: r.requests } : {}) };
     }
     const legacy = isRecord(alloc.legacy) ? (alloc.legacy as PodAllocation['legacy']) : undefined;
-    out[uid] = { containers, ...(legacy ? { legacy } : {}) };
+    const podLevel = resourcesFrom(alloc.pod);
+    const actuatedPod = resourcesFrom(alloc.actuatedPod);
+    if (podLevel === null || actuatedPod === null) return undefined;
+    out[uid] = { containers, ...(legacy ? { legacy } : {}), ...(podLevel ? { pod: podLevel } : {}), ...(actuatedPod ? { actuatedPod } : {}) };
   }
   return out;
+}
+
+/** A checkpointed resource list pair: undefined when absent, null when malformed. */
+function resourcesFrom(v: unknown): Resources | undefined | null {
+  if (v === undefined) return undefined;
+  if (!isRecord(v) || !isResourceList(v.limits) || !isResourceList(v.requests)) return null;
+  return { ...(v.limits ? { limits: v.limits } : {}), ...(v.requests ? { requests: v.requests } : {}) };
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -186,6 +254,12 @@ export function resizableContainers(pod: Pod): Container[] {
 /** A container's resources as the allocation keeps them: requests and limits, nothing else. */
 function resourcesOf(c: Container): Resources {
   const r = c.resources;
+  return { ...(r?.limits ? { limits: { ...(r.limits as Record<string, string>) } } : {}), ...(r?.requests ? { requests: { ...(r.requests as Record<string, string>) } } : {}) };
+}
+
+/** The pod-level `spec.resources` as the allocation keeps them; `{}` for a pod without. */
+export function podLevelResourcesOf(pod: Pod): Resources {
+  const r = pod.spec?.resources;
   return { ...(r?.limits ? { limits: { ...(r.limits as Record<string, string>) } } : {}), ...(r?.requests ? { requests: { ...(r.requests as Record<string, string>) } } : {}) };
 }
 
@@ -207,8 +281,12 @@ function withAllocation(pod: Pod, alloc: PodAllocation): Pod {
   if (!spec) return pod;
   const containers = spec.containers.map(apply);
   const initContainers = spec.initContainers?.map((c) => (isRestartableInit(c) ? apply(c) : c));
-  if (!changed) return pod;
-  return { ...pod, spec: { ...spec, containers, ...(initContainers ? { initContainers } : {}) } };
+  // Pod-level resources: the allocated ones (none when `{}`); not recorded: the spec's.
+  const podLevel = alloc.pod && !sameResources(podLevelResourcesOf(pod), alloc.pod) ? alloc.pod : undefined;
+  if (!changed && !podLevel) return pod;
+  const { resources: _spec, ...rest } = spec;
+  const resources = podLevel ? (podLevel.limits || podLevel.requests ? { resources: { ...podLevel } } : {}) : spec.resources ? { resources: spec.resources } : {};
+  return { ...pod, spec: { ...rest, containers, ...(initContainers ? { initContainers } : {}), ...resources } };
 }
 
 /** Whether two resource lists hold the same amounts (`apiequality.Semantic.DeepEqual` of quantities). */
@@ -257,7 +335,7 @@ export interface ResizeDecisionInput {
  */
 export function resizeDecision(input: ResizeDecisionInput): ResizeDecision {
   const { desired, allocated } = input;
-  if (desired === allocated || resizableContainers(desired).every((c, i) => sameResources(c.resources, resizableContainers(allocated)[i]?.resources))) {
+  if (desired === allocated || (sameResources(desired.spec?.resources, allocated.spec?.resources) && resizableContainers(desired).every((c, i) => sameResources(c.resources, resizableContainers(allocated)[i]?.resources)))) {
     return { kind: 'unchanged' };
   }
   if (isStaticPod(desired)) return { kind: 'pending', reason: 'Infeasible', message: 'In-place resize of static-pods is not supported' };
@@ -291,24 +369,33 @@ const RESIZABLE = new Set(['cpu', 'memory']);
  * any resource but cpu and memory (the runtime has no update for it); a limit removed (neither
  * the kubelet — "This does not support removing limits" in `doPodResizeAction` — nor the engine's
  * update, where 0 means "unchanged", can lift one); a change of the pod's QoS class (its cgroup
- * lives under its class). Non-sidecar init containers and pod-level `spec.resources` are not
- * allocated at all: they keep following the spec, as in the kubelet.
+ * lives under its class). The same for pod-level `spec.resources`. Non-sidecar init containers
+ * are not allocated at all: they keep following the spec, as in the kubelet.
  */
 export function unsupportedResize(desired: Pod, allocated: Pod): string | undefined {
   const before = new Map(resizableContainers(allocated).map((c) => [c.name, c] as const));
   for (const c of resizableContainers(desired)) {
     const old = before.get(c.name);
     if (!old) continue;
-    for (const kind of ['limits', 'requests'] as const) {
-      const now = (c.resources?.[kind] ?? {}) as Record<string, string>;
-      const was = (old.resources?.[kind] ?? {}) as Record<string, string>;
-      for (const name of new Set([...Object.keys(now), ...Object.keys(was)])) {
-        if (quantityOf(now[name]) === quantityOf(was[name]) && (now[name] === undefined) === (was[name] === undefined)) continue;
-        if (!RESIZABLE.has(name)) return `container ${JSON.stringify(c.name)}: ${kind} of ${name} cannot be resized in place, only cpu and memory`;
-        if (kind === 'limits' && now[name] === undefined) return `container ${JSON.stringify(c.name)}: removing the ${name} limit in place is not supported`;
-      }
+    const refusal = changedResource(c.resources, old.resources);
+    if (refusal) return `container ${JSON.stringify(c.name)}: ${refusal}`;
+  }
+  const pod = changedResource(desired.spec?.resources, allocated.spec?.resources);
+  if (pod) return `pod-level ${pod}`;
+  if (computePodQOS(desired) !== computePodQOS(allocated)) return 'Pod QOS Class may not change as a result of resizing';
+  return undefined;
+}
+
+/** Why `now` cannot replace `was` in place: a resource other than cpu and memory changed, or a limit was removed. */
+function changedResource(nowResources: Resources | Container['resources'], wasResources: Resources | Container['resources']): string | undefined {
+  for (const kind of ['limits', 'requests'] as const) {
+    const now = (nowResources?.[kind] ?? {}) as Record<string, string>;
+    const was = (wasResources?.[kind] ?? {}) as Record<string, string>;
+    for (const name of new Set([...Object.keys(now), ...Object.keys(was)])) {
+      if (quantityOf(now[name]) === quantityOf(was[name]) && (now[name] === undefined) === (was[name] === undefined)) continue;
+      if (!RESIZABLE.has(name)) return `${kind} of ${name} cannot be resized in place, only cpu and memory`;
+      if (kind === 'limits' && now[name] === undefined) return `removing the ${name} limit in place is not supported`;
     }
   }
-  if (computePodQOS(desired) !== computePodQOS(allocated)) return 'Pod QOS Class may not change as a result of resizing';
   return undefined;
 }

@@ -178,6 +178,7 @@ export class Kubelet {
     this.#starter = new PodStarter({
       nodeIP: opts.nodeIP, runtime: opts.runtime, log: opts.log, metrics: opts.metrics, volumes: opts.volumes, objects: opts.objects,
       imagePullManager: opts.imagePullManager, rootDir: opts.rootDir, dns: opts.dns, podCgroups: opts.podCgroups, oomScores: opts.oomScores,
+      podCgroupMade: (pod) => this.#resize.podCgroupMade(pod),
       record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
       nodeSubject: this.#nodeSubject(),
       failures: this.#failures,

@@ -196,7 +196,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     switch (newest.state) {
       case 'running': {
         const probe = unhealthy(c.name, newest.id);
-        const resize = opts.resize ? containerResizeAction(c, newest) : undefined;
+        const resize = opts.resize ? containerResizeAction(c, newest, pod.spec?.resources) : undefined;
         if (newest.hash && !sameSpec(c, newest)) {
           actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
           replaceCurrent('changed');
@@ -354,7 +354,7 @@ function initContainerAction(c: Container, ctx: InitContext, initialised: boolea
     }
     // A sidecar resizes as a regular container does (`computePodResizeAction` with
     // `isRestartableInitContainer`); other init containers are never resized while they run.
-    const resize = ctx.resize ? containerResizeAction(c, newest) : undefined;
+    const resize = ctx.resize ? containerResizeAction(c, newest, ctx.pod.spec?.resources) : undefined;
     if (resize?.kind === 'restart') {
       actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
       start('resize');

@@ -7,12 +7,15 @@ import { containerHashMatches, hashContainer, legacyHashContainer } from '../run
 import type { Runtime, RuntimeContainer, RuntimePod } from '../runtime/types.js';
 import { UpdateUnsupportedError } from '../runtime/update-unsupported.js';
 import { resizableContainers, resizeDecision, type AllocationManager } from './allocation.js';
+import { podRequests } from './resource-fit.js';
 import {
   applyPodResize,
   containerResizeAction,
   planPodResize,
+  podLevelResizeInProgress,
   podResizeMessage,
   resizeCondition,
+  withPodLevelStatus,
   withResizeConditions,
   withResizeStatus,
   type ResizeConditions,
@@ -81,6 +84,7 @@ export class ResizeManager {
       allocation.setAllocated(pod);
       return pod;
     }
+    allocation.adoptPodLevel(pod);
     const allocated = allocation.allocatedPod(pod);
     const decision = resizeDecision({
       desired: pod,
@@ -97,6 +101,8 @@ export class ResizeManager {
     }
     if (decision.kind === 'admit') {
       allocation.setAllocated(pod);
+      // A new allocation is applied at once, not after the back-off of an earlier one that failed.
+      this.#retryAt.delete(uid);
       this.#set(uid, { inProgress: resizeCondition('PodResizeInProgress', undefined, '', '', generation, this.#now()) });
       this.#o.log.info({ pod: podRef(pod) }, 'Pod resize admitted');
       this.#o.record(pod, 'Normal', RESIZE_STARTED, podResizeMessage(pod, 'Pod resize started', generation ?? 0));
@@ -148,10 +154,11 @@ export class ResizeManager {
     const uid = pod.metadata?.uid ?? '';
     const generation = observedGenerationOf(pod);
     const current = this.#conditions.get(uid);
-    const inProgress = this.resizeAllowed(pod) && resizableContainers(allocated).some((c) => {
+    const running = runtime?.containers.some((c) => c.state === 'running') === true;
+    const inProgress = this.resizeAllowed(pod) && (resizableContainers(allocated).some((c) => {
       const instance = runtime?.containers.find((x) => x.name === c.name);
-      return containerResizeAction(c, instance).kind !== 'none';
-    });
+      return containerResizeAction(c, instance, allocated.spec?.resources).kind !== 'none';
+    }) || (running && podLevelResizeInProgress(allocated, this.#o.allocation.actuatedPodLevel(uid))));
     if (inProgress) {
       if (!current?.inProgress) this.#set(uid, { ...current, inProgress: resizeCondition('PodResizeInProgress', undefined, '', '', generation, this.#now()) });
       return;
@@ -176,7 +183,9 @@ export class ResizeManager {
     if (!update || this.#unsupported !== undefined || !this.resizeAllowed(allocated)) return 'none';
     const hold = this.#retryAt.get(uid);
     if (hold !== undefined && Date.now() < hold) return 'none';
-    const plan = planPodResize(allocated, runtime);
+    // Pod-level resources are resized while the pod runs (a new sandbox's cgroup gets the allocation).
+    const running = runtime?.containers.some((c) => c.state === 'running') === true;
+    const plan = planPodResize(allocated, runtime, -1, running ? this.#o.allocation.actuatedPodLevel(uid) : undefined);
     if (!plan) return 'none';
     const generation = observedGenerationOf(allocated);
     try {
@@ -188,8 +197,10 @@ export class ResizeManager {
           await update(id, { ...spec, resources });
         },
         setPodCgroup: async (fields) => {
+          this.#o.log.info({ pod: podRef(allocated), fields }, 'Updating pod cgroup resources');
           await this.#o.podCgroups?.resizePod(allocated, fields);
         },
+        podLevelApplied: (resource) => this.#o.allocation.recordActuatedPodLevel(allocated, resource),
         podMemoryUsage: async () => {
           // The pod cgroup's usage, as the sum of its running containers'. One stopped since the
           // listing (killed by this sync for its own resize policy) uses nothing.
@@ -220,7 +231,14 @@ export class ResizeManager {
     const uid = pod.metadata?.uid ?? '';
     if (!this.#o.allocation.isAllocated(uid)) return status;
     const allocated = this.#o.allocation.allocatedPod(pod);
-    return withResizeConditions(withResizeStatus(status, allocated, runtime), this.#conditions.get(uid));
+    const podLevel = withPodLevelStatus(status, allocated, this.#o.allocation.actuatedPodLevel(uid), podRequests);
+    return withResizeConditions(withResizeStatus(podLevel, allocated, runtime), this.#conditions.get(uid));
+  }
+
+  /** The pod's cgroup was (re)made from `allocated`: its pod-level resources are in it. */
+  podCgroupMade(allocated: Pod): void {
+    this.#o.allocation.recordActuatedPodLevel(allocated, 'memory');
+    this.#o.allocation.recordActuatedPodLevel(allocated, 'cpu');
   }
 
   /** Pods with a `Deferred` resize, to be tried again when resources are freed. */

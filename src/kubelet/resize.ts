@@ -1,9 +1,10 @@
 import type { Container, ContainerStatus, Pod, PodCondition, PodStatus } from '../api/types.js';
 import { quantityOf } from '../api/quantity.js';
 import type { CgroupResources } from '../cgroups/pod-resources.js';
-import { podCgroupResources } from '../cgroups/pod-resources.js';
+import { milliCPUToShares, podCgroupResources } from '../cgroups/pod-resources.js';
 import type { RuntimeContainer, RuntimeContainerResources, RuntimePod } from '../runtime/types.js';
-import { resizableContainers, type Resources } from './allocation.js';
+import { effectiveLimits } from '../api/pod-requests.js';
+import { resizableContainers, sameResources, type Resources } from './allocation.js';
 
 // pkg/kubelet/cm/helpers_linux.go: the shares floor, and the smallest cpu limit a CFS quota can
 // express (1 ms per 100 ms period): requests or limits at or below them count as equal.
@@ -21,9 +22,16 @@ export interface ContainerAmounts {
 const milli = (v: string | number | undefined) => Number((quantityOf(v) + 999_999n) / 1_000_000n);
 const units = (v: string | number | undefined) => Number((quantityOf(v) + 999_999_999n) / 1_000_000_000n);
 
-/** What the spec asks of a container: a missing request is its limit, as the apiserver's defaulting makes it. */
-export function desiredAmounts(c: Pick<Container, 'resources'>): ContainerAmounts {
-  const limits = c.resources?.limits ?? {};
+/** The pod-level `spec.resources` a container's limits fall back to. */
+type PodResources = NonNullable<Pod['spec']>['resources'];
+
+/**
+ * What the spec asks of a container: a missing request is its limit, as the apiserver's
+ * defaulting makes it; a limit it does not set is the pod-level one (`containerResourcesFromRequirements`
+ * with `kubeutil.GetLimits`, as the container was created).
+ */
+export function desiredAmounts(c: Pick<Container, 'resources'>, podResources?: PodResources): ContainerAmounts {
+  const limits = effectiveLimits(podResources as { limits?: Record<string, string> } | undefined, c) ?? {};
   const requests = { ...limits, ...c.resources?.requests };
   return { cpuRequestMilli: milli(requests.cpu), cpuLimitMilli: milli(limits.cpu), memoryRequestBytes: units(requests.memory), memoryLimitBytes: units(limits.memory) };
 }
@@ -55,11 +63,12 @@ export type ContainerResizeAction =
  * resources; else each of memory limit, cpu limit and cpu request that differs is resized, under
  * the resource's `resizePolicy` (default `NotRequired`: in place; `RestartContainer`: the
  * container restarts with the new values, and nothing is updated in place). The cpu moves by its
- * limit when that changes, else by its request.
+ * limit when that changes, else by its request. `podResources` are the pod-level ones: a limit
+ * the container does not set is theirs, so a pod-level limit's resize resizes it too.
  */
-export function containerResizeAction(container: Container, instance: RuntimeContainer | undefined): ContainerResizeAction {
+export function containerResizeAction(container: Container, instance: RuntimeContainer | undefined, podResources?: PodResources): ContainerResizeAction {
   if (instance?.state !== 'running' || !instance.resources) return { kind: 'none' };
-  const desired = desiredAmounts(container);
+  const desired = desiredAmounts(container, podResources);
   const current = currentAmounts(desired, instance.resources);
   const differs = (name: 'cpu' | 'memory', want: number, have: number) => {
     if (want === have) return { resize: false, restart: false };
@@ -97,6 +106,8 @@ export interface ContainerUpdate {
 export interface PodResizePlan {
   readonly memory: readonly ContainerUpdate[];
   readonly cpu: readonly ContainerUpdate[];
+  /** The pod-level resources differ from those in the pod cgroup (`UpdatePodLevelResources`). */
+  readonly podLevel: boolean;
   readonly podCgroupBefore: CgroupResources;
   readonly podCgroupAfter: CgroupResources;
 }
@@ -110,13 +121,13 @@ const newestRunning = (runtime: RuntimePod | undefined, name: string) => runtime
  * before are computed from the running containers' read-back values, so an update that failed
  * half-way is taken up from where it stopped.
  */
-export function planPodResize(allocated: Pod, runtime: RuntimePod | undefined, podPidsLimit = -1): PodResizePlan | undefined {
+export function planPodResize(allocated: Pod, runtime: RuntimePod | undefined, podPidsLimit = -1, actuatedPodLevel?: Resources): PodResizePlan | undefined {
   const memory: ContainerUpdate[] = [];
   const cpu: ContainerUpdate[] = [];
   const actual = new Map<string, Resources>();
   for (const c of resizableContainers(allocated)) {
     const instance = newestRunning(runtime, c.name);
-    const action = containerResizeAction(c, instance);
+    const action = containerResizeAction(c, instance, allocated.spec?.resources);
     if (action.kind !== 'update' || !instance) continue;
     const update = { name: c.name, id: instance.id, desired: action.desired, current: action.current };
     // Decreases are prepended, increases appended: every container's share shrinks before another grows.
@@ -126,12 +137,34 @@ export function planPodResize(allocated: Pod, runtime: RuntimePod | undefined, p
     else if (action.cpu === 'grow') cpu.push(update);
     actual.set(c.name, resourcesFromAmounts(action.current));
   }
-  if (!memory.length && !cpu.length) return undefined;
-  const actualPod = withContainerResources(allocated, actual);
+  const podLevel = podLevelResizeInProgress(allocated, actuatedPodLevel);
+  if (!memory.length && !cpu.length && !podLevel) return undefined;
+  const actualPod = withPodLevel(withContainerResources(allocated, actual), actuatedPodLevel);
   const opts = { podPidsLimit };
   const { qos: _b, ...podCgroupBefore } = podCgroupResources(actualPod, opts);
   const { qos: _a, ...podCgroupAfter } = podCgroupResources(allocated, opts);
-  return { memory, cpu, podCgroupBefore, podCgroupAfter };
+  return { memory, cpu, podLevel, podCgroupBefore, podCgroupAfter };
+}
+
+/**
+ * `isPodLevelResourcesResizeInProgress` (kuberuntime_manager.go): the allocated pod-level cpu or
+ * memory differs from what was written to the pod cgroup (`actuated`; undefined: not recorded,
+ * nothing in progress).
+ */
+export function podLevelResizeInProgress(allocated: Pod, actuated: Resources | undefined): boolean {
+  if (!actuated) return false;
+  const pick = (r: Resources | undefined) => {
+    const only = (l: Readonly<Record<string, string>> | undefined) => Object.fromEntries(Object.entries(l ?? {}).filter(([k]) => k === 'cpu' || k === 'memory'));
+    return { limits: only(r?.limits), requests: only(r?.requests) };
+  };
+  return !sameResources(pick(actuated), pick(allocated.spec?.resources as Resources | undefined));
+}
+
+/** `pod` with the pod-level resources `actuated` (unchanged when undefined). */
+function withPodLevel(pod: Pod, actuated: Resources | undefined): Pod {
+  if (!actuated || !pod.spec) return pod;
+  const { resources: _r, ...spec } = pod.spec;
+  return { ...pod, spec: { ...spec, ...(actuated.limits || actuated.requests ? { resources: { ...actuated } } : {}) } };
 }
 
 function withContainerResources(pod: Pod, resources: ReadonlyMap<string, Resources>): Pod {
@@ -170,10 +203,15 @@ export function formatBytes(bytes: number): string {
   return String(bytes);
 }
 
-/** The pod-level usage check `doPodResizeAction` makes before it lowers a pod's memory limit. */
-export function memoryShrinkRefusal(pod: Pod, newPodLimit: bigint | undefined, usage: number): string | undefined {
+/**
+ * The pod-level part of `validateMemoryResizeAction` (kuberuntime_manager.go), made before any
+ * memory limit is written: a pod memory limit set or lowered to at or below what the pod uses
+ * now is refused with the kubelet's message.
+ */
+export function memoryShrinkRefusal(currentPodLimit: bigint | undefined, newPodLimit: bigint | undefined, usage: number): string | undefined {
   if (newPodLimit === undefined || newPodLimit === 0n) return undefined;
-  if (BigInt(usage) >= newPodLimit) return `aborting attempt to set pod memory limit less than current memory usage for pod ${pod.metadata?.name}`;
+  const decreasing = !currentPodLimit || newPodLimit < currentPodLimit;
+  if (decreasing && BigInt(usage) >= newPodLimit) return `cannot decrease memory limits: attempting to set pod memory limit (${newPodLimit}) below current usage (${usage})`;
   return undefined;
 }
 
@@ -185,6 +223,8 @@ export interface ResizeExecutor {
   setPodCgroup(fields: readonly (keyof CgroupResources)[]): Promise<void>;
   /** The memory the pod's containers use now, in bytes. */
   podMemoryUsage(): Promise<number>;
+  /** `resource` of the pod-level resources is now in the pod cgroup (`updateActuatedPodLevelResources`). */
+  podLevelApplied?(resource: 'cpu' | 'memory'): void;
 }
 
 /**
@@ -201,8 +241,10 @@ export async function applyPodResize(pod: Pod, plan: PodResizePlan, exec: Resize
   const before = plan.podCgroupBefore;
   const after = plan.podCgroupAfter;
   const updated = new Map<string, ContainerAmounts>();
-  if (plan.memory.length) {
-    const refusal = memoryShrinkRefusal(pod, after.memoryLimit, after.memoryLimit ? await exec.podMemoryUsage() : 0);
+  if (plan.memory.length || plan.podLevel) {
+    const decreasing = after.memoryLimit !== undefined && after.memoryLimit !== 0n && (!before.memoryLimit || after.memoryLimit < before.memoryLimit);
+    // validatePodResizeAction runs for container memory updates only, not for pod-level alone.
+    const refusal = plan.memory.length && decreasing ? memoryShrinkRefusal(before.memoryLimit, after.memoryLimit, await exec.podMemoryUsage()) : undefined;
     if (refusal) throw new Error(refusal);
     // No pod memory limit after: the current one stays (the kubelet cannot remove limits either).
     const cur = before.memoryLimit ?? 0n;
@@ -214,8 +256,9 @@ export async function applyPodResize(pod: Pod, plan: PodResizePlan, exec: Resize
       updated.set(u.name, amounts);
     }
     if (next < cur && after.memoryLimit) await exec.setPodCgroup(['memoryLimit']);
+    if (plan.podLevel) exec.podLevelApplied?.('memory');
   }
-  if (plan.cpu.length) {
+  if (plan.cpu.length || plan.podLevel) {
     const curQuota = before.cpuQuota ?? 0;
     const nextQuota = after.cpuQuota ?? curQuota;
     const curShares = before.cpuShares ?? 0;
@@ -232,10 +275,61 @@ export async function applyPodResize(pod: Pod, plan: PodResizePlan, exec: Resize
     }
     if (nextShares < curShares) await exec.setPodCgroup(['cpuShares']);
     if (limitShrinks && after.cpuQuota !== undefined) await exec.setPodCgroup(quota);
+    if (plan.podLevel) exec.podLevelApplied?.('cpu');
   }
 }
 
 const quotaRank = (q: number) => (q <= 0 ? Infinity : q);
+
+// pkg/kubelet/cm/helpers_linux.go `SharesToMilliCPU`, `QuotaToMilliCPU`.
+const sharesToMilli = (shares: number) => (shares >= MIN_SHARES ? Math.ceil((shares * 1000) / 1024) : 0);
+const quotaToMilli = (quota: number, period: number) => (quota <= 0 || period <= 0 ? 0 : Math.floor((quota * 1000) / period));
+
+/** A resource amount as the API lists it: cpu in millicores, the others in units (bytes for memory). */
+function formatAmount(name: string, amount: bigint): string {
+  if (name === 'cpu') return formatMilli(Number(amount));
+  return name === 'memory' || name === 'ephemeral-storage' || name.startsWith('hugepages-') ? formatBytes(Number(amount)) : String(amount);
+}
+
+/** `value`, spelled as `spelled` when that is the same amount (the spec's spelling is kept). */
+const spelling = (value: string, spelled: string | number | undefined) => (spelled !== undefined && quantityOf(spelled) === quantityOf(value) ? String(spelled) : value);
+
+/**
+ * The pod-level status fields (kubelet_pods.go `generateAPIPodStatus` with
+ * InPlacePodLevelResourcesVerticalScaling): `allocatedResources`, the allocated pod's requests
+ * (`resource.PodRequests`: pod-level cpu and memory requests in place of the containers' sum);
+ * `resources` (`convertToAPIPodLevelResourcesStatus`), the pod-level resources as the pod cgroup
+ * holds them — computed from the pod-level resources last written to it (`actuated`), since
+ * nodelet writes rather than reads it: the cpu request from its shares (the allocated one kept
+ * when the shares are the allocated ones'), the memory request the allocated one (never in a
+ * cgroup), the cpu and memory limits from its quota and memory limit where it has them (at or
+ * below the smallest quota, the allocated cpu limit is kept). Amounts equal to the spec's keep
+ * its spelling.
+ */
+export function withPodLevelStatus(status: PodStatus, allocated: Pod, actuated: Resources | undefined, podRequestsOf: (pod: Pod) => ReadonlyMap<string, bigint>): PodStatus {
+  const spec = allocated.spec?.resources;
+  const allocatedResources: Record<string, string> = {};
+  for (const [name, amount] of podRequestsOf(allocated)) allocatedResources[name] = spelling(formatAmount(name, amount), spec?.requests?.[name]);
+  const actual = withPodLevel(allocated, actuated);
+  const held = actual.spec?.resources;
+  const cg = podCgroupResources(actual, { podPidsLimit: -1 });
+  const requests: Record<string, string> = { ...(held?.requests as Record<string, string> | undefined) };
+  const limits: Record<string, string> = { ...(held?.limits as Record<string, string> | undefined) };
+  const heldCpuRequest = requests.cpu !== undefined ? milli(requests.cpu) : 0;
+  const cgShares = cg.cpuShares ?? MIN_SHARES;
+  const cgCpuRequest = sharesToMilli(cgShares);
+  if ((cgCpuRequest > MIN_SHARES || heldCpuRequest > MIN_SHARES) && cgShares !== milliCPUToShares(BigInt(heldCpuRequest))) requests.cpu = formatMilli(cgCpuRequest);
+  const memoryRequest = podRequestsOf(actual).get('memory');
+  if (requests.memory === undefined && memoryRequest !== undefined) requests.memory = formatBytes(Number(memoryRequest));
+  const cgCpuLimit = cg.cpuQuota !== undefined ? quotaToMilli(cg.cpuQuota, cg.cpuPeriod ?? 0) : 0;
+  if (cgCpuLimit > 0 && (cgCpuLimit > MIN_MILLI_CPU_LIMIT || milli(limits.cpu) > MIN_MILLI_CPU_LIMIT)) limits.cpu = spelling(formatMilli(cgCpuLimit), limits.cpu);
+  if (cg.memoryLimit !== undefined && cg.memoryLimit > 0n) limits.memory = spelling(formatBytes(Number(cg.memoryLimit)), limits.memory);
+  return {
+    ...status,
+    ...(Object.keys(allocatedResources).length ? { allocatedResources } : {}),
+    resources: { ...(Object.keys(limits).length ? { limits } : {}), ...(Object.keys(requests).length ? { requests } : {}) },
+  };
+}
 
 // ---- Conditions, events and status ----
 

@@ -60,6 +60,8 @@ export interface PodStarterOptions {
   dns?: Omit<NodeDNS, 'nodeIPs'> | undefined;
   /** The pod cgroup each sandbox and container is created in (`EnsureExists`). */
   podCgroups?: Pick<NodeCgroups, 'ensurePod'> | undefined;
+  /** The pod cgroup was made or updated with this (allocated) pod's pod-level resources: they are actuated. */
+  podCgroupMade?: ((pod: Pod) => void) | undefined;
   /** OOM scores by QoS (see `KubeletOptions.oomScores`). */
   oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean } | undefined;
 }
@@ -334,6 +336,7 @@ export class PodStarter {
     if (parent === undefined && pod.spec?.resources && (Object.keys(pod.spec.resources.limits ?? {}).length || Object.keys(pod.spec.resources.requests ?? {}).length)) {
       throw new Error('pod-level resources (spec.resources) are applied to the pod\'s own cgroup, and pods on this node have none (cgroupsPerQOS is off or unavailable: see nodelet\'s log)');
     }
+    if (parent !== undefined) this.#o.podCgroupMade?.(pod);
     return parent === undefined ? {} : { cgroupParent: parent };
   }
 

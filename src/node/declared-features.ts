@@ -8,10 +8,11 @@
  * | feature | declared | why |
  * |---|---|---|
  * | `ExtendWebSocketsToKubelet` | yes | exec and attach serve WebSocket `v5.channel.k8s.io` (and v4 … `channel.k8s.io`), port-forward the `SPDY/3.1+portforward.k8s.io` tunnel, natively (src/streaming/remotecommand/websocket.ts, src/streaming/websocket/tunnel.ts): the apiserver may hand a client's WebSocket upgrade to the node untranslated (pkg/registry/core/pod/rest/subresources.go) |
- * | `InPlacePodLevelResourcesVerticalScaling`, `InPlacePodVerticalScalingInitContainers`, `InPlacePodVerticalScalingMemoryBackedVolumes` | no | containers and sidecars resize in place (src/kubelet/resize.ts), but not pod-level `resources`, run-to-completion init containers or a memory-backed emptyDir's size |
+ * | `InPlacePodLevelResourcesVerticalScaling` | yes | pod-level `spec.resources` (cpu and memory) resize in place: the pod cgroup and the containers that follow its limits (src/kubelet/resize.ts, allocation.ts) |
+ * | `InPlacePodVerticalScalingInitContainers`, `InPlacePodVerticalScalingMemoryBackedVolumes` | no | containers and sidecars resize in place (src/kubelet/resize.ts), but not run-to-completion init containers or a memory-backed emptyDir's size |
  * | `RestartAllContainersOnContainerExits` | yes | `restartPolicyRules` with `action: RestartAllContainers` on init, sidecar and regular containers restarts the whole pod in place (src/kubelet/restart-all.ts): the apiserver's NodeDeclaredFeatureValidator places such pods only on nodes that declare it |
  * | `UserNamespacesHostNetworkSupport` | no | `hostUsers: false` is refused |
  * | `VolumeBindMountOptions` | no | no bind-mount options |
  * | `DRANodeAllocatableResources`, `DRAOptionalNodeOperations` | no | no DRA |
  */
-export const DECLARED_FEATURES: readonly string[] = Object.freeze(['ExtendWebSocketsToKubelet', 'RestartAllContainersOnContainerExits']);
+export const DECLARED_FEATURES: readonly string[] = Object.freeze(['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'RestartAllContainersOnContainerExits']);

@@ -5,6 +5,7 @@ import type { Container, Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
 import { hashContainer } from '../hash.js';
 import { quantityOf } from '../../api/quantity.js';
+import { withPodLevelLimits } from '../../api/pod-requests.js';
 import { podHostname } from '../../api/names.js';
 import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, PulledImage, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
 import type { NetworkPlugin } from '../../network/types.js';
@@ -587,7 +588,8 @@ export class DockerRuntime implements Runtime {
         ...(config.pidNamespaceOf ? { PidMode: `container:${config.pidNamespaceOf}` } : pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
         RestartPolicy: { Name: 'no' },
         ...(config.mounts.length ? { Mounts: config.mounts.map(dockerMount) } : {}),
-        ...containerResourceConfig(container),
+        // A pod-level limit stands in for one the container does not set (getCPULimit/getMemoryLimit).
+        ...containerResourceConfig(withPodLevelLimits(pod, container)),
         ...cgroupHostConfig(config),
         ...ulimits,
         ...logConfig(engine, this.#opts.containerLogs),

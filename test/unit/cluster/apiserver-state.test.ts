@@ -28,8 +28,13 @@ function mergeStatus<T extends Record<string, unknown>>(held: T | undefined, pat
     if (v === null) delete out[k];
     else if ((k === 'conditions' || k === 'addresses') && Array.isArray(v)) {
       const list = [...((out[k] as { type: string }[] | undefined) ?? [])];
-      for (const item of v as { type: string }[]) {
+      for (const item of v as { type: string; $patch?: string }[]) {
         const i = list.findIndex((x) => x.type === item.type);
+        // Strategic merge's delete directive: the entry goes (nothing when there is none).
+        if (item.$patch === 'delete') {
+          if (i >= 0) list.splice(i, 1);
+          continue;
+        }
         const merged = Object.fromEntries(Object.entries({ ...list[i], ...item }).filter(([, x]) => x !== null)) as { type: string };
         if (i >= 0) list[i] = merged;
         else list.push(merged);
@@ -291,4 +296,29 @@ t.test('pod status comparison: kubelet conditions by status, reason and message;
   t.equal(podStatusNeedsReconcile({ ...held, podIP: '10.0.0.9' }, ours), true, 'another pod IP');
   t.equal(podStatusNeedsReconcile({ ...held, message: 'evicted' }, ours), true, 'a message nodelet would clear');
   t.equal(podStatusNeedsReconcile(undefined, ours), true);
+});
+
+t.test('a resize condition gone from ours is deleted although the watch has not yet seen the patch that set it', async (t) => {
+  const api = new FakeApiserver();
+  const created = api.put(podKey, {
+    metadata: { name: 'web', namespace: 'default', uid: podUID },
+    spec: { nodeName: 'n1', containers: [{ name: 'main', image: 'busybox:1.35' }] },
+    status: { phase: 'Pending' },
+  } as Pod);
+  const podManager = new PodManager();
+  podManager.updatePod(created);
+  const statusManager = new StatusManager({ log });
+  // A watch that never delivers anything after the pod's creation.
+  const stale = clone(created);
+  const sync = new StatusSync({ client: api.client, statusManager, podManager, hasRunningContainers: () => true, log, resyncMs: 20, apiserverPod: () => stale });
+  sync.start();
+  t.teardown(() => sync.stop());
+  const inProgress = runningStatus();
+  inProgress.conditions = [...(inProgress.conditions ?? []), { type: 'PodResizeInProgress', status: 'True' }];
+  statusManager.setPodStatus(created, inProgress);
+  await waitFor('sent', () => (sync.sent === 1 ? true : undefined), 5_000, 5);
+  t.ok(api.get<Pod>(podKey).status?.conditions?.some((c) => c.type === 'PodResizeInProgress'), 'set');
+  statusManager.setPodStatus(created, runningStatus());
+  await waitFor('sent again', () => (sync.sent === 2 ? true : undefined), 5_000, 5);
+  t.notOk(api.get<Pod>(podKey).status?.conditions?.some((c) => c.type === 'PodResizeInProgress'), 'deleted');
 });

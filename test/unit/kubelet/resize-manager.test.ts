@@ -102,3 +102,36 @@ t.test('an engine without the update: the resize stays in progress with the erro
   t.equal(await m.apply(allocated, rp), 'none', 'not tried again');
   t.same(events, ['Normal ResizeStarted', 'Warning ResizeError', 'Warning ResizeInfeasible']);
 });
+
+t.test('pod-level: a resize below the usage is an Error; a new one is applied at once, not after the back-off', async (t) => {
+  const cgroup: string[] = [];
+  const events: string[] = [];
+  const m = new ResizeManager({
+    allocation: new AllocationManager(),
+    runtime: {
+      updateContainerResources: async () => undefined,
+      containerStats: async () => ({ timestamp: new Date(), cpuUsageCoreNanoSeconds: 0, memoryUsageBytes: 10 * MiB, memoryWorkingSetBytes: 0 }),
+    },
+    podCgroups: { resizePod: async (p, fields) => void cgroup.push(`${JSON.stringify(p.spec?.resources?.limits)} ${fields.join(',')}`) },
+    record: (_pod, type, reason) => events.push(`${type} ${reason}`),
+    log: { info: () => undefined, warn: () => undefined },
+  });
+  const follower: Container = { name: 'a', image: 'img' };
+  const plrPod = (memory: string, generation: number): Pod => ({ metadata: { name: 'p', namespace: 'ns', uid: 'u1', generation }, spec: { containers: [follower], resources: { requests: { memory }, limits: { memory } } } });
+  m.allocate(plrPod('64Mi', 1), [], allocatable);
+  const rp = rpod(running(follower, { cpuRequestMilli: 2, cpuLimitMilli: 0, memoryLimitBytes: 64 * MiB }));
+  const tiny = m.allocate(plrPod('1Mi', 2), [], allocatable);
+  m.observe(plrPod('1Mi', 2), tiny, rp);
+  t.equal(await m.apply(tiny, rp), 'error');
+  t.match(conditions(m, tiny, rp), [['PodResizeInProgress', 'Error', 2]]);
+  t.match((m.status(tiny, rp, { conditions: [] } as PodStatus).conditions ?? [])[0]?.message, /^cannot decrease memory limits: attempting to set pod memory limit \(1048576\) below current usage \(10485760\)$/);
+  t.same(cgroup, [], 'nothing written');
+  const back = m.allocate(plrPod('128Mi', 3), [], allocatable);
+  t.equal(await m.apply(back, rp), 'applied', 'not held back by the failed attempt');
+  t.same(cgroup, ['{"memory":"128Mi"} memoryLimit'], 'the pod cgroup grows before the container');
+  t.same(m.allocation.actuatedPodLevel('u1'), { limits: { memory: '128Mi' }, requests: { memory: '128Mi' } }, 'recorded as actuated');
+  const now = rpod(running(follower, { cpuRequestMilli: 2, cpuLimitMilli: 0, memoryLimitBytes: 128 * MiB }));
+  m.observe(plrPod('128Mi', 3), back, now);
+  t.same(conditions(m, back, now), []);
+  t.same(events, ['Normal ResizeStarted', 'Warning ResizeError', 'Normal ResizeStarted', 'Normal ResizeCompleted']);
+});

@@ -103,7 +103,7 @@ t.test('a memory limit below what the pod uses is not attempted', async (t) => {
   const down = ctr('a', '500m', '128Mi');
   const plan = planPodResize(pod([down]), rpod([running(down, held(500, 256))]));
   const r = recorder(200 * MiB);
-  await t.rejects(plan ? applyPodResize(pod([down]), plan, r.exec) : Promise.resolve(), { message: 'aborting attempt to set pod memory limit less than current memory usage for pod p' });
+  await t.rejects(plan ? applyPodResize(pod([down]), plan, r.exec) : Promise.resolve(), { message: 'cannot decrease memory limits: attempting to set pod memory limit (134217728) below current usage (209715200)' });
   t.same(r.calls, [], 'nothing was changed');
 });
 
