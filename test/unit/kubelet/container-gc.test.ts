@@ -1,5 +1,6 @@
 import t from 'tap';
-import { ContainerGC, DEFAULT_CONTAINER_GC_POLICY, planContainerGC, podStateProvider, type ContainerGCInput, type ContainerGCPolicy, type PodStateProvider } from '../../../src/kubelet/container-gc.js';
+import { ContainerGC, DEFAULT_CONTAINER_GC_POLICY, podStateProvider, type ContainerGCPolicy } from '../../../src/kubelet/container-gc.js';
+import { planContainerGC, type ContainerGCInput, type PodStateProvider } from '../../../src/kubelet/container-gc-plan.js';
 import { createLogger } from '../../../src/logging/index.js';
 import type { RuntimeContainer, RuntimePod, RuntimeSandbox } from '../../../src/runtime/types.js';
 
