@@ -1,3 +1,6 @@
+import type { Container, Pod } from '../api/types.js';
+import { hashContainer } from '../runtime/hash.js';
+
 /**
  * Per-key exponential back-off, the kubelet's `flowcontrol.Backoff` as used for crash loops
  * (initial 10 s, doubling, capped at 5 min; an entry idle for twice the cap starts over).
@@ -51,3 +54,9 @@ export class Backoff {
     return eventTime - entry.lastUpdate > 2 * this.#maxMs;
   }
 }
+
+/**
+ * A container's back-off key, the kubelet's `GetStableKey`: pod UID, container name and the spec's
+ * hash, so a changed spec (a new image) starts from the initial delay instead of the crash loop's.
+ */
+export const backoffKey = (pod: Pod, container: Container) => `${pod.metadata?.uid}/${container.name}/${hashContainer(container)}`;

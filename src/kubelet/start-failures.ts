@@ -1,8 +1,8 @@
 import type { Container, Pod } from '../api/types.js';
 import { STATUS_MESSAGE_LIMIT, truncateMessage } from '../api/truncate.js';
-import { Backoff } from './backoff.js';
+import { Backoff, backoffKey } from './backoff.js';
 import type { RuntimePod } from '../runtime/types.js';
-import { backoffKey, type Waiting } from './pod-actions.js';
+import type { Waiting } from './pod-actions.js';
 
 /** A start held back by its back-off: the waiting reason to show meanwhile and how long is left. */
 export interface HeldStart {

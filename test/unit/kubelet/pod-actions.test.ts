@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Container, Pod } from '../../../src/api/types.js';
-import { Backoff } from '../../../src/kubelet/backoff.js';
-import { backoffKey, computePodActions } from '../../../src/kubelet/pod-actions.js';
+import { Backoff, backoffKey } from '../../../src/kubelet/backoff.js';
+import { computePodActions } from '../../../src/kubelet/pod-actions.js';
 import { hashContainer } from '../../../src/runtime/hash.js';
 import type { RuntimeContainer, RuntimePod, RuntimeSandbox } from '../../../src/runtime/types.js';
 
