@@ -6,7 +6,8 @@ import { observedGenerationOf } from '../status/generation.js';
 import { containerHashMatches, hashContainer, legacyHashContainer } from '../runtime/hash.js';
 import type { Runtime, RuntimeContainer, RuntimePod } from '../runtime/types.js';
 import { UpdateUnsupportedError } from '../runtime/update-unsupported.js';
-import { resizableContainers, resizeDecision, type AllocationManager } from './allocation.js';
+import { resizableContainers, type AllocationManager } from './allocation.js';
+import { resizeDecision } from './resize-decision.js';
 import { podRequests } from './resource-fit.js';
 import {
   applyPodResize,

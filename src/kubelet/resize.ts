@@ -4,7 +4,8 @@ import type { CgroupResources } from '../cgroups/pod-resources.js';
 import { milliCPUToShares, podCgroupResources } from '../cgroups/pod-resources.js';
 import type { RuntimeContainer, RuntimeContainerResources, RuntimePod } from '../runtime/types.js';
 import { effectiveLimits } from '../api/pod-requests.js';
-import { resizableContainers, sameResources, type Resources } from './allocation.js';
+import { resizableContainers, sameResources } from './allocation.js';
+import type { Resources } from './allocation-state.js';
 
 // pkg/kubelet/cm/helpers_linux.go: the shares floor, and the smallest cpu limit a CFS quota can
 // express (1 ms per 100 ms period): requests or limits at or below them count as equal.

@@ -3,7 +3,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Container, Pod } from '../../../src/api/types.js';
-import { ALLOCATED_PODS_STATE_FILE, AllocationManager, resizeDecision, unsupportedResize } from '../../../src/kubelet/allocation.js';
+import { AllocationManager } from '../../../src/kubelet/allocation.js';
+import { ALLOCATED_PODS_STATE_FILE } from '../../../src/kubelet/allocation-state.js';
+import { resizeDecision, unsupportedResize } from '../../../src/kubelet/resize-decision.js';
 
 const ctr = (name: string, requests: Record<string, string>, limits: Record<string, string> = {}, extra: Partial<Container> = {}): Container => ({ name, image: 'img', resources: { requests, limits }, ...extra });
 const pod = (uid: string, containers: Container[], extra: Partial<Pod> = {}): Pod => ({ metadata: { name: uid, namespace: 'ns', uid, generation: 2 }, spec: { containers }, ...extra });

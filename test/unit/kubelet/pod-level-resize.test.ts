@@ -1,7 +1,8 @@
 import t from 'tap';
 import type { Container, Pod, PodStatus } from '../../../src/api/types.js';
 import { effectiveLimits, withPodLevelLimits } from '../../../src/api/pod-requests.js';
-import { AllocationManager, resizeDecision } from '../../../src/kubelet/allocation.js';
+import { AllocationManager } from '../../../src/kubelet/allocation.js';
+import { resizeDecision } from '../../../src/kubelet/resize-decision.js';
 import { Backoff } from '../../../src/kubelet/backoff.js';
 import { computePodActions } from '../../../src/kubelet/pod-actions.js';
 import { applyPodResize, containerResizeAction, planPodResize, podLevelResizeInProgress, withPodLevelStatus, type ResizeExecutor } from '../../../src/kubelet/resize.js';
