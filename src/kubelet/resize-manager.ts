@@ -9,18 +9,9 @@ import { UpdateUnsupportedError } from '../runtime/update-unsupported.js';
 import { resizableContainers, type AllocationManager } from './allocation.js';
 import { resizeDecision } from './resize-decision.js';
 import { podRequests } from './resource-fit.js';
-import {
-  applyPodResize,
-  containerResizeAction,
-  planPodResize,
-  podLevelResizeInProgress,
-  podResizeMessage,
-  resizeCondition,
-  withPodLevelStatus,
-  withResizeConditions,
-  withResizeStatus,
-  type ResizeConditions,
-} from './resize.js';
+import { containerResizeAction, planPodResize, podLevelResizeInProgress } from './resize.js';
+import { applyPodResize } from './resize-apply.js';
+import { podResizeMessage, resizeCondition, withPodLevelStatus, withResizeConditions, withResizeStatus, type ResizeConditions } from './resize-status.js';
 
 /** The slice of the event recorder and logger the resize manager uses. */
 export interface ResizeManagerOptions {

@@ -2,7 +2,9 @@ import t from 'tap';
 import type { Container, Pod, PodStatus } from '../../../src/api/types.js';
 import { Backoff } from '../../../src/kubelet/backoff.js';
 import { computePodActions } from '../../../src/kubelet/pod-actions.js';
-import { applyPodResize, containerResizeAction, formatBytes, formatMilli, planPodResize, podResizeMessage, withResizeStatus, type ResizeExecutor } from '../../../src/kubelet/resize.js';
+import { containerResizeAction, formatBytes, formatMilli, planPodResize } from '../../../src/kubelet/resize.js';
+import { applyPodResize, type ResizeExecutor } from '../../../src/kubelet/resize-apply.js';
+import { podResizeMessage, withResizeStatus } from '../../../src/kubelet/resize-status.js';
 import { hashContainer } from '../../../src/runtime/hash.js';
 import type { RuntimeContainer, RuntimeContainerResources, RuntimePod } from '../../../src/runtime/types.js';
 
