@@ -1,6 +1,7 @@
 import t from 'tap';
 import type { Pod, PodSpec } from '../../../src/api/types.js';
-import { generatePodStatus, getPhase, type WaitingReason } from '../../../src/kubelet/pod-status.js';
+import { generatePodStatus, getPhase } from '../../../src/kubelet/pod-status.js';
+import type { WaitingReason } from '../../../src/kubelet/container-statuses.js';
 import type { RuntimeContainer, RuntimePod, RuntimeSandbox, RuntimeContainerState } from '../../../src/runtime/types.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
