@@ -1,3 +1,8 @@
+/**
+ * The kubelet's start path, acting on what a sync decided (pkg/kubelet/kuberuntime/kuberuntime_manager.go
+ * `SyncPod`, kuberuntime_container.go `startContainer`): kills, removals, the sandbox (start-sandbox.ts),
+ * in-place resizes, then each container's image, config, start and postStart hook.
+ */
 import type { Container, Pod } from '../api/types.js';
 import type { EventSubject, EventType } from '../events/recorder.js';
 import type { Logger } from '../logging/index.js';
@@ -8,8 +13,7 @@ import type { VolumeManager } from '../volumes/manager.js';
 import type { NodeDNS } from '../volumes/resolv-conf.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import type { NodeCgroups } from '../cgroups/node-cgroups.js';
-import { containerOOMScoreAdjust, POD_INFRA_OOM_ADJ, settableOOMScore } from '../cgroups/oom-score.js';
-import { readsPodIP } from '../volumes/downward-api.js';
+import { containerOOMScoreAdjust } from '../cgroups/oom-score.js';
 import { buildContainerConfig } from './container-config.js';
 import type { ImagePullManager } from './image-pull-manager.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
@@ -19,10 +23,8 @@ import type { ContainerStart, PodActions, Waiting } from './pod-actions.js';
 import { runtimeProbeIO } from './prober/runtime-io.js';
 import { TerminationOrdering, needsTerminationOrdering } from './termination-order.js';
 import { pullCredentials } from './pull-secrets.js';
-import { podSandboxConfig } from './sandbox-config.js';
-import { sandboxRefusal } from './security-context.js';
 import type { StartFailures } from './start-failures.js';
-import { unsupportedFieldRefusal } from './unsupported.js';
+import { SandboxStarter } from './start-sandbox.js';
 
 /** What starting needs of the runtime: images, sandboxes, container starts, removals of what a sync replaces, and exec and port-forward for postStart hooks. */
 export type StartRuntime = Pick<Runtime, 'imageStatus' | 'pullImage' | 'runSandbox' | 'networkStatus' | 'startContainer' | 'removeContainer' | 'exec' | 'portForward'>;
@@ -66,17 +68,12 @@ export interface PodStarterOptions {
   oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean } | undefined;
 }
 
-/** The kubelet's `NetworkNotReadyErrorMsg` (pkg/kubelet/kubelet.go). */
-const NETWORK_NOT_READY = 'network is not ready';
-/** How soon a pod held by a not-ready network is synced again (the plugin re-reads its config every 5 s). */
-const NETWORK_NOT_READY_RETRY_MS = 2000;
-
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
 
 /**
  * The kubelet's start path (pkg/kubelet/kuberuntime/kuberuntime_manager.go `SyncPod`'s sandbox
- * part, kuberuntime_container.go `startContainer`): a pod's sandbox created, each container's
+ * part, kuberuntime_container.go `startContainer`): a pod's sandbox created (start-sandbox.ts), each container's
  * image ensured, its config generated, the container created and started, its postStart hook
  * run; every failure recorded in the start-failure memory (`StartFailures`) with the kubelet's
  * events and waiting reasons, and held back by its back-off (`holdFailedStarts`). What to start
@@ -84,9 +81,11 @@ const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec
  */
 export class PodStarter {
   readonly #o: PodStarterOptions;
+  readonly #sandboxes: SandboxStarter;
 
   constructor(opts: PodStarterOptions) {
     this.#o = opts;
+    this.#sandboxes = new SandboxStarter(opts, (pod, container, failed) => this.#startFailed(pod, container, failed));
   }
 
   /**
@@ -158,61 +157,9 @@ export class PodStarter {
     actions.resyncAfterMs = Math.min(actions.resyncAfterMs ?? Infinity, sandboxHeld.leftMs);
   }
 
-  /**
-   * `SyncPod`'s sandbox part: a new sandbox (attempt `attempt`) for `pod`, or undefined when none
-   * was made and nothing starts this sync — the pod is refused before a sandbox exists (its
-   * `starts` wait with `CreateContainerConfigError`), the runtime's network is not ready (tried
-   * again in 2 s), or the creation failed (`FailedCreatePodSandBox`, held by the sandbox back-off).
-   */
-  async createSandbox(pod: Pod, runtimePod: RuntimePod | undefined, attempt: number, starts: readonly ContainerStart[], plog: Logger): Promise<RuntimeSandbox | undefined> {
-    const { runtime, record } = this.#o;
-    const refusal = sandboxRefusal(pod) ?? unsupportedFieldRefusal(pod, runtime.networkStatus());
-    if (refusal) {
-      // Refused before a sandbox exists (user namespaces, fields nodelet cannot apply): nothing is created.
-      plog.warn({ reason: refusal.reason }, refusal.message);
-      record(pod, 'Warning', refusal.reason, refusal.message);
-      for (const s of starts) this.#startFailed(pod, s.container, { reason: 'CreateContainerConfigError', message: refusal.message });
-      return undefined;
-    }
-    if (!pod.spec?.hostNetwork) {
-      const { readiness } = runtime.networkStatus();
-      if (!readiness.ready) {
-        // The kubelet's syncPod: no pod-network sandbox while the runtime's network is not ready
-        // (host-network pods still start); tried again once the plugin may have loaded a config.
-        const message = `${NETWORK_NOT_READY}: container runtime network not ready: NetworkReady=false reason:${readiness.reason} message:docker: network plugin is not ready: ${readiness.message}`;
-        plog.warn({ reason: readiness.reason }, message);
-        record(pod, 'Warning', 'NetworkNotReady', message);
-        this.#o.scheduleAfter(pod.metadata?.uid ?? '', NETWORK_NOT_READY_RETRY_MS);
-        return undefined;
-      }
-    }
-    try {
-      plog.info({ attempt }, 'Creating pod sandbox');
-      const cgroupParent = await this.#podCgroup(pod);
-      const podStartTime = this.#podStartTime(pod, runtimePod);
-      const { id, ips } = await runtime.runSandbox(pod, attempt, { ...(await this.#sandboxConfig(pod)), ...cgroupParent, ...this.#oomScore(POD_INFRA_OOM_ADJ), podStartTime });
-      this.#o.metrics?.startedPods.inc();
-      this.#o.failures.sandboxCreated(pod.metadata?.uid ?? '');
-      if (attempt > 0) record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
-      let sandbox: RuntimeSandbox = { id, attempt, ready: true, createdAt: new Date(), podStartTime, ips };
-      if (!ips.length && readsPodIP(pod) && !pod.spec?.hostNetwork) {
-        // The downward API needs the new sandbox's IP before the containers are configured: on a
-        // Docker network (`--pod-network`) it is Docker's, read back by a relist.
-        await this.#o.pods.relist();
-        sandbox = this.#o.pods.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === id) ?? sandbox;
-      }
-      return sandbox;
-    } catch (err) {
-      this.#o.metrics?.startedPodErrors.inc();
-      const message = `Failed to create pod sandbox: ${(err as Error).message}`;
-      plog.warn({ err }, 'Failed to create pod sandbox');
-      record(pod, 'Warning', 'FailedCreatePodSandBox', message);
-      const uid = pod.metadata?.uid ?? '';
-      this.#o.scheduleAfter(uid, this.#o.failures.sandboxFailed(uid, { reason: 'ContainerCreating', message }, Date.now()));
-      // No runtime change may follow (no PLEG event): one more sync publishes the failure now.
-      this.#o.schedule(uid);
-      return undefined;
-    }
+  /** `SyncPod`'s sandbox part (start-sandbox.ts `SandboxStarter.createSandbox`): the new sandbox, or undefined when none was made. */
+  createSandbox(pod: Pod, runtimePod: RuntimePod | undefined, attempt: number, starts: readonly ContainerStart[], plog: Logger): Promise<RuntimeSandbox | undefined> {
+    return this.#sandboxes.createSandbox(pod, runtimePod, attempt, starts, plog);
   }
 
   /**
@@ -271,8 +218,8 @@ export class PodStarter {
     }
     try {
       if (this.#o.rootDir) config = { ...config, mounts: [...config.mounts, await terminationLogMount(this.#o.rootDir, pod, container, attempt)] };
-      const score = this.#o.oomScores ? this.#oomScore(containerOOMScoreAdjust(pod, container, this.#o.oomScores.memoryCapacity)) : {};
-      config = { ...config, ...(await this.#podCgroup(pod)), ...score };
+      const score = this.#o.oomScores ? this.#sandboxes.oomScore(containerOOMScoreAdjust(pod, container, this.#o.oomScores.memoryCapacity)) : {};
+      config = { ...config, ...(await this.#sandboxes.podCgroup(pod)), ...score };
       const id = await runtime.startContainer(pod, container, sandbox, attempt, config);
       this.#o.failures.containerStarted(pod, container);
       this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
@@ -311,49 +258,5 @@ export class PodStarter {
     // A failure that left no container brings no PLEG event: one more sync (held by the back-off)
     // publishes the waiting reason now instead of when the back-off ends.
     this.#o.schedule(uid);
-  }
-
-  /**
-   * The pod's start time to record on a new sandbox: the one already reported (the status
-   * manager's, or the source's — a mirror or apiserver pod — or an older sandbox's), else now,
-   * the kubelet's choice for a pod's first status (pkg/kubelet/status/status_manager.go
-   * `updateStatusInternal`).
-   */
-  #podStartTime(pod: Pod, runtimePod: RuntimePod | undefined): Date {
-    const reported = this.#o.status.getPodStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
-    const oldest = runtimePod?.sandboxes.at(-1);
-    const at = reported ? new Date(reported) : (oldest?.podStartTime ?? oldest?.createdAt);
-    return at && !Number.isNaN(at.getTime()) ? at : new Date();
-  }
-
-  /**
-   * The pod's cgroup, made or brought up to date (the kubelet's `EnsureExists` in `SyncPod`), as
-   * the engine's `CgroupParent`; nothing where pods have none. Pod-level `spec.resources` are the
-   * pod cgroup's limits and nothing else, so a pod with them is refused where there is none.
-   */
-  async #podCgroup(pod: Pod): Promise<{ cgroupParent?: string }> {
-    const parent = await this.#o.podCgroups?.ensurePod(pod);
-    if (parent === undefined && pod.spec?.resources && (Object.keys(pod.spec.resources.limits ?? {}).length || Object.keys(pod.spec.resources.requests ?? {}).length)) {
-      throw new Error('pod-level resources (spec.resources) are applied to the pod\'s own cgroup, and pods on this node have none (cgroupsPerQOS is off or unavailable: see nodelet\'s log)');
-    }
-    if (parent !== undefined) this.#o.podCgroupMade?.(pod);
-    return parent === undefined ? {} : { cgroupParent: parent };
-  }
-
-  /** `OomScoreAdj` as this host can set it (see `settableOOMScore`); nothing without `oomScores`. */
-  #oomScore(score: number): { oomScoreAdj?: number } {
-    const o = this.#o.oomScores;
-    return o ? { oomScoreAdj: settableOOMScore(score, o.canLower) } : {};
-  }
-
-  /** Hostname and DNS of a new sandbox (`generatePodSandboxConfig`); its errors fail the sandbox. */
-  #sandboxConfig(pod: Pod): ReturnType<typeof podSandboxConfig> {
-    const { record, nodeIP, nodeSubject } = this.#o;
-    const dns = this.#o.dns ?? { clusterDNS: [], clusterDomain: '', resolvConf: '/etc/resolv.conf' };
-    return podSandboxConfig(pod, {
-      dns: { ...dns, nodeIPs: nodeIP ? [nodeIP] : [] },
-      volumes: this.#o.volumes,
-      warn: (on, reason, message) => record(on === 'node' ? nodeSubject : pod, 'Warning', reason, message),
-    });
   }
 }
