@@ -1,90 +1,27 @@
 import { EventEmitter } from 'node:events';
 import type { Pod } from '../api/types.js';
-import type { EventRecorder } from '../events/recorder.js';
-import type { Logger } from '../logging/index.js';
-import type { PodManager } from '../pod/manager.js';
-import type { Runtime, RuntimePod } from '../runtime/types.js';
-import type { RelistHealth } from './pleg.js';
-import type { StatusManager } from '../status/manager.js';
 import { rfc3339 } from '../api/time.js';
-import type { Metrics } from '../metrics/registry.js';
-import { Backoff } from './backoff.js';
-import { PLEG } from './pleg.js';
-import { PodWorkers } from './pod-workers.js';
-import { computePodActions, type Waiting } from './pod-actions.js';
-import { ProberManager } from './prober/manager.js';
-import { runtimeProbeIO } from './prober/runtime-io.js';
-import { PodKiller } from './kill.js';
-import { generatePodStatus } from './pod-status.js';
-import { attemptFromStatus, restartAllActions, restartingAllContainers } from './restart-all.js';
-import type { ImagePullManager } from './image-pull-manager.js';
-import { admissionRefusal, rejectedStatus, type AdmissionRefusal } from './admission.js';
-import { checkLimitsForResolvConf } from './sandbox-config.js';
-import type { NodeDNS } from '../volumes/resolv-conf.js';
-import { deadlineExceeded, failedStatus, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
-import type { VolumeManager } from '../volumes/manager.js';
-import type { PodObjectSource } from '../volumes/source.js';
-import type { NodeCgroups } from '../cgroups/node-cgroups.js';
-import { CONTAINER_GC_PERIOD_MS, ContainerGC, DEFAULT_CONTAINER_GC_POLICY, podStateProvider, type ContainerGCPolicy } from './container-gc.js';
+import type { RuntimePod } from '../runtime/types.js';
 import { isTerminalPhase } from '../status/transitions.js';
-import { AllocationManager } from './allocation.js';
-import { RESIZE_RETRY_MS, ResizeManager } from './resize-manager.js';
-import { PodStarter } from './start.js';
-import { StartFailures } from './start-failures.js';
-
-export interface KubeletOptions {
-  nodeName: string;
-  nodeIP: string;
-  runtime: Runtime;
-  podManager: PodManager;
-  statusManager: StatusManager;
-  recorder: EventRecorder;
-  log: Logger;
-  /** Every pod is re-synced this often even without events (`syncFrequency`). */
-  syncFrequencyMs: number;
-  relistPeriodMs?: number;
-  /** Crash-loop back-off; injectable so tests can shorten it. */
-  backoff?: Backoff;
-  /**
-   * Back-off between failed sandbox creations (default 1 s doubling to 10 s, the kubelet's pod
-   * worker back-off): a runtime that refuses sandboxes is not asked again on every PLEG event.
-   */
-  sandboxBackoff?: Backoff;
-  metrics?: Metrics;
-  /** Sets up pod volumes before containers start and removes them with the pod; absent: pods with volumes are refused. */
-  volumes?: VolumeManager;
-  /** The apiserver's secrets and configMaps for `env` and `envFrom` (cluster mode); absent standalone. */
-  objects?: PodObjectSource;
-  /** Who may reuse a pulled image (`KubeletEnsureSecretPulledImages`); absent: any pod may use any present image. */
-  imagePullManager?: ImagePullManager;
-  /** `--root-dir`: where each container instance's termination-message file lives. */
-  rootDir?: string;
-  /** `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: each sandbox's resolv.conf and FQDN (absent: no cluster DNS, the node's /etc/resolv.conf). */
-  dns?: Omit<NodeDNS, 'nodeIPs'>;
-  /** Pod cgroups (`cgroupsPerQOS`, src/cgroups/); absent: pods run in the engine's default cgroups. */
-  podCgroups?: Pick<NodeCgroups, 'ensurePod' | 'removePod'> & Partial<Pick<NodeCgroups, 'resizePod'>>;
-  /**
-   * OOM scores by QoS (pkg/kubelet/qos/policy.go): the node's memory capacity, and whether scores
-   * below 0 can be set here (`CAP_SYS_RESOURCE`); absent: the engine's default score.
-   */
-  oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean };
-  /** The container GC's policy (default: the kubelet's) and period (default 1 min, `ContainerGCPeriod`). */
-  containerGC?: { policy?: ContainerGCPolicy; periodMs?: number };
-}
-
-/** What the kubelet tells its listeners (`Kubelet.on`). */
-export interface KubeletEvents {
-  /**
-   * A pod being deleted (`deletionTimestamp`) has no running container left and its terminal
-   * status is published: cluster mode may now delete the pod object.
-   */
-  podTerminated: [uid: string];
-  /** A pod the node will not run was reported `Failed` (`rejectPod`): cluster mode delivers that status although no source runs it. */
-  podRejected: [pod: Pod, refusal: AdmissionRefusal];
-}
+import { admissionRefusal, rejectedStatus, type AdmissionRefusal } from './admission.js';
+import type { Backoff } from './backoff.js';
+import { CONTAINER_GC_PERIOD_MS, type ContainerGC } from './container-gc.js';
+import type { PodKiller } from './kill.js';
+import type { KubeletEvents, KubeletOptions } from './kubelet-options.js';
+import { buildKubeletParts, containerSubject, nodeSubject } from './kubelet-parts.js';
+import type { PLEG, RelistHealth } from './pleg.js';
+import { computePodActions, type Waiting } from './pod-actions.js';
+import { deadlineExceeded, failedStatus, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
+import { generatePodStatus } from './pod-status.js';
+import type { PodWorkers } from './pod-workers.js';
+import type { ProberManager } from './prober/manager.js';
+import { RESIZE_RETRY_MS, type ResizeManager } from './resize-manager.js';
+import { attemptFromStatus, restartAllActions, restartingAllContainers } from './restart-all.js';
+import { checkLimitsForResolvConf } from './sandbox-config.js';
+import type { StartFailures } from './start-failures.js';
+import type { PodStarter } from './start.js';
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec.containers{${name}}` });
 
 /**
  * The sync loop: one worker per pod UID, serialised (a sync requested while one runs sets `again`),
@@ -94,6 +31,8 @@ const containerSubject = (pod: Pod, name: string) => ({ ...pod, fieldPath: `spec
  */
 /** How long `stop` waits for the pod syncs in progress (any pod's kill that ends normally, not one waiting out a long grace period). */
 const STOP_WAIT_MS = 10_000;
+
+export type { KubeletEvents, KubeletOptions } from './kubelet-options.js';
 
 export class Kubelet {
   /** The runtime's pods as last listed; read through `runtimePod`, `runtimePods` and `relistHealth`. */
@@ -152,77 +91,21 @@ export class Kubelet {
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
-    const cgroups = opts.podCgroups;
-    this.#resize = new ResizeManager({
-      allocation: new AllocationManager({ ...(opts.rootDir ? { rootDir: opts.rootDir } : {}), log: opts.log }),
-      runtime: opts.runtime,
-      podCgroups: cgroups?.resizePod ? { resizePod: (pod, fields) => cgroups.resizePod?.(pod, fields) ?? Promise.resolve() } : undefined,
-      record: (pod, type, reason, message) => opts.recorder.record(pod, type, reason, message),
-      log: opts.log,
-    });
-    this.#killer = new PodKiller({
-      runtime: opts.runtime,
-      record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
-      log: opts.log,
-      ...(opts.volumes ? { tearDownVolumes: (uid: string) => opts.volumes?.tearDown(uid) ?? Promise.resolve() } : {}),
-      ...(cgroups ? { removePodCgroup: (uid: string) => cgroups.removePod(uid) } : {}),
-    });
-    this.#backoff = opts.backoff ?? new Backoff();
-    this.#failures = new StartFailures(opts.sandboxBackoff ? { sandboxBackoff: opts.sandboxBackoff } : {});
-    this.#workers = new PodWorkers({
+    const parts = buildKubeletParts(opts, {
       sync: (uid) => this.#sync(uid),
-      onError: (err, uid) => opts.log.error({ err, podUID: uid }, 'Error syncing pod'),
-      isGone: (uid) => !opts.podManager.getPodByUID(uid) && !this.#pleg.getPod(uid),
-    });
-    this.#pleg = new PLEG({ runtime: opts.runtime, log: opts.log, ...(opts.relistPeriodMs ? { relistPeriodMs: opts.relistPeriodMs } : {}) });
-    this.#starter = new PodStarter({
-      nodeIP: opts.nodeIP, runtime: opts.runtime, log: opts.log, metrics: opts.metrics, volumes: opts.volumes, objects: opts.objects,
-      imagePullManager: opts.imagePullManager, rootDir: opts.rootDir, dns: opts.dns, podCgroups: opts.podCgroups, oomScores: opts.oomScores,
-      podCgroupMade: (pod) => this.#resize.podCgroupMade(pod),
-      record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
-      nodeSubject: this.#nodeSubject(),
-      failures: this.#failures,
-      pods: this.#pleg,
-      status: opts.statusManager,
-      killer: this.#killer,
       schedule: (uid) => this.#schedule(uid),
       scheduleAfter: (uid, ms) => this.#scheduleAfter(uid, ms),
+      sourcesReady: () => this.#sourcesReady,
     });
-    this.prober = new ProberManager({
-      io: (pod, containerId, sandboxId) => runtimeProbeIO(opts.runtime, containerId, sandboxId, this.#podIP(pod, sandboxId)),
-      onChange: (uid) => this.#schedule(uid),
-      onFailure: (pod, container, kind, output) => {
-        const probe = `${kind[0]?.toUpperCase()}${kind.slice(1)} probe`;
-        opts.log.info({ pod: podRef(pod), container, probe: kind, output }, 'Probe failed');
-        opts.recorder.record(containerSubject(pod, container), 'Warning', 'Unhealthy', `${probe} failed: ${output}`);
-      },
-      // pkg/kubelet/prober/prober.go: "%s probe warning: %s", reason ProbeWarning.
-      onWarning: (pod, container, kind, warning) => {
-        opts.recorder.record(containerSubject(pod, container), 'Warning', 'ProbeWarning', `${kind[0]?.toUpperCase()}${kind.slice(1)} probe warning: ${warning}`);
-      },
-    });
-    this.#containerGC = new ContainerGC({
-      runtime: opts.runtime,
-      policy: opts.containerGC?.policy ?? DEFAULT_CONTAINER_GC_POLICY,
-      pods: async () => {
-        await this.#pleg.relist();
-        const { lastError } = this.#pleg.health();
-        if (lastError !== undefined) throw new Error(`failed to list containers: ${lastError}`);
-        return this.#pleg.getPods();
-      },
-      allSourcesReady: () => this.#sourcesReady,
-      state: podStateProvider({
-        known: (uid) => {
-          const pod = opts.podManager.getPodByUID(uid);
-          return pod && { deleting: !!pod.metadata?.deletionTimestamp };
-        },
-        status: (uid) => opts.statusManager.getPodStatus(uid) ?? opts.podManager.getPodByUID(uid)?.status,
-        runtimePod: (uid) => this.#pleg.getPod(uid),
-        allSourcesReady: () => this.#sourcesReady,
-      }),
-      warn: (reason, message) => opts.recorder.record(this.#nodeSubject(), 'Warning', reason, message),
-      log: opts.log.child({ component: 'container-gc' }),
-    });
+    this.#pleg = parts.pleg;
+    this.#workers = parts.workers;
+    this.#backoff = parts.backoff;
+    this.#failures = parts.failures;
+    this.#resize = parts.resize;
+    this.#killer = parts.killer;
+    this.#starter = parts.starter;
+    this.prober = parts.prober;
+    this.#containerGC = parts.containerGC;
   }
 
   /** Listens to what the kubelet tells (`KubeletEvents`); returns the function that stops listening. */
@@ -262,7 +145,7 @@ export class Kubelet {
   }
 
   start(): void {
-    if (this.#o.dns) void checkLimitsForResolvConf(this.#o.dns, (reason, message) => this.#o.recorder.record(this.#nodeSubject(), 'Warning', reason, message));
+    if (this.#o.dns) void checkLimitsForResolvConf(this.#o.dns, (reason, message) => this.#o.recorder.record(nodeSubject(this.#o.nodeName), 'Warning', reason, message));
     this.#pleg.start((uid) => this.#schedule(uid));
     const resync = () => {
       this.#resyncTimer = setTimeout(() => {
@@ -552,11 +435,6 @@ export class Kubelet {
     await this.#pleg.relist();
   }
 
-  /** The pod IP of a sandbox as last listed, where probes and hooks connect by default. */
-  #podIP(pod: Pod, sandboxId: string): string | undefined {
-    return this.#pleg.getPod(pod.metadata?.uid ?? '')?.sandboxes.find((s) => s.id === sandboxId)?.ips[0];
-  }
-
   #probeResults(uid: string): NonNullable<Parameters<typeof generatePodStatus>[2]['probes']> {
     return {
       ready: (name, id) => this.prober.isReady(uid, name, id),
@@ -595,12 +473,6 @@ export class Kubelet {
     if (result !== 'none') this.#schedule(uid);
     if (result === 'error') this.#scheduleAfter(uid, RESIZE_RETRY_MS);
     return result;
-  }
-
-  /** The node as an event's subject (the kubelet's nodeRef: its name as UID, no namespace). */
-  #nodeSubject() {
-    const name = this.#o.nodeName;
-    return { kind: 'Node', metadata: { name, uid: name, namespace: '' } };
   }
 
   /**
