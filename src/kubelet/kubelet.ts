@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
 import type { Pod } from '../api/types.js';
-import { rfc3339 } from '../api/time.js';
 import type { RuntimePod } from '../runtime/types.js';
 import { isTerminalPhase } from '../status/transitions.js';
 import { admissionRefusal, rejectedStatus, type AdmissionRefusal } from './admission.js';
@@ -10,15 +9,15 @@ import type { PodKiller } from './kill.js';
 import type { KubeletEvents, KubeletOptions } from './kubelet-options.js';
 import { buildKubeletParts, containerSubject, nodeSubject } from './kubelet-parts.js';
 import type { PLEG, RelistHealth } from './pleg.js';
-import { computePodActions, type Waiting } from './pod-actions.js';
-import { deadlineExceeded, failedStatus, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
-import { generatePodStatus } from './pod-status.js';
+import { computePodActions } from './pod-actions.js';
+import { deadlineExceeded, nodeShutdown, nodeShutdownRefusal, shutdownGrace, shutdownPlan, type PodFailure, type ShutdownGroup } from './pod-failure.js';
 import type { PodWorkers } from './pod-workers.js';
 import type { ProberManager } from './prober/manager.js';
 import { RESIZE_RETRY_MS, type ResizeManager } from './resize-manager.js';
 import { attemptFromStatus, restartAllActions, restartingAllContainers } from './restart-all.js';
 import { checkLimitsForResolvConf } from './sandbox-config.js';
 import type { StartFailures } from './start-failures.js';
+import { StatusPublisher } from './status-publisher.js';
 import type { PodStarter } from './start.js';
 
 const podRef = (pod: { metadata?: { namespace?: string; name?: string } }) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -78,8 +77,6 @@ export class Kubelet {
   readonly #evictions = new Map<string, { failure: PodFailure; graceSeconds: number }>();
   /** Evicted pods whose containers, volumes and cgroup were removed: their status is final. */
   readonly #reclaimed = new Set<string>();
-  /** When each pod was first synced, until it first runs (`kubelet_pod_start_duration_seconds`; a metric's clock, not a start failure). */
-  readonly #firstSeen = new Map<string, number>();
   /** Dead containers and sandboxes go through it, never through a pod's sync (src/kubelet/container-gc.ts). */
   readonly #containerGC: ContainerGC;
   /** Allocated resources and in-place resizes (src/kubelet/resize-manager.ts). */
@@ -88,6 +85,8 @@ export class Kubelet {
   readonly #killer: PodKiller;
   /** Sandboxes and containers are started through it (src/kubelet/start.ts). */
   readonly #starter: PodStarter;
+  /** Each sync's status reaches the status manager through it (src/kubelet/status-publisher.ts). */
+  readonly #statusPublisher: StatusPublisher;
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
@@ -106,6 +105,7 @@ export class Kubelet {
     this.#starter = parts.starter;
     this.prober = parts.prober;
     this.#containerGC = parts.containerGC;
+    this.#statusPublisher = new StatusPublisher({ nodeIP: opts.nodeIP, status: opts.statusManager, failures: parts.failures, prober: parts.prober, resize: parts.resize, metrics: opts.metrics });
   }
 
   /** Listens to what the kubelet tells (`KubeletEvents`); returns the function that stops listening. */
@@ -276,7 +276,7 @@ export class Kubelet {
         this.#refused.delete(uid);
         this.#admitted.delete(uid);
         this.#failed.delete(uid);
-        this.#firstSeen.delete(uid);
+        this.#statusPublisher.forget(uid);
         this.#evictions.delete(uid);
         this.#reclaimed.delete(uid);
         this.#o.statusManager.deletePodStatus(uid);
@@ -303,7 +303,7 @@ export class Kubelet {
     if (deadlineLeft !== undefined) this.#scheduleAfter(uid, deadlineLeft);
 
     const now = Date.now();
-    if (!this.#firstSeen.has(uid) && !runtimePod) this.#firstSeen.set(uid, now);
+    if (!runtimePod) this.#statusPublisher.seen(uid, now);
     this.prober.syncPod(pod, runtimePod);
     // A RestartAllContainers reset due (its condition in the status last reported) replaces the
     // usual work: every container killed and removed; the next sync starts the pod over.
@@ -318,7 +318,7 @@ export class Kubelet {
         });
     this.#resize.observe(pod, allocated, runtimePod);
     this.#starter.holdFailedStarts(pod, actions, now);
-    this.#publishStatus(pod, runtimePod, actions.waiting);
+    this.#statusPublisher.publish(pod, runtimePod, actions.waiting);
     if (isTerminalPhase(this.#o.statusManager.getPodStatus(uid)?.phase)) {
       // A pod in a terminal phase runs nothing again (the kubelet's SyncPod stops at a terminal
       // status), even when the container GC has removed the dead containers that said it finished.
@@ -422,7 +422,7 @@ export class Kubelet {
       this.#failed.add(uid);
       this.#o.recorder.record(pod, 'Normal', failure.reason, failure.message);
     }
-    this.#publishStatus(pod, runtimePod, new Map(), running.length === 0, failure);
+    this.#statusPublisher.publish(pod, runtimePod, new Map(), running.length === 0, failure);
     if (running.length === 0) this.#endingDone.get(uid)?.();
     if (running.length === 0 && sandboxes.length === 0) {
       if (!failure) this.#events.emit('podTerminated', uid);
@@ -433,33 +433,6 @@ export class Kubelet {
     if (runtimePod) await this.#killer.killPod(runtimePod, pod, { grace: graceOverride });
     // The stops come back as PLEG events; the next sync publishes the terminal status.
     await this.#pleg.relist();
-  }
-
-  #probeResults(uid: string): NonNullable<Parameters<typeof generatePodStatus>[2]['probes']> {
-    return {
-      ready: (name, id) => this.prober.isReady(uid, name, id),
-      started: (name, id) => this.prober.isStarted(uid, name, id),
-    };
-  }
-
-  #publishStatus(pod: Pod, runtimePod: RuntimePod | undefined, waiting: ReadonlyMap<string, Waiting>, terminal = false, failure?: PodFailure): void {
-    // The start time its oldest sandbox recorded (or, on sandboxes from before the label, when
-    // that sandbox was created): stable across restarts of nodelet.
-    const firstSandbox = runtimePod?.sandboxes.at(-1);
-    const recorded: Pod = firstSandbox && !pod.status?.startTime
-      ? { ...pod, status: { ...pod.status, startTime: rfc3339(firstSandbox.podStartTime ?? firstSandbox.createdAt) } }
-      : pod;
-    const allWaiting = this.#failures.waiting(pod, runtimePod, waiting);
-    const previous = this.#o.statusManager.getPodStatus(pod.metadata?.uid ?? '') ?? pod.status;
-    const generated = generatePodStatus(recorded, runtimePod, { hostIP: this.#o.nodeIP, waiting: allWaiting, now: new Date(), terminal, probes: this.#probeResults(pod.metadata?.uid ?? ''), previous });
-    const status = this.#resize.status(pod, runtimePod, failure ? failedStatus(generated, failure, pod) : generated);
-    this.#o.statusManager.setPodStatus(recorded, status);
-    const uid = pod.metadata?.uid ?? '';
-    const firstSeen = this.#firstSeen.get(uid);
-    if (firstSeen !== undefined && status.phase === 'Running') {
-      this.#firstSeen.delete(uid);
-      this.#o.metrics?.podStartDuration.observe((Date.now() - firstSeen) / 1000);
-    }
   }
 
   /**
@@ -588,7 +561,7 @@ export class Kubelet {
       await this.#pleg.relist();
       this.#o.statusManager.deletePodStatus(uid);
       this.#forgetBackoffs(uid);
-      this.#firstSeen.delete(uid);
+      this.#statusPublisher.forget(uid);
       this.#restarts.delete(uid);
       req.onKilled();
       req.resolve();
