@@ -2,10 +2,9 @@ import { EventEmitter } from 'node:events';
 import type { Pod } from '../api/types.js';
 import type { RuntimePod } from '../runtime/types.js';
 import { isTerminalPhase } from '../status/transitions.js';
+import { activeDeadlineLeft } from './active-deadline.js';
 import { rejectedStatus, type AdmissionRefusal } from './admission.js';
-import { AdmittedPods } from './admitted-pods.js';
 import { CONTAINER_GC_PERIOD_MS } from './container-gc.js';
-import { PodEvictions, PodRestarts } from './kill-now.js';
 import type { KubeletEvents, KubeletOptions } from './kubelet-options.js';
 import { buildKubeletParts, containerSubject, nodeSubject, type KubeletParts } from './kubelet-parts.js';
 import type { RelistHealth } from './pleg.js';
@@ -15,9 +14,6 @@ import type { ProberManager } from './prober/manager.js';
 import { RESIZE_RETRY_MS } from './resize-manager.js';
 import { attemptFromStatus, restartAllActions, restartingAllContainers } from './restart-all.js';
 import { checkLimitsForResolvConf } from './sandbox-config.js';
-import { NodeShutdown } from './shutdown.js';
-import { StatusPublisher } from './status-publisher.js';
-import { PodTerminator, type PodTerminatorOptions } from './terminate.js';
 
 export type { KubeletEvents, KubeletOptions } from './kubelet-options.js';
 
@@ -34,24 +30,11 @@ const STOP_WAIT_MS = 10_000;
  */
 export class Kubelet {
   readonly #o: KubeletOptions;
-  /** The PLEG, the pod workers, the back-offs, the resize manager, the killer, the starter, the container GC. */
+  /** The parts and modules of src/kubelet/ it drives (src/kubelet/kubelet-parts.ts). */
   readonly #p: KubeletParts;
   readonly #events = new EventEmitter<KubeletEvents>();
   /** Liveness, readiness and startup probes of the running containers. */
   readonly prober: ProberManager;
-  /** Admission handlers, the node's allocatable, the pods refused and admitted (src/kubelet/admitted-pods.ts). */
-  readonly #admission: AdmittedPods;
-  /** Each sync's status reaches the status manager through it (src/kubelet/status-publisher.ts). */
-  readonly #statusPublisher: StatusPublisher;
-  /** Deletion, deadline, eviction and shutdown of a pod still in its source (src/kubelet/terminate.ts). */
-  readonly #terminator: PodTerminator;
-  /** Graceful node shutdown (src/kubelet/shutdown.ts). */
-  readonly #shutdown: NodeShutdown;
-  /** Evictions and deletes through the API, done by the pod's worker (src/kubelet/kill-now.ts). */
-  readonly #evictions: PodEvictions;
-  readonly #restarts: PodRestarts;
-  /** Pods removed from their source whose containers still run: their last spec, for preStop hooks. */
-  readonly #removedSpecs = new Map<string, Pod>();
   #sourcesReady = false;
   #resyncTimer: NodeJS.Timeout | undefined;
   #stopped = false;
@@ -59,42 +42,16 @@ export class Kubelet {
 
   constructor(opts: KubeletOptions) {
     this.#o = opts;
-    const p = buildKubeletParts(opts, {
+    this.#p = buildKubeletParts(opts, {
       sync: (uid) => this.#sync(uid),
       schedule: (uid) => this.#schedule(uid),
       scheduleAfter: (uid, ms) => this.#scheduleAfter(uid, ms),
       sourcesReady: () => this.#sourcesReady,
+      stopped: () => this.#stopped,
+      terminated: (uid) => this.#events.emit('podTerminated', uid),
+      rejectPod: (pod, refusal) => this.rejectPod(pod, refusal),
     });
-    this.#p = p;
-    this.prober = p.prober;
-    const relist = () => p.pleg.relist();
-    const schedule = (uid: string) => this.#schedule(uid);
-    const stopped = () => this.#stopped;
-    const getPod = (uid: string) => opts.podManager.getPodByUID(uid);
-    const record: PodTerminatorOptions['record'] = (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message);
-    this.#statusPublisher = new StatusPublisher({ nodeIP: opts.nodeIP, status: opts.statusManager, failures: p.failures, prober: p.prober, resize: p.resize, metrics: opts.metrics });
-    this.#evictions = new PodEvictions({ getPod, stopped, schedule, killer: p.killer, relist, onEnded: (uid, done) => this.#terminator.onceEnded(uid, done), removeProbes: (uid) => p.prober.removePod(uid) });
-    this.#terminator = new PodTerminator({
-      record, publish: (...args) => this.#statusPublisher.publish(...args), killer: p.killer, relist,
-      terminated: (uid) => this.#events.emit('podTerminated', uid), evictions: this.#evictions,
-    });
-    this.#shutdown = new NodeShutdown({
-      pods: () => opts.podManager.getPods().filter((pod) => !this.#admission.isRefused(pod.metadata?.uid ?? '')),
-      log: opts.log, onEnded: (uid, done) => this.#terminator.onEnded(uid, done), schedule, relist,
-    });
-    this.#restarts = new PodRestarts({
-      getPod, stopped, schedule, killer: p.killer, relist, log: opts.log, runtimePod: (uid) => p.pleg.getPod(uid),
-      deletePodStatus: (uid) => opts.statusManager.deletePodStatus(uid),
-      forget: (uid) => {
-        this.#forgetBackoffs(uid);
-        this.#statusPublisher.forget(uid);
-      },
-      sync: (uid) => this.#sync(uid),
-    });
-    this.#admission = new AdmittedPods({
-      podManager: opts.podManager, statusManager: opts.statusManager, allocation: p.resize.allocation, log: opts.log, record,
-      reject: (pod, refusal) => this.rejectPod(pod, refusal), shuttingDown: () => this.#shutdown.inProgress, evicted: (uid) => this.#evictions.has(uid),
-    });
+    this.prober = this.#p.prober;
   }
 
   /** Listens to what the kubelet tells (`KubeletEvents`); returns the function that stops listening. */
@@ -110,12 +67,12 @@ export class Kubelet {
    * `AddPodAdmitHandler`).
    */
   addPodAdmitHandler(handler: (pod: Pod) => AdmissionRefusal | undefined): void {
-    this.#admission.addPodAdmitHandler(handler);
+    this.#p.admission.addPodAdmitHandler(handler);
   }
 
   /** The node was built (src/node/source.ts): its allocatable is what later pods are admitted against. */
   nodeBuilt(node: { readonly status?: { readonly allocatable?: Readonly<Record<string, string>> } }): void {
-    this.#admission.allocatable = node.status?.allocatable;
+    this.#p.admission.allocatable = node.status?.allocatable;
   }
 
   /** The pod `uid` as the runtime last listed it (the PLEG's cache), or undefined when it has nothing of it. */
@@ -177,14 +134,12 @@ export class Kubelet {
    * group, lowest priority first; resolves when the last group is done.
    */
   shutdownPods(groups: readonly ShutdownGroup[]): Promise<void> {
-    return this.#shutdown.shutdownPods(groups);
+    return this.#p.shutdown.shutdownPods(groups);
   }
 
   /** Pods were added, updated or removed by a source. */
   handlePodChanges(diff: { added: Pod[]; updated: Pod[]; removed: Pod[] }): void {
-    // A removed pod's last spec is kept until its containers are gone, for its preStop hooks.
-    for (const pod of diff.removed) this.#removedSpecs.set(pod.metadata?.uid ?? '', pod);
-    for (const pod of [...diff.added, ...diff.updated]) this.#removedSpecs.delete(pod.metadata?.uid ?? '');
+    this.#p.cleanup.podsChanged(diff);
     for (const pod of [...diff.added, ...diff.updated, ...diff.removed]) this.#schedule(pod.metadata?.uid ?? '');
   }
 
@@ -228,42 +183,23 @@ export class Kubelet {
     const pod = this.#o.podManager.getPodByUID(uid);
     const runtimePod = this.#p.pleg.getPod(uid);
     // A delete through the API (`restartPod`) runs here, inside the pod's worker, never beside a sync.
-    if (this.#restarts.pending(uid)) return this.#restarts.restartNow(uid);
-    if (!pod) {
-      // A pod the node was ending (an eviction) that left its source is ended by the removal.
-      this.#terminator.ended(uid);
-      if (this.#sourcesReady && runtimePod) await this.#killPod(runtimePod, this.#removedSpecs.get(uid));
-      if (!runtimePod) {
-        this.#removedSpecs.delete(uid);
-        this.#admission.forget(uid);
-        this.#terminator.forget(uid);
-        this.#statusPublisher.forget(uid);
-        this.#evictions.forget(uid);
-        this.#o.statusManager.deletePodStatus(uid);
-        this.prober.removePod(uid);
-        this.#forgetBackoffs(uid);
-        this.#p.resize.removePod(uid);
-        // Resources were freed: deferred resizes are tried again (`RetryPendingResizes`).
-        for (const other of this.#p.resize.deferred()) this.#schedule(other);
-      }
-      return;
-    }
-
-    const shutdownGrace = this.#shutdown.grace(uid);
-    if (shutdownGrace !== undefined) return this.#terminator.terminate(pod, runtimePod, nodeShutdown, shutdownGrace);
-    const eviction = this.#evictions.get(uid);
-    if (eviction) return this.#terminator.terminate(pod, runtimePod, eviction.failure, eviction.graceSeconds);
-    if (pod.metadata?.deletionTimestamp) return this.#terminator.terminate(pod, runtimePod);
-    if (!runtimePod && this.#admission.refuse(pod)) return;
-    this.#admission.admit(uid);
+    if (this.#p.restarts.pending(uid)) return this.#p.restarts.restartNow(uid);
+    if (!pod) return this.#p.cleanup.podGone(uid, runtimePod);
+    const shutdownGrace = this.#p.shutdown.grace(uid);
+    if (shutdownGrace !== undefined) return this.#p.terminator.terminate(pod, runtimePod, nodeShutdown, shutdownGrace);
+    const eviction = this.#p.evictions.get(uid);
+    if (eviction) return this.#p.terminator.terminate(pod, runtimePod, eviction.failure, eviction.graceSeconds);
+    if (pod.metadata?.deletionTimestamp) return this.#p.terminator.terminate(pod, runtimePod);
+    if (!runtimePod && this.#p.admission.refuse(pod)) return;
+    this.#p.admission.admit(uid);
     // The pod as the node runs it: its allocated resources, a pending resize decided (resize-manager.ts).
-    const allocated = this.#p.resize.allocate(pod, this.#admission.activeAdmitted(uid), this.#admission.allocatable);
-    const deadlineLeft = this.#activeDeadlineLeft(pod);
-    if (deadlineLeft === 0) return this.#terminator.terminate(pod, runtimePod, deadlineExceeded);
+    const allocated = this.#p.resize.allocate(pod, this.#p.admission.activeAdmitted(uid), this.#p.admission.allocatable);
+    const deadlineLeft = activeDeadlineLeft(pod, this.#o.statusManager);
+    if (deadlineLeft === 0) return this.#p.terminator.terminate(pod, runtimePod, deadlineExceeded);
     if (deadlineLeft !== undefined) this.#scheduleAfter(uid, deadlineLeft);
 
     const now = Date.now();
-    if (!runtimePod) this.#statusPublisher.seen(uid, now);
+    if (!runtimePod) this.#p.statusPublisher.seen(uid, now);
     this.prober.syncPod(pod, runtimePod);
     // A RestartAllContainers reset due (its condition in the status last reported) replaces the
     // usual work: every container killed and removed; the next sync starts the pod over.
@@ -278,7 +214,7 @@ export class Kubelet {
         });
     this.#p.resize.observe(pod, allocated, runtimePod);
     this.#p.starter.holdFailedStarts(pod, actions, now);
-    this.#statusPublisher.publish(pod, runtimePod, actions.waiting);
+    this.#p.statusPublisher.publish(pod, runtimePod, actions.waiting);
     if (isTerminalPhase(this.#o.statusManager.getPodStatus(uid)?.phase)) {
       // A pod in a terminal phase runs nothing again (the kubelet's SyncPod stops at a terminal
       // status), even when the container GC has removed the dead containers that said it finished.
@@ -300,18 +236,6 @@ export class Kubelet {
   }
 
   /**
-   * `activeDeadlineSeconds` (the kubelet's `activeDeadlineHandler`): milliseconds left of the
-   * pod's deadline counted from its start time, 0 once it passed, undefined without one.
-   */
-  #activeDeadlineLeft(pod: Pod): number | undefined {
-    const seconds = pod.spec?.activeDeadlineSeconds;
-    if (seconds == null) return undefined;
-    const start = this.#o.statusManager.getPodStatus(pod.metadata?.uid ?? '')?.startTime ?? pod.status?.startTime;
-    if (!start) return undefined;
-    return Math.max(0, Date.parse(start) + seconds * 1000 - Date.now());
-  }
-
-  /**
    * Applies a pod's admitted resize to its running containers and cgroup (`ResizeManager.apply`).
    * After a change the pod is synced again to read the new values back; after a failure, once
    * now (its `Error` condition published) and once the retry hold is over.
@@ -322,15 +246,6 @@ export class Kubelet {
     if (result !== 'none') this.#schedule(uid);
     if (result === 'error') this.#scheduleAfter(uid, RESIZE_RETRY_MS);
     return result;
-  }
-
-  /**
-   * A pod gone from its source (or an orphan): killed (preStop hooks when its last spec is known),
-   * then its containers, sandboxes, volumes and cgroup removed.
-   */
-  async #killPod(runtimePod: RuntimePod, lastSpec?: Pod): Promise<void> {
-    await this.#p.killer.killPod(runtimePod, lastSpec, { remove: true, tearDown: true });
-    await this.#p.pleg.relist();
   }
 
   /**
@@ -345,27 +260,21 @@ export class Kubelet {
     this.#events.emit('podRejected', pod, refusal);
   }
 
-  /** Forgets the back-offs and recorded failures of a pod that is gone. */
-  #forgetBackoffs(uid: string): void {
-    this.#p.backoff.forgetPrefix(`${uid}/`);
-    this.#p.failures.forgetPod(uid);
-  }
-
   // ---- Eviction (src/eviction/, the kubelet's `killPodFunc`) and deletes through the API ----
 
   /** Ends an admitted pod for the eviction manager (`PodEvictions.evictPod`): resolves true once it stopped. */
   evictPod(uid: string, eviction: Omit<PodFailure, 'eventRecorded'>, graceSeconds: number): Promise<boolean> {
-    return this.#evictions.evictPod(uid, eviction, graceSeconds);
+    return this.#p.evictions.evictPod(uid, eviction, graceSeconds);
   }
 
   /** The pods the eviction manager may rank and evict (the kubelet's `GetActivePods`, `AdmittedPods.activePods`). */
   activePods(): Pod[] {
-    return this.#admission.activePods();
+    return this.#p.admission.activePods();
   }
 
   /** Whether an evicted pod's resources are back (`podResourcesAreReclaimed`): nothing of it is left in the runtime. */
   podCleanedUp(uid: string): boolean {
-    return this.#evictions.isReclaimed(uid) || !this.#p.pleg.getPod(uid);
+    return this.#p.evictions.isReclaimed(uid) || !this.#p.pleg.getPod(uid);
   }
 
   /**
@@ -374,6 +283,6 @@ export class Kubelet {
    * pod); `onKilled` is called once the old incarnation is gone.
    */
   restartPod(uid: string, graceSeconds: number, onKilled: () => void): Promise<void> {
-    return this.#restarts.restartPod(uid, graceSeconds, onKilled);
+    return this.#p.restarts.restartPod(uid, graceSeconds, onKilled);
   }
 }
