@@ -24,7 +24,7 @@ export interface PodTerminatorOptions {
 }
 
 /**
- * Termination of a pod the node keeps in its source (the kubelet's `syncTerminatingPod`,
+ * Termination of a pod the node keeps in its source (the kubelet's `SyncTerminatingPod`,
  * pkg/kubelet/kubelet.go): a deletion, a passed deadline, an eviction or the node's shutdown.
  * Tells whoever waits for a pod's end (`onEnded`: the shutdown manager, an eviction) once its
  * containers all stopped.
