@@ -25,8 +25,8 @@ const STOP_WAIT_MS = 10_000;
  * driven by pod source changes, PLEG events, back-off timers and a periodic resync. Each sync
  * publishes the pod's status to the status manager from the PLEG snapshot, then acts on the
  * runtime; the runtime change comes back as a PLEG event and the next sync reports it. Its parts
- * (src/kubelet/kubelet-parts.ts) and the modules below hold each concern's state; this class
- * decides (the kubelet's `SyncPod`, pkg/kubelet/kubelet.go).
+ * and modules (src/kubelet/kubelet-parts.ts) hold each concern's state; this class decides (the
+ * kubelet's `SyncPod`, pkg/kubelet/kubelet.go).
  */
 export class Kubelet {
   readonly #o: KubeletOptions;
