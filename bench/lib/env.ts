@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../test/helpers/net.js';
-import { NodeletProcess, type NodeletReadiness } from '../../test/helpers/nodelet-process.js';
+import { NodeletProcess, standaloneNodeletFlags, type NodeletReadiness } from '../../test/helpers/nodelet-process.js';
 
 const run = promisify(execFile);
 
@@ -142,20 +142,8 @@ export class BenchNodelet {
       logFile: join(workDir, 'nodelet.log'),
       url: `http://127.0.0.1:${port}`,
       ready: opts.ready ?? 'none',
-      args: [
-        '--docker-endpoint', opts.dockerHost,
-        '--pod-manifest-path', manifests,
-        '--root-dir', join(workDir, 'root'),
-        '--address', '127.0.0.1',
-        '--port', String(port),
-        '--hostname-override', nodeName,
-        // Plain HTTP, anonymous: the bench's clients carry no credentials.
-        '--insecure-dev',
-        '--file-check-frequency', '1s',
-        '--logging-format', 'json',
-        '-v', '0',
-        ...(opts.args ?? []),
-      ],
+      // Plain HTTP, anonymous: the bench's clients carry no credentials.
+      args: standaloneNodeletFlags({ dockerHost: opts.dockerHost, manifestDir: manifests, rootDir: join(workDir, 'root'), port, nodeName, verbosity: 0, extra: opts.args ?? [] }),
     });
     const traceGc = (opts.nodeArgs ?? []).includes('--trace-gc');
     return new BenchNodelet(proc, port, workDir, traceGc, nodeName);

@@ -62,6 +62,27 @@ interface Teardown {
   teardown(fn: () => Promise<void> | void): void;
 }
 
+/**
+ * The flags of a standalone nodelet serving plain, anonymous HTTP on loopback (the soak suite's and
+ * the bench's nodes: their clients carry no credentials), its static pods read every second and
+ * JSON logs at `verbosity`; `extra` comes last.
+ */
+export function standaloneNodeletFlags(o: { dockerHost: string; manifestDir: string; rootDir: string; port: number; nodeName: string; verbosity: number; extra?: readonly string[] }): string[] {
+  return [
+    '--docker-endpoint', o.dockerHost,
+    '--pod-manifest-path', o.manifestDir,
+    '--root-dir', o.rootDir,
+    '--address', '127.0.0.1',
+    '--port', String(o.port),
+    '--hostname-override', o.nodeName,
+    '--insecure-dev',
+    '--file-check-frequency', '1s',
+    '--logging-format', 'json',
+    '-v', String(o.verbosity),
+    ...(o.extra ?? []),
+  ];
+}
+
 /** The node flags in a script's `#!/usr/bin/env -S node <flags>` line (none for a plain `node` shebang). */
 export function shebangNodeArgs(script: string): string[] {
   const first = readFileSync(script, 'utf8').split('\n', 1)[0] ?? '';

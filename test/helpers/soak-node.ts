@@ -8,7 +8,7 @@ import { freePort } from './net.js';
 import { Label, DockerType } from '../../src/runtime/docker/labels.js';
 import { removeNodeContainers, testDocker, testDockerHost } from './docker.js';
 import { unmountUnder } from './nodelet.js';
-import { NodeletProcess } from './nodelet-process.js';
+import { NodeletProcess, standaloneNodeletFlags } from './nodelet-process.js';
 export { podManifest } from './pod-manifest.js';
 import { childrenOf, fdsOf, isPortForwardHelper, poll, rssOf } from './soak.js';
 
@@ -68,20 +68,8 @@ export class ChildNode {
       url: `http://127.0.0.1:${port}`,
       logFile,
       cwd: workDir,
-      args: [
-        '--docker-endpoint', testDockerHost(),
-        '--pod-manifest-path', manifestDir,
-        '--root-dir', join(workDir, 'root'),
-        '--address', '127.0.0.1',
-        '--port', String(port),
-        '--hostname-override', nodeName,
-        // Plain HTTP, anonymous: the cases' clients carry no credentials.
-        '--insecure-dev',
-        '--file-check-frequency', '1s',
-        '--logging-format', 'json',
-        '-v', '2',
-        ...(opts.flags ?? []),
-      ],
+      // Plain HTTP, anonymous: the cases' clients carry no credentials.
+      args: standaloneNodeletFlags({ dockerHost: testDockerHost(), manifestDir, rootDir: join(workDir, 'root'), port, nodeName, verbosity: 2, extra: opts.flags ?? [] }),
     });
     return new ChildNode(nodeName, workDir, manifestDir, port, proc);
   }

@@ -256,7 +256,8 @@ t.test("a pod whose Ready someone else set False is sent again at the next resyn
   t.equal(sync.sent, sent + 1, 'once answered, not sent again');
 });
 
-t.test('a watch lagging behind our own patch, or a foreign version already answered, sends nothing', async (t) => {
+/** A status sync whose watch never delivers anything after the pod's creation (a lagging watch). */
+function laggingWatchSync(t: { teardown(fn: () => unknown): void }) {
   const api = new FakeApiserver();
   const created = api.put(podKey, {
     metadata: { name: 'web', namespace: 'default', uid: podUID },
@@ -266,11 +267,15 @@ t.test('a watch lagging behind our own patch, or a foreign version already answe
   const podManager = new PodManager();
   podManager.updatePod(created);
   const statusManager = new StatusManager({ log });
-  // A watch that never delivers anything after the pod's creation.
   const stale = clone(created);
   const sync = new StatusSync({ client: api.client, statusManager, podManager, hasRunningContainers: () => true, log, resyncMs: 20, apiserverPod: () => stale });
   sync.start();
   t.teardown(() => sync.stop());
+  return { api, created, statusManager, sync };
+}
+
+t.test('a watch lagging behind our own patch, or a foreign version already answered, sends nothing', async (t) => {
+  const { created, statusManager, sync } = laggingWatchSync(t);
   statusManager.setPodStatus(created, runningStatus());
   await waitFor('sent', () => (sync.sent === 1 ? true : undefined), 5_000, 5);
   const resyncs = sync.resyncs;
@@ -299,20 +304,7 @@ t.test('pod status comparison: kubelet conditions by status, reason and message;
 });
 
 t.test('a resize condition gone from ours is deleted although the watch has not yet seen the patch that set it', async (t) => {
-  const api = new FakeApiserver();
-  const created = api.put(podKey, {
-    metadata: { name: 'web', namespace: 'default', uid: podUID },
-    spec: { nodeName: 'n1', containers: [{ name: 'main', image: 'busybox:1.35' }] },
-    status: { phase: 'Pending' },
-  } as Pod);
-  const podManager = new PodManager();
-  podManager.updatePod(created);
-  const statusManager = new StatusManager({ log });
-  // A watch that never delivers anything after the pod's creation.
-  const stale = clone(created);
-  const sync = new StatusSync({ client: api.client, statusManager, podManager, hasRunningContainers: () => true, log, resyncMs: 20, apiserverPod: () => stale });
-  sync.start();
-  t.teardown(() => sync.stop());
+  const { api, created, statusManager, sync } = laggingWatchSync(t);
   const inProgress = runningStatus();
   inProgress.conditions = [...(inProgress.conditions ?? []), { type: 'PodResizeInProgress', status: 'True' }];
   statusManager.setPodStatus(created, inProgress);
