@@ -72,6 +72,10 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 # The suite asks for nonewprivs 1.3; test/images/nonewprivs of this tag says 1.4, for a newer
 # Alpine base: its program (nnp.go) prints the effective uid either way.
 NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.3
+# test/images/nonroot: a base image whose USER is 1234 (the runAsNonRoot specs of
+# test/e2e/common/node/security_context.go run `id -u` in it and expect 1234, or a refusal with
+# runAsUser 0). Upstream's base is debian-base; here busybox, whose `id` is all the specs run.
+NONROOT_IMAGE=registry.k8s.io/e2e-test-images/nonroot:1.4
 # The suite's nginx is the official nginx image on Alpine (test/images/nginx mirrors it). Here it
 # is Debian's nginx package (from the machine's own suites, 1.22) on busybox at Alpine's paths,
 # configured as the official image: nginx -g 'daemon off;', port 80, /usr/share/nginx/html, the
@@ -110,6 +114,8 @@ case $K8S_VERSION in
     PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
     # The suite now asks for the 1.4 that test/images/nonewprivs builds.
     NONEWPRIVS_IMAGE=registry.k8s.io/e2e-test-images/nonewprivs:1.4
+    # Its runAsNonRoot specs are [NodeConformance] since 1.35.
+    NONROOT_IMAGE=registry.k8s.io/e2e-test-images/nonroot:1.5
     NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.27.0-2
     # The httpd images are gone since 1.35 (their specs use nginx).
     HTTPD_IMAGE='' HTTPD_NEW_IMAGE=''
@@ -123,7 +129,7 @@ case $K8S_VERSION in
   *) die "no image names for $K8S_VERSION: add them from its test/utils/image/manifest.go" ;;
 esac
 SUITE_IMAGES=()
-for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NGINX_IMAGE" \
+for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NONROOT_IMAGE" "$NGINX_IMAGE" \
   "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE" \
   "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE"; do
   [ -z "$img" ] || SUITE_IMAGES+=("$img")
@@ -346,6 +352,14 @@ build_images() {
     chmod 4755 "$r/usr/local/bin/nnp"
     log "building $NONEWPRIVS_IMAGE from test/images/nonewprivs ($K8S_VERSION)"
     tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["nnp"]' - "$NONEWPRIVS_IMAGE" >/dev/null
+  fi
+  if ! image_present "$NONROOT_IMAGE"; then
+    # test/images/nonroot/Dockerfile: FROM the base, USER 1234.
+    local r=$ctx/nonroot
+    busybox_rootfs "$r" flat
+    image_files busybox "$r"
+    log "building $NONROOT_IMAGE from test/images/nonroot ($K8S_VERSION)"
+    tar -C "$r" -c . | docker import --change "$path_env" --change 'USER 1234' - "$NONROOT_IMAGE" >/dev/null
   fi
   if ! image_present "$NGINX_IMAGE"; then
     build_nginx_image "$ctx/nginx" "$path_env"
