@@ -33,9 +33,9 @@
 # No image comes from outside: the specs' images are built here under the exact names the suite
 # asks for (k8s.io/kubernetes/test/utils/image/manifest.go); an image that cannot be built honestly
 # stays absent and the specs that need it are on the skip list. `run` pushes them to a registry of
-# its own (scripts/image-registry.sh, on 127.0.0.1:5000 in the namespace) and points the suite at it
+# its own (scripts/image-registry.sh, on 127.0.0.1:5100 in the namespace) and points the suite at it
 # with KUBE_TEST_REPO_LIST (OUT/repo-list.yaml), so the nodes pull every image they run, with the
-# pull policy each spec sets; a second registry on 127.0.0.1:5001 demands credentials no spec has,
+# pull policy each spec sets; a second registry on 127.0.0.1:5101 demands credentials no spec has,
 # for the suite's authenticated registries.
 #
 # `run` runs the whole cluster inside a network namespace of its own with no way out (only `lo`,
@@ -717,8 +717,11 @@ EOF
 # nodes' engine pulls over plain HTTP: an open one for every image the suite names, and one that
 # demands credentials, standing for the suite's authenticated registries (the spec that pulls from
 # a private registry without a secret must be refused for that reason, not for a missing host).
-REGISTRY=127.0.0.1:5000
-AUTH_REGISTRY=127.0.0.1:5001
+# Not port 5000: since 1.35 the private-registry spec runs agnhost's fake-registry-server as a
+# hostNetwork pod on :5000 (test/e2e/framework/registry/registry.go, SetupRegistry) in the nodes'
+# namespace, which is this one.
+REGISTRY=127.0.0.1:5100
+AUTH_REGISTRY=127.0.0.1:5101
 
 # repo_list FILE: the suite's KUBE_TEST_REPO_LIST (test/utils/image/manifest.go, RegistryList):
 # every registry it pulls from mapped into the run's, with its path kept, so registry.k8s.io/X
