@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
-import type { CommandResult, StreamIO } from '../../streaming/types.js';
+import { pendingStreams } from '../../streaming/pending.js';
+import type { CommandResult, PendingStreamIO, StreamIO } from '../../streaming/types.js';
 import { StdcopyParser } from './demux.js';
 
 /** Client stdin written to Docker but not yet taken by its socket, beyond which the client is paused. */
@@ -22,16 +23,35 @@ export interface ExecOptions {
  * (`io.signal`), the Docker stream is closed, and a process still running after the grace period
  * is killed: Docker has no exec-kill call, so nodelet signals the exec's host PID (checked to
  * belong to the container first).
+ *
+ * With streams to come (`PendingStreamIO`), the exec is created at once (`POST
+ * /containers/{id}/exec`, which only records it) and started (`POST /exec/{id}/start`, which runs
+ * the process) once the client's streams are all there, so the create overlaps the client's
+ * stream handshake. A client that leaves first (`io` rejects, or `io.signal` aborted while the
+ * create was in flight) never gets the exec started. The created exec is then left to Docker:
+ * it is a record without a process, kept in the container's exec store until the container
+ * stops (moby `daemon/start.go` `Cleanup` unregisters every exec of the container) and then
+ * dropped from the daemon's store by `execCommandGC` (`daemon/exec.go`); the Engine API has no
+ * call that deletes an exec.
  */
-export async function execInContainer(docker: Docker, containerId: string, cmd: string[], io: StreamIO, opts: ExecOptions): Promise<CommandResult> {
-  const container = docker.getContainer(containerId);
-  const exec = await container.exec({
+export async function execInContainer(
+  docker: Docker,
+  containerId: string,
+  cmd: string[],
+  streams: StreamIO | PendingStreamIO,
+  opts: ExecOptions,
+): Promise<CommandResult> {
+  const { options, io: connected } = pendingStreams(streams);
+  const created = docker.getContainer(containerId).exec({
     Cmd: cmd,
-    AttachStdin: io.stdin !== undefined,
-    AttachStdout: io.stdout !== undefined,
-    AttachStderr: io.stderr !== undefined && !io.tty,
-    Tty: io.tty,
+    AttachStdin: options.stdin,
+    AttachStdout: options.stdout,
+    AttachStderr: options.stderr && !options.tty,
+    Tty: options.tty,
   });
+  // A failed create rejects at once; the session reports it once the client's streams are there.
+  const [exec, io] = await Promise.all([created, connected]);
+  if (io.signal.aborted) throw new Error('client disconnected');
   const socket = (await exec.start({ hijack: true, stdin: io.stdin !== undefined, Tty: io.tty })) as Duplex;
   if (io.resizes) void followResizes(io, (size) => exec.resize({ h: size.height, w: size.width }));
   if ((await relay(socket, io)) === 'aborted') {

@@ -1,12 +1,12 @@
 import { Duplex, PassThrough } from 'node:stream';
 import { pino } from 'pino';
 import t from 'tap';
-import { RemoteCommand, type CommandTransport } from '../../../../src/streaming/remotecommand/session.js';
+import { RemoteCommand, whenConnected, type CommandTransport } from '../../../../src/streaming/remotecommand/session.js';
 import type { CommandResult, StreamIO } from '../../../../src/streaming/types.js';
 
 const log = pino({ level: 'silent' });
 const spec = (run: (io: StreamIO) => Promise<CommandResult>) =>
-  ({ version: 'v4', options: { stdin: false, stdout: true, stderr: false, tty: false }, kind: 'exec', command: ['true'], run, log }) as const;
+  ({ version: 'v4', options: { stdin: false, stdout: true, stderr: false, tty: false }, kind: 'exec', command: ['true'], run: whenConnected(run), log }) as const;
 
 /** A SPDY-like output: a Duplex whose readable side (the client's) never ends. */
 function output(): { stream: Duplex; written: Buffer[] } {
