@@ -81,7 +81,8 @@ export async function attachToContainer(docker: Docker, containerId: string, io:
  * Relays one hijacked Docker stream: client stdin → Docker (half-closed at EOF so the process sees
  * EOF), Docker output → stdout/stderr, demultiplexed unless it is a TTY. Docker's chunks are
  * passed on as views (never copied), and the frames of one socket read are written under
- * cork/uncork so the transport can send them as one message. Reading from Docker pauses whenever
+ * cork/uncork so the transport can send them as one message (and the client messages of one tick
+ * go to Docker as one writev). Reading from Docker pauses whenever
  * a destination is full, so a slow client slows the container, not nodelet's memory. Resolves
  * 'ended' when Docker closed the output, 'aborted' when the client went away. The outputs are not
  * ended here: the streaming session owns them (it ends and flushes them before the status).
@@ -137,7 +138,21 @@ function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
     const stdin = io.stdin;
     if (stdin) {
       const resumeStdin = () => stdin.resume();
+      let corked = false;
+      const uncork = () => {
+        corked = false;
+        socket.uncork();
+      };
       stdin.on('data', (chunk: Buffer) => {
+        // The transports parse a whole socket read at once, so its messages (two or more 32 KiB
+        // kubectl writes per 64 KiB read) arrive here back to back: held under cork until the
+        // tick ends, they reach Docker as one writev instead of one write each. Order, bytes and
+        // the backlog check below are unchanged (writableLength counts corked bytes).
+        if (!corked) {
+          corked = true;
+          socket.cork();
+          process.nextTick(uncork);
+        }
         socket.write(chunk);
         // Our own bound, not the socket's 16 KiB high-water mark: every 32 KiB client message
         // would cross that and cost a pause, a 'drain' and a resume, while Docker keeps up.
