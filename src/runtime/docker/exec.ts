@@ -28,11 +28,11 @@ export interface ExecOptions {
  * /containers/{id}/exec`, which only records it) and started (`POST /exec/{id}/start`, which runs
  * the process) once the client's streams are all there, so the create overlaps the client's
  * stream handshake. A client that leaves first (`io` rejects, or `io.signal` aborted while the
- * create was in flight) never gets the exec started. The created exec is then left to Docker:
- * it is a record without a process, kept in the container's exec store until the container
- * stops (moby `daemon/start.go` `Cleanup` unregisters every exec of the container) and then
- * dropped from the daemon's store by `execCommandGC` (`daemon/exec.go`); the Engine API has no
- * call that deletes an exec.
+ * create was in flight) never gets the exec started. The created exec is then left to Docker,
+ * which costs no process, no stream and no containerd task, only a record: moby keeps it in the
+ * container's exec store until the container stops, when `Daemon.Cleanup` (`daemon/start.go`)
+ * unregisters every exec of the container (`execCommandGC`, `daemon/exec.go`, sweeps only execs
+ * no container holds any more). The Engine API has no call that deletes an exec.
  */
 export async function execInContainer(
   docker: Docker,
