@@ -4,7 +4,7 @@ import type { Node } from 'kubernetes-types/core/v1.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
 import type { WatchFeeds } from '../watch/feeds.js';
 import type { Duplex, Writable } from 'node:stream';
-import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
+import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../streaming/types.js';
 import type { NodeMetrics, PodMetrics, Summary } from '../stats/types.js';
 
 /** A pod's running sandbox (its network namespace), resolved before a port-forward upgrade. */
@@ -68,8 +68,11 @@ export interface Host {
    * Throws a `StatusError`: 404 when the pod has no such container, 400 when it is not running.
    */
   resolveContainer(pod: Pod, name: string): ContainerRef;
-  /** Runs `command` in the container, relaying `io`; resolves with the exit code. */
-  exec(ref: ContainerRef, command: string[], io: StreamIO): Promise<CommandResult>;
+  /**
+   * Runs `command` in the container, relaying `io`; resolves with the exit code. With streams to
+   * come (`PendingStreamIO`), the command is prepared at once and started when they are all there.
+   */
+  exec(ref: ContainerRef, command: string[], io: StreamIO | PendingStreamIO): Promise<CommandResult>;
   /** Attaches `io` to the container's main process until it ends or the client leaves. */
   attach(ref: ContainerRef, io: StreamIO): Promise<CommandResult>;
   /**

@@ -2,7 +2,7 @@ import { uptime } from 'node:os';
 import { StatusError, badRequest, internalError, notFound, unavailable } from '../api/errors.js';
 import type { Event, Pod, PodStatus } from '../api/types.js';
 import type { Duplex, Writable } from 'node:stream';
-import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
+import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../streaming/types.js';
 import type { EventRecorder } from '../events/recorder.js';
 import type { PodManager } from '../pod/manager.js';
 import type { Runtime, RuntimePod } from '../runtime/types.js';
@@ -136,7 +136,7 @@ export class KubeletHost implements Host {
     return { podUID: uid, namespace: pod.metadata?.namespace ?? '', pod: podName, container: name, id: running.id };
   }
 
-  exec(ref: ContainerRef, command: string[], io: StreamIO): Promise<CommandResult> {
+  exec(ref: ContainerRef, command: string[], io: StreamIO | PendingStreamIO): Promise<CommandResult> {
     return this.#runtime.exec(ref.id, command, io);
   }
 

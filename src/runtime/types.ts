@@ -1,6 +1,6 @@
 import type { Container, Pod } from '../api/types.js';
 import type { Duplex, Writable } from 'node:stream';
-import type { CommandResult, LogOptions, StreamIO } from '../streaming/types.js';
+import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../streaming/types.js';
 import type { NetworkReadiness } from '../network/types.js';
 
 export type { NetworkReadiness } from '../network/types.js';
@@ -267,8 +267,12 @@ export interface Runtime {
   watch(onChange: (podUID: string) => void): () => void;
   /** Resolves when the runtime answers; rejects otherwise. */
   ping(): Promise<void>;
-  /** Runs `cmd` in a running container, relaying `io`; resolves with its exit code. */
-  exec(containerId: string, cmd: string[], io: StreamIO): Promise<CommandResult>;
+  /**
+   * Runs `cmd` in a running container, relaying `io`; resolves with its exit code. With streams to
+   * come (`PendingStreamIO`), the exec is created at once and started only once they are all there
+   * (never when `io` rejects).
+   */
+  exec(containerId: string, cmd: string[], io: StreamIO | PendingStreamIO): Promise<CommandResult>;
   /** Attaches `io` to a running container's main process until its streams end. */
   attach(containerId: string, io: StreamIO): Promise<CommandResult>;
   /**

@@ -25,6 +25,17 @@ export interface StreamIO {
   readonly signal: AbortSignal;
 }
 
+/**
+ * A remote command's streams before the client has opened them all: which ones it asked for
+ * (known from the request, so the runtime can prepare the command — Docker's exec create —
+ * while the client is still opening them), and the bundle once they are all there. `io` rejects
+ * when the client leaves first: the runtime must then never start the command.
+ */
+export interface PendingStreamIO {
+  readonly options: StreamOptions;
+  readonly io: Promise<StreamIO>;
+}
+
 /** `v1.PodLogOptions` as the kubelet's containerLogs reads them (validated by the route). */
 export interface LogOptions {
   readonly follow: boolean;

@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import type { Duplex, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
-import type { CommandResult, StreamIO } from '../../streaming/types.js';
+import { pendingStreams } from '../../streaming/pending.js';
+import type { CommandResult, PendingStreamIO, StreamIO } from '../../streaming/types.js';
 import { StdcopyParser } from './demux.js';
 
 /** Client stdin written to Docker but not yet taken by its socket, beyond which the client is paused. */
@@ -22,16 +23,35 @@ export interface ExecOptions {
  * (`io.signal`), the Docker stream is closed, and a process still running after the grace period
  * is killed: Docker has no exec-kill call, so nodelet signals the exec's host PID (checked to
  * belong to the container first).
+ *
+ * With streams to come (`PendingStreamIO`), the exec is created at once (`POST
+ * /containers/{id}/exec`, which only records it) and started (`POST /exec/{id}/start`, which runs
+ * the process) once the client's streams are all there, so the create overlaps the client's
+ * stream handshake. A client that leaves first (`io` rejects, or `io.signal` aborted while the
+ * create was in flight) never gets the exec started. The created exec is then left to Docker,
+ * which costs no process, no stream and no containerd task, only a record: moby keeps it in the
+ * container's exec store until the container stops, when `Daemon.Cleanup` (`daemon/start.go`)
+ * unregisters every exec of the container (`execCommandGC`, `daemon/exec.go`, sweeps only execs
+ * no container holds any more). The Engine API has no call that deletes an exec.
  */
-export async function execInContainer(docker: Docker, containerId: string, cmd: string[], io: StreamIO, opts: ExecOptions): Promise<CommandResult> {
-  const container = docker.getContainer(containerId);
-  const exec = await container.exec({
+export async function execInContainer(
+  docker: Docker,
+  containerId: string,
+  cmd: string[],
+  streams: StreamIO | PendingStreamIO,
+  opts: ExecOptions,
+): Promise<CommandResult> {
+  const { options, io: connected } = pendingStreams(streams);
+  const created = docker.getContainer(containerId).exec({
     Cmd: cmd,
-    AttachStdin: io.stdin !== undefined,
-    AttachStdout: io.stdout !== undefined,
-    AttachStderr: io.stderr !== undefined && !io.tty,
-    Tty: io.tty,
+    AttachStdin: options.stdin,
+    AttachStdout: options.stdout,
+    AttachStderr: options.stderr && !options.tty,
+    Tty: options.tty,
   });
+  // A failed create rejects at once; the session reports it once the client's streams are there.
+  const [exec, io] = await Promise.all([created, connected]);
+  if (io.signal.aborted) throw new Error('client disconnected');
   const socket = (await exec.start({ hijack: true, stdin: io.stdin !== undefined, Tty: io.tty })) as Duplex;
   if (io.resizes) void followResizes(io, (size) => exec.resize({ h: size.height, w: size.width }));
   if ((await relay(socket, io)) === 'aborted') {
@@ -61,7 +81,8 @@ export async function attachToContainer(docker: Docker, containerId: string, io:
  * Relays one hijacked Docker stream: client stdin → Docker (half-closed at EOF so the process sees
  * EOF), Docker output → stdout/stderr, demultiplexed unless it is a TTY. Docker's chunks are
  * passed on as views (never copied), and the frames of one socket read are written under
- * cork/uncork so the transport can send them as one message. Reading from Docker pauses whenever
+ * cork/uncork so the transport can send them as one message (and the client messages of one tick
+ * go to Docker as one writev). Reading from Docker pauses whenever
  * a destination is full, so a slow client slows the container, not nodelet's memory. Resolves
  * 'ended' when Docker closed the output, 'aborted' when the client went away. The outputs are not
  * ended here: the streaming session owns them (it ends and flushes them before the status).
@@ -117,7 +138,21 @@ function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
     const stdin = io.stdin;
     if (stdin) {
       const resumeStdin = () => stdin.resume();
+      let corked = false;
+      const uncork = () => {
+        corked = false;
+        socket.uncork();
+      };
       stdin.on('data', (chunk: Buffer) => {
+        // The transports parse a whole socket read at once, so its messages (two or more 32 KiB
+        // kubectl writes per 64 KiB read) arrive here back to back: held under cork until the
+        // tick ends, they reach Docker as one writev instead of one write each. Order, bytes and
+        // the backlog check below are unchanged (writableLength counts corked bytes).
+        if (!corked) {
+          corked = true;
+          socket.cork();
+          process.nextTick(uncork);
+        }
         socket.write(chunk);
         // Our own bound, not the socket's 16 KiB high-water mark: every 32 KiB client message
         // would cross that and cost a pause, a 'drain' and a resume, while Docker keeps up.

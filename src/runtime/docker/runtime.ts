@@ -19,7 +19,7 @@ import { containerFromInspect, containerFromListEntry, sandboxFromInspect, sandb
 import { watchContainerEvents } from './events.js';
 import { attachToContainer, execInContainer } from './exec.js';
 import type { Duplex, Writable } from 'node:stream';
-import type { CommandResult, LogOptions, StreamIO } from '../../streaming/types.js';
+import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../../streaming/types.js';
 import { containerLogs } from './logs.js';
 import { readTerminationMessage } from './termination-message.js';
 import { forwardPort } from './portforward.js';
@@ -644,7 +644,7 @@ export class DockerRuntime implements Runtime {
     this.#inspectCache.delete(id);
   }
 
-  exec(containerId: string, cmd: string[], io: StreamIO): Promise<CommandResult> {
+  exec(containerId: string, cmd: string[], io: StreamIO | PendingStreamIO): Promise<CommandResult> {
     return execInContainer(this.#docker, containerId, cmd, io, { disconnectGraceMs: this.#opts.execDisconnectGraceMs ?? 10_000, log: this.#opts.log });
   }
 

@@ -4,7 +4,8 @@ import type { Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
 import { parseStreamOptions, type ParsedStreamOptions, type QueryDialect, type StreamQuery } from '../../streaming/remotecommand/options.js';
 import { serveRemoteCommand } from '../../streaming/remotecommand/serve.js';
-import type { CommandResult, StreamIO } from '../../streaming/types.js';
+import { whenConnected } from '../../streaming/remotecommand/session.js';
+import type { CommandResult, PendingStreamIO } from '../../streaming/types.js';
 import type { ForwardLimiter } from '../../streaming/portforward/limits.js';
 import type { Host } from '../../host/index.js';
 import { podDoesNotExist } from '../errors.js';
@@ -87,7 +88,8 @@ export async function remoteCommandPlugin(app: FastifyInstance, opts: { host: Ho
       kind,
       options,
       log,
-      run: (io: StreamIO): Promise<CommandResult> => (kind === 'exec' ? host.exec(ref, options.command, io) : host.attach(ref, io)),
+      // exec: Docker's exec create overlaps the client's stream handshake; attach has nothing to prepare.
+      run: kind === 'exec' ? (pending: PendingStreamIO): Promise<CommandResult> => host.exec(ref, options.command, pending) : whenConnected((io) => host.attach(ref, io)),
       idleTimeoutMs: streaming.idleTimeoutMs,
       streamCreationTimeoutMs: streaming.streamCreationTimeoutMs,
       closeWaitMs: streaming.closeWaitMs,

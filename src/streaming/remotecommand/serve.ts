@@ -2,7 +2,7 @@ import { badRequest } from '../../api/errors.js';
 import type { Logger } from '../../logging/index.js';
 import { SpdyConnection } from '../spdy/index.js';
 import { negotiated, spdySession, streamProtocolLines } from '../spdy/handshake.js';
-import type { CommandResult, StreamIO } from '../types.js';
+import type { CommandResult, PendingStreamIO } from '../types.js';
 import { refuse, upgradeTransport, type Negotiated, type UpgradeRequest } from '../upgrade.js';
 import { noSubprotocol, offeredSubprotocols, webSocketSession } from '../websocket/handshake.js';
 import { negotiateRemoteCommandProtocol, protocolInfo, selectWebSocketProtocol } from './negotiate.js';
@@ -16,7 +16,8 @@ export interface RemoteCommandServeSpec {
   readonly kind: SessionKind;
   /** The parsed query: which streams, a TTY, and the argv (`[]` for attach). */
   readonly options: ParsedStreamOptions;
-  readonly run: (io: StreamIO) => Promise<CommandResult>;
+  /** Called when the session starts, before the client's streams are all there (see `RemoteCommandSpec.run`). */
+  readonly run: (pending: PendingStreamIO) => Promise<CommandResult>;
   /** The session's logger (the SPDY connection logs on it too). */
   readonly log: Logger;
   /** No traffic either way for this long ends the session; 0 = never. */

@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Logger } from '../../logging/index.js';
-import type { CommandResult, RemoteCommandVersion, StreamIO, StreamOptions } from '../types.js';
+import type { CommandResult, PendingStreamIO, RemoteCommandVersion, StreamIO, StreamOptions } from '../types.js';
 import { ResizeDecoder, ResizeQueue } from './resize.js';
 import { statusPayload, type SessionKind, type SessionOutcome } from './status.js';
 
@@ -12,7 +12,12 @@ export interface RemoteCommandSpec {
   readonly kind: SessionKind;
   /** argv, for the NonZeroExitCode message (exec); `[]` for attach. */
   readonly command: readonly string[];
-  readonly run: (io: StreamIO) => Promise<CommandResult>;
+  /**
+   * Runs the command: called when the session starts (`prepare`), before the client's streams are
+   * all there, so the runtime's setup overlaps the stream handshake; the runtime starts the
+   * command once `pending.io` resolves, and never when it rejects (the client left first).
+   */
+  readonly run: (pending: PendingStreamIO) => Promise<CommandResult>;
   /** Only the level methods: Fastify's `request.log` children fit as well as nodelet's pino Logger. */
   readonly log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 }
@@ -33,6 +38,11 @@ export interface CommandTransport {
   finish(payload: string | undefined): Promise<void>;
 }
 
+/** A run that needs nothing before the client's streams are there (attach, tests): it waits for them. */
+export function whenConnected(run: (io: StreamIO) => Promise<CommandResult>): (pending: PendingStreamIO) => Promise<CommandResult> {
+  return (pending) => pending.io.then(run);
+}
+
 /**
  * The transport-neutral remote command (the kubelet's `ServeExec`/`ServeAttach`): runs the
  * command with the transport's streams, and when it ends — inputs ended, outputs ended and flushed
@@ -47,6 +57,10 @@ export class RemoteCommand {
   #decoder: ResizeDecoder | undefined;
   readonly #abort = new AbortController();
   #runDone = false;
+  /** The run, from `prepare` on; its `pending.io` is settled by `serve` (resolved) or `abandon` (rejected). */
+  #outcome: Promise<SessionOutcome> | undefined;
+  /** Settles `pending.io`; dropped once used (an idle session keeps no closures for it). */
+  #connect: { resolve(io: StreamIO): void; reject(reason: Error): void } | undefined;
 
   constructor(spec: RemoteCommandSpec) {
     this.spec = spec;
@@ -60,6 +74,37 @@ export class RemoteCommand {
     for (const size of this.#decoder.push(chunk)) this.resizes.push(size);
   }
 
+  /**
+   * Hands the command to the runtime now, before the client's streams are all there (a SPDY client
+   * opens them one round trip at a time): Docker's exec create then overlaps the handshake, and the
+   * runtime waits for `serve` (or `abandon`) to start it (or not). Later calls do nothing.
+   */
+  prepare(): void {
+    if (this.#outcome) return;
+    const io = new Promise<StreamIO>((resolve, reject) => (this.#connect = { resolve, reject }));
+    // A runtime that failed before reading `io` must not leave its rejection unhandled.
+    io.catch(() => undefined);
+    this.#outcome = this.#run({ options: this.spec.options, io });
+  }
+
+  /**
+   * The client left before its streams were complete: the runtime never starts the command.
+   * Resolves once the runtime let go of it (never rejects).
+   */
+  async abandon(): Promise<void> {
+    if (!this.#outcome) return;
+    this.#abort.abort(new Error('client disconnected'));
+    this.#settle()?.reject(new Error('client disconnected before its streams were complete'));
+    const outcome = await this.#outcome;
+    if (outcome.kind === 'error') this.spec.log.debug({ err: outcome.error }, 'remote command: never started, the client left');
+  }
+
+  #settle(): { resolve(io: StreamIO): void; reject(reason: Error): void } | undefined {
+    const connect = this.#connect;
+    this.#connect = undefined;
+    return connect;
+  }
+
   /** Runs the command over `t`; resolves (never rejects) once it settled and the connection is over. */
   async serve(t: CommandTransport): Promise<void> {
     const { spec } = this;
@@ -71,7 +116,9 @@ export class RemoteCommand {
       this.resizes?.close();
     });
     const io: StreamIO = { stdin: t.stdin, stdout: t.stdout, stderr: t.stderr, tty: spec.options.tty, resizes: this.resizes, signal: this.#abort.signal };
-    const outcome = this.#run(io);
+    this.prepare();
+    this.#settle()?.resolve(io);
+    const outcome = this.#outcome as Promise<SessionOutcome>;
     const ended = await Promise.race([outcome, t.gone.then(() => undefined)]);
     if (ended === undefined) {
       // Client gone mid-run: the runtime was aborted; let it finish.
@@ -93,10 +140,10 @@ export class RemoteCommand {
   }
 
   /** The run's outcome, its failure included; not an async function: no suspended frame per open session. */
-  #run(io: StreamIO): Promise<SessionOutcome> {
+  #run(pending: PendingStreamIO): Promise<SessionOutcome> {
     const failed = (error: unknown): SessionOutcome => ({ kind: 'error', error });
     try {
-      return this.spec.run(io).then((result) => result, failed);
+      return this.spec.run(pending).then((result) => result, failed);
     } catch (error) {
       return Promise.resolve(failed(error));
     }

@@ -27,9 +27,14 @@ export function expectedStreams(version: RemoteCommandVersion, o: StreamOptions)
 
 /**
  * Serves one exec/attach over an accepted SPDY connection (the kubelet's `httpstream` remote
- * command handler). Every expected stream gets its SYN_REPLY before the command starts — kubectl
- * blocks reading stdout until all its streams are answered, so output racing ahead of a reply
- * would deadlock it. When the command ends: outputs are FINed, the
+ * command handler). The command is handed to the runtime at once (`RemoteCommand.prepare`): the
+ * client opens its streams one after another, each waiting for its SYN_REPLY (client-go
+ * `remotecommand/v2.go` `createStreams`), and Docker's exec create overlaps those round trips.
+ * The command starts once every expected stream is there and has its SYN_REPLY (the kubelet's
+ * `waitForStreams`, `pkg/kubelet/cri/streaming/remotecommand/httpstream.go`) — kubectl blocks
+ * reading stdout until all its streams are answered, so output racing ahead of a reply would
+ * deadlock it. A client that leaves (or times out) before its streams are complete never gets
+ * the command started (`RemoteCommand.abandon`). When the command ends: outputs are FINed, the
  * status goes on the error stream (v4 always, v1–v3 on failure only), then the client gets
  * `closeWaitMs` to hang up before nodelet does. Resolves (never rejects) once the session is over.
  */
@@ -38,6 +43,8 @@ export function serveSpdyRemoteCommand(conn: SpdyConnection, opts: SpdySessionOp
   const expected = expectedStreams(opts.version, opts.options);
   const streams = new Map<StreamType, SpdyStream>();
   const closed = new Promise<void>((resolve) => conn.once('close', () => resolve()));
+  const command = new RemoteCommand(opts);
+  command.prepare();
 
   return new Promise<void>((resolve) => {
     let started = false;
@@ -50,7 +57,10 @@ export function serveSpdyRemoteCommand(conn: SpdyConnection, opts: SpdySessionOp
 
     void closed.then(() => {
       clearTimeout(creation);
-      if (!started) resolve();
+      if (started) return;
+      // The session is over now; the runtime lets go of what it prepared on its own time.
+      void command.abandon();
+      resolve();
     });
 
     conn.on('stream', (stream: SpdyStream) => {
@@ -75,7 +85,6 @@ export function serveSpdyRemoteCommand(conn: SpdyConnection, opts: SpdySessionOp
     });
 
     function run(): Promise<void> {
-      const command = new RemoteCommand(opts);
       const resizeStream = streams.get('resize');
       if (resizeStream) {
         resizeStream.on('data', (chunk: Buffer) => command.resize(chunk));

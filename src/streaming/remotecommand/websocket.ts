@@ -32,6 +32,9 @@ const EMPTY = Buffer.alloc(0);
  */
 export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex, opts: WebSocketSessionOptions): Promise<void> {
   const command = new RemoteCommand(opts);
+  // The runtime prepares the command (Docker's exec create) while the rest of the session is set
+  // up; the WebSocket's channels all exist with the handshake, so `serve` starts it at once.
+  command.prepare();
   const { options } = opts;
   let stdinEnded = false;
   const stdin = options.stdin ? new Readable({ highWaterMark: STDIN_HIGH_WATER_MARK, read: () => conn.resume(STDIN_CHANNEL) }) : undefined;
@@ -58,7 +61,10 @@ export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex,
     // v5 half-close: stdin EOF (kubectl sends ff 00 after stdin EOF); resize likewise ends resizes.
     onHalfClose: (channel) => (channel === STDIN_CHANNEL ? endStdin() : channel === RESIZE_CHANNEL ? command.resizes?.close() : undefined),
   });
-  if (conn.isGone) return conn.dispose();
+  if (conn.isGone) {
+    void command.abandon();
+    return conn.dispose();
+  }
   // The consumer may destroy stdin early: stop feeding it and never leave the socket paused for it.
   stdin?.once('close', endStdin);
 

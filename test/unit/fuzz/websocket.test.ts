@@ -6,6 +6,7 @@ import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { decodeFrame, REMOTE_COMMAND_CHANNELS, type Framing } from '../../../src/streaming/websocket/channels.js';
 import { protocolInfo } from '../../../src/streaming/remotecommand/negotiate.js';
+import { whenConnected } from '../../../src/streaming/remotecommand/session.js';
 import { serveWebSocketRemoteCommand } from '../../../src/streaming/remotecommand/websocket.js';
 import { fuzzSeed, prng } from '../../helpers/prng.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -108,7 +109,7 @@ t.test('live sessions: random frames never crash the server; every session settl
         command: ['cat'],
         kind: 'exec',
         // A `cat`: stdin to stdout until EOF or the client leaves.
-        run: async (io) => {
+        run: whenConnected(async (io) => {
           await new Promise<void>((resolve) => {
             io.signal.addEventListener('abort', () => resolve());
             io.stdin?.on('data', (c: Buffer) => io.stdout?.write(c));
@@ -118,7 +119,7 @@ t.test('live sessions: random frames never crash the server; every session settl
             })();
           });
           return { kind: 'exited', exitCode: 0 };
-        },
+        }),
       }).finally(() => settled++);
     });
   });

@@ -11,6 +11,7 @@ import {
   serveWebSocketRemoteCommand,
   type WebSocketSessionOptions,
 } from '../../../../src/streaming/remotecommand/websocket.js';
+import { whenConnected } from '../../../../src/streaming/remotecommand/session.js';
 import type { CommandResult, StreamIO, StreamOptions, TerminalSize } from '../../../../src/streaming/types.js';
 import { waitFor } from '../../../helpers/wait.js';
 
@@ -68,7 +69,7 @@ async function harness(h: HarnessOptions): Promise<Harness> {
         idleTimeoutMs: h.idleTimeoutMs ?? 0,
         closeWaitMs: h.closeWaitMs ?? 2000,
         log: pino({ level: 'silent' }),
-        run: h.run,
+        run: whenConnected(h.run),
         command: h.command ?? ['sh', '-c', 'cat; exit 7'],
         kind: h.kind ?? 'exec',
       };
