@@ -83,8 +83,8 @@ export class DockerRuntime implements Runtime {
   readonly #inspections = new InspectCache();
   /** Inspections in flight and the tick each was asked at, shared by relists (one per container at a time). */
   readonly #inspecting = new Map<string, { seq: number; answer: Promise<Docker.ContainerInspectInfo | undefined> }>();
-  /** The infra image was found (or pulled) once: sandboxes are created without asking again (`#createSandbox`). */
-  #infraImagePresent = false;
+  /** The infra image found (or pulled), or being looked for: sandboxes share it (`#createSandbox`). */
+  #infraImageReady: Promise<void> | undefined;
   readonly #probe: EngineProbe;
   /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
   #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
@@ -438,20 +438,25 @@ export class DockerRuntime implements Runtime {
    * pulled) again and the create retried once. Any other failure has the next sandbox ask again.
    */
   async #createSandbox(options: Docker.ContainerCreateOptions): Promise<Docker.Container> {
-    if (!this.#infraImagePresent) {
-      await this.#ensureInfraImage();
-      this.#infraImagePresent = true;
-    }
+    await this.#infraImage();
     try {
       return await this.#docker.createContainer(options);
     } catch (err) {
-      this.#infraImagePresent = false;
+      this.#infraImageReady = undefined;
       if (statusCodeOf(err) !== 404 || (await this.#image(this.#opts.infraImage))) throw err;
       this.#opts.log.info({ image: this.#opts.infraImage }, 'The infra image is gone; pulling it again');
-      await this.#ensureInfraImage();
-      this.#infraImagePresent = true;
+      await this.#infraImage();
       return this.#docker.createContainer(options);
     }
+  }
+
+  /** `#ensureInfraImage`, one at a time for all the sandboxes of a burst, remembered once it succeeded. */
+  #infraImage(): Promise<void> {
+    const ready = (this.#infraImageReady ??= this.#ensureInfraImage());
+    ready.catch(() => {
+      if (this.#infraImageReady === ready) this.#infraImageReady = undefined;
+    });
+    return ready;
   }
 
   async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {

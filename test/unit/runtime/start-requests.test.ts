@@ -127,6 +127,18 @@ t.test('the infra image is asked for by the first sandbox only; one removed mean
   await e.runtime.close();
 });
 
+t.test('a burst of first sandboxes asks for the infra image once', async (t) => {
+  const e = fakeEngine();
+  await Promise.all([e.runtime.runSandbox(pod('u1'), 0), e.runtime.runSandbox(pod('u2'), 0), e.runtime.runSandbox(pod('u3'), 0)]);
+  t.same(e.take().filter((r) => r === 'image inspect'), ['image inspect']);
+  e.images.delete('pause');
+  // Gone behind nodelet's back: both creates answer 404, the image is pulled again, both succeed.
+  const ids = await Promise.all([e.runtime.runSandbox(pod('u4'), 0), e.runtime.runSandbox(pod('u5'), 0)]);
+  t.equal(new Set(ids.map((s) => s.id)).size, 2, 'both sandboxes made');
+  t.ok(e.take().includes('pull'), 'the image pulled again');
+  await e.runtime.close();
+});
+
 t.test('a sandbox create failing for another reason: the error stands, and the next sandbox asks for the image again', async (t) => {
   // 404 with the image present: not the image's fault (e.g. a missing network).
   const failing = fakeEngine();
