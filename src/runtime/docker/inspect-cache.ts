@@ -66,7 +66,7 @@ export class InspectCache {
   readonly #entries = new Map<string, CachedInspect>();
   /** Container → the tick of the last event that may have changed its inspection. */
   readonly #changedAt = new Map<string, number>();
-  /** Containers nodelet created and is starting now (`startingNow`). */
+  /** Names of the containers nodelet is creating and starting now (`startingNow`). */
   readonly #starting = new Set<string>();
 
   /** The tick of an inspection (or a listing) about to be asked for. */
@@ -119,20 +119,21 @@ export class InspectCache {
   }
 
   /**
-   * Marks a container nodelet has just created and is starting: until `started`, a listing that
-   * shows it `created` reports it from the list (its inspection would wait for the engine's lock
-   * on the container until the start ends, and could only answer `created` or what the start
-   * returns to nodelet anyway).
+   * Marks a container (by its name: the engine gives the ID only once the create answers) that
+   * nodelet is creating and starting now: until `started`, a listing that shows it `created`
+   * reports it from the list. Its inspection would wait for the engine's lock on the container
+   * until the start ends, and could only answer `created` or what the start returns to nodelet
+   * anyway; the listing after the start inspects it.
    */
-  startingNow(id: string): void {
-    this.#starting.add(id);
+  startingNow(name: string): void {
+    this.#starting.add(name);
   }
 
-  started(id: string): void {
-    this.#starting.delete(id);
+  started(name: string): void {
+    this.#starting.delete(name);
   }
 
-  isStarting(id: string): boolean {
-    return this.#starting.has(id);
+  isStarting(name: string): boolean {
+    return this.#starting.has(name);
   }
 }

@@ -264,7 +264,7 @@ export class DockerRuntime implements Runtime {
         const uid = entry.Labels[Label.podUID];
         if (!parsed || !uid) return;
         // A container nodelet is starting now: its inspection would wait for the start to end.
-        const starting = entry.State === 'created' && this.#inspections.isStarting(entry.Id);
+        const starting = entry.State === 'created' && entry.Names.some((n) => this.#inspections.isStarting(n.replace(/^\//, '')));
         const info = starting ? SLOW : await this.#inspect(entry.Id, entry.State);
         if (!info) return;
         let pod = pods.get(uid);
@@ -461,12 +461,21 @@ export class DockerRuntime implements Runtime {
 
   async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
     const meta = pod.metadata ?? {};
-    const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
+    const name = makeSandboxName({ pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
+    this.#inspections.startingNow(name);
+    try {
+      return await this.#runSandbox(pod, name, config);
+    } finally {
+      this.#inspections.started(name);
+    }
+  }
+
+  async #runSandbox(pod: Pod, name: string, config: SandboxConfig | undefined): Promise<StartedSandbox> {
     const hostNetwork = pod.spec?.hostNetwork === true;
     // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
     const sysctls = sandboxSysctls(pod);
     const ulimits = await this.#ulimitsConfig();
-    const created = await this.#createSandbox(createContainerOptions(makeSandboxName(parts, attempt), {
+    const created = await this.#createSandbox(createContainerOptions(name, {
       Image: this.#opts.infraImage,
       // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
       ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
@@ -589,12 +598,21 @@ export class DockerRuntime implements Runtime {
 
   async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
     const meta = pod.metadata ?? {};
-    const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
+    const name = makeContainerName(container.name, { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
+    this.#inspections.startingNow(name);
+    try {
+      return await this.#startContainer(pod, container, sandbox, { name, attempt }, config);
+    } finally {
+      this.#inspections.started(name);
+    }
+  }
+
+  async #startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
     const sandboxMode = `container:${sandbox.id}`;
     const security = dockerSecurity(config.security);
     const ulimits = await this.#ulimitsConfig();
     const engine = (await this.#detect()).engine.name;
-    const create = async () => this.#docker.createContainer(createContainerOptions(makeContainerName(container.name, parts, attempt), {
+    const create = async () => this.#docker.createContainer(createContainerOptions(name, {
       Image: container.image,
       // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
       // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
@@ -644,9 +662,8 @@ export class DockerRuntime implements Runtime {
     return created.id;
   }
 
-  /** Starts a container nodelet just created (listings meanwhile report it from the list: `InspectCache.startingNow`). */
+  /** Starts a container nodelet just created. */
   async #start(container: Docker.Container): Promise<void> {
-    this.#inspections.startingNow(container.id);
     try {
       await container.start();
     } catch (err) {
@@ -655,8 +672,6 @@ export class DockerRuntime implements Runtime {
       this.#inspections.forget(container.id);
       this.#inspections.changed(container.id);
       throw err;
-    } finally {
-      this.#inspections.started(container.id);
     }
   }
 

@@ -62,12 +62,13 @@ t.test('retain forgets containers a listing did not show, unless remembered or c
   t.ok(cache.current('new2', later + 1));
 });
 
-t.test('starting: marked while nodelet starts a container', async (t) => {
+t.test('starting: marked by name while nodelet creates and starts a container', async (t) => {
   const cache = new InspectCache();
-  cache.startingNow('c1');
-  t.ok(cache.isStarting('c1'));
-  cache.started('c1');
-  t.notOk(cache.isStarting('c1'));
+  cache.startingNow('k8s_app_p_ns_uid_0');
+  t.ok(cache.isStarting('k8s_app_p_ns_uid_0'));
+  t.notOk(cache.isStarting('k8s_app_p_ns_uid_1'));
+  cache.started('k8s_app_p_ns_uid_0');
+  t.notOk(cache.isStarting('k8s_app_p_ns_uid_0'));
 });
 
 t.test('which event actions need a new inspection, and which a relist', async (t) => {

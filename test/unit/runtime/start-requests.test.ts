@@ -30,6 +30,7 @@ function fakeEngine() {
   const events = new PassThrough();
   let subscribed = false;
   let gate: Promise<void> | undefined;
+  let createGate: Promise<void> | undefined;
   let n = 0;
   const info = (id: string, c: FakeContainer) => ({
     Id: id,
@@ -72,7 +73,8 @@ function fakeEngine() {
       if (!images.has(opts._body.Image)) return Promise.reject(notFound(opts._body.Image));
       const id = `c${++n}`;
       containers.set(id, { name: opts._query.name, labels: opts._body.Labels, state: 'created' });
-      return Promise.resolve(handle(id));
+      // The engine has made it; its answer may still be on the way.
+      return (createGate ?? Promise.resolve()).then(() => handle(id));
     },
     getContainer: handle,
     listContainers: () => {
@@ -92,6 +94,14 @@ function fakeEngine() {
     containers,
     subscribed: () => subscribed,
     event: (id: string, action: string) => events.write(`${JSON.stringify({ Action: action, Actor: { ID: id, Attributes: containers.get(id)?.labels ?? {} } })}\n`),
+    holdCreateAnswers: () => {
+      let release = () => {};
+      createGate = new Promise((resolve) => (release = resolve));
+      return () => {
+        createGate = undefined;
+        release();
+      };
+    },
     holdStarts: () => {
       let release = () => {};
       gate = new Promise((resolve) => (release = resolve));
@@ -200,6 +210,24 @@ t.test('relists around a start: the starting container is not inspected, then on
   await e.runtime.listPods();
   t.same(e.take(), ['list'], 'the list catches up with the state the inspection answered: no new inspection');
   unwatch();
+  await e.runtime.close();
+});
+
+t.test('a container made by the engine whose create answer has not reached nodelet yet is not inspected either', async (t) => {
+  const e = fakeEngine();
+  await e.runtime.runSandbox(pod('u0'), 0);
+  const release = e.holdCreateAnswers();
+  const started = e.runtime.runSandbox(pod('u1'), 0);
+  await until('the create', () => e.containers.size === 2);
+  e.take();
+  const pods = await e.runtime.listPods();
+  t.same(e.take(), ['list', 'inspect'], 'the running sandbox of u0 only');
+  t.same(pods.map((p) => [p.uid, p.sandboxes[0]?.ready]).sort(), [['u0', true], ['u1', false]]);
+  release();
+  await started;
+  t.same(e.take(), ['start']);
+  await e.runtime.listPods();
+  t.same(e.take(), ['list', 'inspect'], 'then inspected once it runs');
   await e.runtime.close();
 });
 
