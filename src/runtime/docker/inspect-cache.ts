@@ -45,13 +45,14 @@ export function eventInvalidatesInspect(action: string): boolean {
 }
 
 /**
- * Whether an event of this action can change a pod's runtime status at all, i.e. is worth a
- * relist: everything but the actions that leave the container as it was (exec, attach, …).
- * `create`, `start`, `kill` and `stop` are worth one even though they need no re-inspection.
+ * Whether an event of this action is worth a relist now: those that need a new inspection, and
+ * `start` (a container now running). Not `create` (a created container changes no status; the
+ * pod worker that created it relists after its start), nor `kill` (the `die` that follows, if
+ * any, relists) or `stop` (after the `die`), nor those that leave the container as it was. The
+ * periodic relist covers them all anyway.
  */
 export function eventChangesStatus(action: string): boolean {
-  const base = baseAction(action);
-  return eventInvalidatesInspect(action) || base === 'create' || base === 'start' || base === 'kill' || base === 'stop';
+  return eventInvalidatesInspect(action) || baseAction(action) === 'start';
 }
 
 /**
