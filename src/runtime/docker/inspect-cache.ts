@@ -46,13 +46,13 @@ export function eventInvalidatesInspect(action: string): boolean {
 
 /**
  * Whether an event of this action is worth a relist now: those that need a new inspection, and
- * `start` (a container now running). Not `create` (a created container changes no status; the
- * pod worker that created it relists after its start), nor `kill` (the `die` that follows, if
- * any, relists) or `stop` (after the `die`), nor those that leave the container as it was. The
- * periodic relist covers them all anyway.
+ * `create` and `start` (a container appears, a container runs). Not `kill` (the `die` that
+ * follows, if any, relists) or `stop` (it follows the `die`), nor those that leave the container
+ * as it was (exec, attach, …). The periodic relist covers them all anyway.
  */
 export function eventChangesStatus(action: string): boolean {
-  return eventInvalidatesInspect(action) || baseAction(action) === 'start';
+  const base = baseAction(action);
+  return eventInvalidatesInspect(action) || base === 'create' || base === 'start';
 }
 
 /**

@@ -184,7 +184,7 @@ t.test('relists around a start: the starting container is not inspected, then on
   const id = [...e.containers.keys()][0]!;
   e.event(id, 'create');
   e.event(id, 'start');
-  await until('the start event', () => relisted.length === 1);
+  await until('the start event', () => relisted.length === 2);
   const [after] = await e.runtime.listPods();
   t.same(e.take(), ['list', 'inspect'], 'running now: inspected once');
   t.equal(after?.sandboxes[0]?.ready, true);
@@ -194,8 +194,8 @@ t.test('relists around a start: the starting container is not inspected, then on
   e.event(id, 'exec_die');
   e.event(id, 'kill');
   e.event(id, 'rename');
-  await until('the rename event', () => relisted.length === 2);
-  t.same(relisted, ['u1', 'u1'], 'create, exec and kill events relist nothing; start and rename do');
+  await until('the rename event', () => relisted.length === 3);
+  t.same(relisted, ['u1', 'u1', 'u1'], 'exec and kill events relist nothing; create, start and rename do');
   await e.runtime.listPods();
   t.same(e.take(), ['list', 'inspect'], 'the rename needs a new inspection, the others not');
 
@@ -203,7 +203,7 @@ t.test('relists around a start: the starting container is not inspected, then on
   e.containers.get(id)!.state = 'exited';
   e.containers.get(id)!.listed = 'running';
   e.event(id, 'die');
-  await until('the die event', () => relisted.length === 3);
+  await until('the die event', () => relisted.length === 4);
   const [dead] = await e.runtime.listPods();
   t.same(e.take(), ['list', 'inspect'], 'die: inspected again although the list shows running');
   t.equal(dead?.sandboxes[0]?.running, false, 'reported as the inspection says');
