@@ -274,8 +274,9 @@ export class DockerRuntime implements Runtime {
         }
         const sandbox = entry.Labels[Label.dockerType] === DockerType.sandbox;
         if (info === SLOW) {
-          // Busy in Docker: report what the list and the last inspection say; re-inspected next
-          // time. The inspection only while the list still shows the state it saw: a container
+          // Busy in Docker, or being started by nodelet: report what the list and the last
+          // inspection say; the inspection still running answers the next listing. The
+          // inspection only while the list still shows a state it saw: a container
           // the list shows exited since (it died, or the engine stopped it as it restarted) is
           // reported from its list entry, never as still running from an older inspection.
           const last = this.#inspections.last(entry.Id);
