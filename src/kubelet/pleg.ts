@@ -12,9 +12,11 @@ export interface RelistHealth {
 
 /**
  * The Pod Lifecycle Event Generator: keeps the newest runtime snapshot of every pod and reports
- * which pods changed. It relists on a short period and at once whenever Docker's event stream
- * mentions a pod, so a container that dies shows up within the time of one relist; the period
- * alone covers missed events (Docker restarting, the stream reconnecting).
+ * which pods changed. It relists on a short period and at once whenever the runtime reports an
+ * event that may change a pod (Docker: a container created, started, died, removed…, not an exec, a
+ * kill or a stop; `eventChangesStatus` in runtime/docker/inspect-cache.ts), so a container that dies shows up
+ * within the time of one relist; the period alone covers missed events (Docker restarting, the
+ * stream reconnecting).
  */
 export class PLEG {
   readonly #runtime: Runtime;

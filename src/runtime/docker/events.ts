@@ -5,14 +5,15 @@ const RECONNECT_MS = 1000;
 
 /**
  * Follows Docker's event stream for containers carrying `labelFilter`, calling `onEvent` with each
- * event's container ID and actor attributes (the container's labels). The stream reconnects after Docker restarts;
+ * event's container ID, action (`die`, `exec_create: sh -c …`; empty when the engine gives none)
+ * and actor attributes (the container's labels). The stream reconnects after Docker restarts;
  * events missed meanwhile are covered by the PLEG's periodic relist. Returns a stop function.
  */
 export function watchContainerEvents(
   docker: Docker,
   labelFilter: string,
   log: Logger,
-  onEvent: (containerId: string, attributes: Record<string, string>) => void,
+  onEvent: (containerId: string, action: string, attributes: Record<string, string>) => void,
 ): () => void {
   let stopped = false;
   let current: NodeJS.ReadableStream | undefined;
@@ -33,8 +34,8 @@ export function watchContainerEvents(
           pending = pending.slice(nl + 1);
           if (!line) continue;
           try {
-            const event = JSON.parse(line) as { id?: string; Actor?: { ID?: string; Attributes?: Record<string, string> } };
-            onEvent(event.Actor?.ID ?? event.id ?? '', event.Actor?.Attributes ?? {});
+            const event = JSON.parse(line) as { id?: string; Action?: string; status?: string; Actor?: { ID?: string; Attributes?: Record<string, string> } };
+            onEvent(event.Actor?.ID ?? event.id ?? '', event.Action ?? event.status ?? '', event.Actor?.Attributes ?? {});
           } catch {
             log.debug({ line }, 'Ignoring undecodable Docker event');
           }

@@ -17,6 +17,7 @@ import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } f
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
 import { containerFromInspect, containerFromListEntry, sandboxFromInspect, sandboxFromListEntry } from './state.js';
 import { watchContainerEvents } from './events.js';
+import { InspectCache, eventChangesStatus, eventInvalidatesInspect } from './inspect-cache.js';
 import { attachToContainer, execInContainer } from './exec.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../../streaming/types.js';
@@ -68,28 +69,22 @@ const SLOW = Symbol('slow inspect');
 /** How long a sandbox this runtime created counts as live for network GC, listed or not. */
 const NEW_SANDBOX_GRACE_MS = 60_000;
 
-interface CachedInspect {
-  state: string;
-  info: Docker.ContainerInspectInfo;
-  /** An exited container's termination message, read once with the inspection. */
-  terminationMessage?: string;
-}
-
 /**
  * The Docker implementation of `Runtime`, laid out like dockershim: one sandbox container per pod
  * holding the network and IPC namespaces, each app container joining them.
  *
  * `listPods` lists containers by this node's label and inspects only those whose Docker state
- * changed since the last listing, so a relist of an idle node costs one API call.
+ * changed since the last listing, or that an event may have changed since their last inspection
+ * (inspect-cache.ts), so a relist of an idle node costs one API call.
  */
 export class DockerRuntime implements Runtime {
   readonly #docker: Docker;
   readonly #opts: DockerRuntimeOptions;
-  readonly #inspectCache = new Map<string, CachedInspect>();
-  /** Containers an event named since their last inspection. */
-  readonly #stale = new Set<string>();
-  /** Inspections in flight, shared by relists (one per container at a time). */
-  readonly #inspecting = new Map<string, Promise<Docker.ContainerInspectInfo | undefined>>();
+  readonly #inspections = new InspectCache();
+  /** Inspections in flight and the tick each was asked at, shared by relists (one per container at a time). */
+  readonly #inspecting = new Map<string, { seq: number; answer: Promise<Docker.ContainerInspectInfo | undefined> }>();
+  /** The infra image found (or pulled), or being looked for: sandboxes share it (`#createSandbox`). */
+  #infraImageReady: Promise<void> | undefined;
   readonly #probe: EngineProbe;
   /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
   #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
@@ -258,6 +253,7 @@ export class DockerRuntime implements Runtime {
 
   async listPods(): Promise<RuntimePod[]> {
     const listedAt = performance.now();
+    const listedTick = this.#inspections.next();
     const list = await this.#docker.listContainers({ all: true, filters: { label: [`${Label.node}=${this.#opts.nodeName}`] } });
     const seen = new Set<string>();
     const pods = new Map<string, { uid: string; name: string; namespace: string; sandboxes: RuntimeSandbox[]; containers: RuntimeContainer[] }>();
@@ -267,7 +263,9 @@ export class DockerRuntime implements Runtime {
         const parsed = entry.Names.map(parseContainerName).find((n): n is ParsedName => n !== undefined);
         const uid = entry.Labels[Label.podUID];
         if (!parsed || !uid) return;
-        const info = await this.#inspect(entry.Id, entry.State);
+        // A container nodelet is starting now: its inspection would wait for the start to end.
+        const starting = entry.State === 'created' && entry.Names.some((n) => this.#inspections.isStarting(n.replace(/^\//, '')));
+        const info = starting ? SLOW : await this.#inspect(entry.Id, entry.State);
         if (!info) return;
         let pod = pods.get(uid);
         if (!pod) {
@@ -276,25 +274,25 @@ export class DockerRuntime implements Runtime {
         }
         const sandbox = entry.Labels[Label.dockerType] === DockerType.sandbox;
         if (info === SLOW) {
-          // Busy in Docker: report what the list and the last inspection say; re-inspected next
-          // time. The inspection only while the list still shows the state it saw: a container
+          // Busy in Docker, or being started by nodelet: report what the list and the last
+          // inspection say; the inspection still running answers the next listing. The
+          // inspection only while the list still shows a state it saw: a container
           // the list shows exited since (it died, or the engine stopped it as it restarted) is
           // reported from its list entry, never as still running from an older inspection.
-          const last = this.#inspectCache.get(entry.Id);
-          const cached = last?.state === entry.State ? last.info : undefined;
+          const last = this.#inspections.last(entry.Id);
+          const cached = last && (last.listedState === entry.State || last.status === entry.State) ? last.info : undefined;
           if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed), entry.HostConfig?.NetworkMode === 'host'));
           else pod.containers.push(cached ? containerFromInspect(cached, parsed) : containerFromListEntry(entry, parsed));
         } else if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(sandboxFromInspect(info, parsed), usesHostNetwork(info)));
         else {
           // The kubelet reports the container's own message over the runtime's error text.
-          const message = this.#inspectCache.get(entry.Id)?.terminationMessage;
+          const message = this.#inspections.last(entry.Id)?.terminationMessage;
           const container = containerFromInspect(info, parsed);
           pod.containers.push(message !== undefined ? { ...container, message } : container);
         }
       }),
     );
-    for (const id of this.#inspectCache.keys()) if (!seen.has(id)) this.#inspectCache.delete(id);
-    for (const id of this.#stale) if (!seen.has(id)) this.#stale.delete(id);
+    this.#inspections.retain(seen, listedTick);
     this.#maybeCollectNetwork(list.filter((e) => e.Labels[Label.dockerType] === DockerType.sandbox).map((e) => e.Id), listedAt);
     const byNewest = (a: { attempt: number; createdAt: Date }, b: { attempt: number; createdAt: Date }) =>
       b.attempt - a.attempt || b.createdAt.getTime() - a.createdAt.getTime();
@@ -302,27 +300,26 @@ export class DockerRuntime implements Runtime {
   }
 
   /**
-   * Inspects a container unless its listed state is unchanged since the cached inspection.
+   * Inspects a container unless its cached inspection still holds (`InspectCache.fresh`).
    * Docker holds a container's lock while it creates, starts or stops it, and an inspect waits
    * for that lock: during a burst of starts, or a graceful stop, one inspect can take seconds.
    * So an inspect slower than INSPECT_WAIT_MS answers SLOW and keeps running in the background
-   * (its answer fills the cache); the relist goes on without it and the container is inspected
-   * again next time — one busy container never holds back every pod's status.
+   * (its answer fills the cache); the relist goes on without it and the next one uses that
+   * answer, or waits for it again — one busy container never holds back every pod's status. An
+   * inspection in flight is shared unless an event came after it was asked.
    */
   async #inspect(id: string, listedState: string): Promise<Docker.ContainerInspectInfo | undefined | typeof SLOW> {
-    const cached = this.#inspectCache.get(id);
-    const stale = this.#stale.delete(id);
-    if (cached && !stale && cached.state === listedState && listedState !== 'restarting') return cached.info;
+    const cached = this.#inspections.fresh(id, listedState);
+    if (cached) return cached.info;
     let pending = this.#inspecting.get(id);
-    if (!pending) {
-      pending = this.#docker
+    if (!pending || !this.#inspections.current(id, pending.seq)) {
+      const seq = this.#inspections.next();
+      const answer = this.#docker
         .getContainer(id)
         .inspect()
         .then(
           async (info) => {
-            const exited = !info.State.Running && info.State.FinishedAt !== '' && !info.State.FinishedAt.startsWith('0001-');
-            const terminationMessage = exited && info.Config.Labels?.[Label.dockerType] !== DockerType.sandbox ? await readTerminationMessage(this.#docker, info) : undefined;
-            this.#inspectCache.set(id, { state: listedState, info, ...(terminationMessage !== undefined ? { terminationMessage } : {}) });
+            await this.#remember(id, listedState, info, seq);
             return info;
           },
           (err: unknown) => {
@@ -330,23 +327,31 @@ export class DockerRuntime implements Runtime {
             throw err;
           },
         )
-        .finally(() => this.#inspecting.delete(id));
+        .finally(() => {
+          if (this.#inspecting.get(id)?.answer === answer) this.#inspecting.delete(id);
+        });
+      pending = { seq, answer };
       this.#inspecting.set(id, pending);
     }
+    const { answer: inFlight } = pending;
     let timer: NodeJS.Timeout | undefined;
     const slow = new Promise<typeof SLOW>((resolve) => {
       timer = setTimeout(() => resolve(SLOW), INSPECT_WAIT_MS);
     });
     try {
-      const answer = await Promise.race([pending, slow]);
-      if (answer === SLOW) {
-        this.#stale.add(id);
-        pending.catch(() => undefined);
-      }
+      const answer = await Promise.race([inFlight, slow]);
+      if (answer === SLOW) inFlight.catch(() => undefined);
       return answer;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Caches an inspection asked at tick `seq` (with an exited container's termination message). */
+  async #remember(id: string, listedState: string, info: Docker.ContainerInspectInfo, seq: number): Promise<void> {
+    const exited = !info.State.Running && info.State.FinishedAt !== '' && !info.State.FinishedAt.startsWith('0001-');
+    const terminationMessage = exited && info.Config.Labels?.[Label.dockerType] !== DockerType.sandbox ? await readTerminationMessage(this.#docker, info) : undefined;
+    this.#inspections.remember(id, { listedState, status: info.State.Status || listedState, info, seq, ...(terminationMessage !== undefined ? { terminationMessage } : {}) });
   }
 
   imageStatus(image: string): Promise<ImageInfo | undefined> {
@@ -426,15 +431,52 @@ export class DockerRuntime implements Runtime {
     }
   }
 
+  /**
+   * Creates a sandbox container, its infra image made sure of first — once: after the image was
+   * found or pulled, sandboxes are created without asking for it again (as containerd's CRI,
+   * which looks the sandbox image up in its own image store, not the engine, per sandbox). An
+   * image removed behind nodelet's back fails the create with 404: the image is asked for (and
+   * pulled) again and the create retried once. Any other failure has the next sandbox ask again.
+   */
+  async #createSandbox(options: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+    await this.#infraImage();
+    try {
+      return await this.#docker.createContainer(options);
+    } catch (err) {
+      this.#infraImageReady = undefined;
+      if (statusCodeOf(err) !== 404 || (await this.#image(this.#opts.infraImage))) throw err;
+      this.#opts.log.info({ image: this.#opts.infraImage }, 'The infra image is gone; pulling it again');
+      await this.#infraImage();
+      return this.#docker.createContainer(options);
+    }
+  }
+
+  /** `#ensureInfraImage`, one at a time for all the sandboxes of a burst, remembered once it succeeded. */
+  #infraImage(): Promise<void> {
+    const ready = (this.#infraImageReady ??= this.#ensureInfraImage());
+    ready.catch(() => {
+      if (this.#infraImageReady === ready) this.#infraImageReady = undefined;
+    });
+    return ready;
+  }
+
   async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
     const meta = pod.metadata ?? {};
-    const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
-    await this.#ensureInfraImage();
+    const name = makeSandboxName({ pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
+    this.#inspections.startingNow(name);
+    try {
+      return await this.#runSandbox(pod, name, config);
+    } finally {
+      this.#inspections.started(name);
+    }
+  }
+
+  async #runSandbox(pod: Pod, name: string, config: SandboxConfig | undefined): Promise<StartedSandbox> {
     const hostNetwork = pod.spec?.hostNetwork === true;
     // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
     const sysctls = sandboxSysctls(pod);
     const ulimits = await this.#ulimitsConfig();
-    const created = await this.#docker.createContainer(createContainerOptions(makeSandboxName(parts, attempt), {
+    const created = await this.#createSandbox(createContainerOptions(name, {
       Image: this.#opts.infraImage,
       // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
       ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
@@ -463,7 +505,10 @@ export class DockerRuntime implements Runtime {
       throw err;
     }
     try {
+      const seq = this.#inspections.next();
       const info = await created.inspect();
+      // The next listing shows it as this inspection did, unless an event says otherwise.
+      await this.#remember(created.id, info.State.Status, info, seq);
       const netnsPath = netnsPathOf(info);
       if (!netnsPath) throw new Error(`sandbox ${created.id} is not running (${info.State.Status})`);
       const { ips } = await network.setUpPod({ ...networkIdentityOf(info), netnsPath, portMappings: portMappingsOf(pod) });
@@ -554,12 +599,21 @@ export class DockerRuntime implements Runtime {
 
   async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
     const meta = pod.metadata ?? {};
-    const parts = { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' };
+    const name = makeContainerName(container.name, { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
+    this.#inspections.startingNow(name);
+    try {
+      return await this.#startContainer(pod, container, sandbox, { name, attempt }, config);
+    } finally {
+      this.#inspections.started(name);
+    }
+  }
+
+  async #startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
     const sandboxMode = `container:${sandbox.id}`;
     const security = dockerSecurity(config.security);
     const ulimits = await this.#ulimitsConfig();
     const engine = (await this.#detect()).engine.name;
-    const create = async () => this.#docker.createContainer(createContainerOptions(makeContainerName(container.name, parts, attempt), {
+    const create = async () => this.#docker.createContainer(createContainerOptions(name, {
       Image: container.image,
       // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
       // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
@@ -609,12 +663,15 @@ export class DockerRuntime implements Runtime {
     return created.id;
   }
 
+  /** Starts a container nodelet just created. */
   async #start(container: Docker.Container): Promise<void> {
     try {
       await container.start();
     } catch (err) {
-      // Keep the failed container: its ContainerCannotRun state is what the status reports.
-      this.#inspectCache.delete(container.id);
+      // Keep the failed container: its ContainerCannotRun state is what the status reports, so
+      // no inspection asked before the failure may stand for it.
+      this.#inspections.forget(container.id);
+      this.#inspections.changed(container.id);
       throw err;
     }
   }
@@ -641,7 +698,7 @@ export class DockerRuntime implements Runtime {
       // 409: removal already in progress.
       if (code !== 404 && code !== 409) throw err;
     }
-    this.#inspectCache.delete(id);
+    this.#inspections.forget(id);
   }
 
   exec(containerId: string, cmd: string[], io: StreamIO | PendingStreamIO): Promise<CommandResult> {
@@ -716,15 +773,17 @@ export class DockerRuntime implements Runtime {
       }
       throw err;
     } finally {
-      this.#stale.add(containerId);
+      this.#inspections.changed(containerId);
     }
   }
 
   watch(onChange: (podUID: string) => void): () => void {
-    return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, (id, attrs) => {
-      // Docker's container list lags its events (a `die` can still list as running for a
-      // moment), so the next listing inspects this container whatever state the list shows.
-      if (id) this.#stale.add(id);
+    return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, (id, action, attrs) => {
+      if (!eventChangesStatus(action)) return;
+      // Docker's container list lags some events (a `die` can still list as running for a
+      // moment), so after those the next listing inspects this container whatever state the
+      // list shows (inspect-cache.ts).
+      if (id && eventInvalidatesInspect(action)) this.#inspections.changed(id);
       const uid = attrs[Label.podUID];
       if (uid) onChange(uid);
     });
