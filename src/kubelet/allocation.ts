@@ -9,7 +9,6 @@ import { rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Container, Pod } from '../api/types.js';
 import { quantityOf } from '../api/quantity.js';
-import { isRestartableInit } from '../status/conditions.js';
 import { ALLOCATED_PODS_STATE_FILE, parseCheckpoint, type Checkpoint, type PodAllocation, type Resources } from './allocation-state.js';
 
 /** The slice of a logger the allocation manager needs. */
@@ -22,8 +21,9 @@ export interface AllocationLogger {
  * each admitted pod's containers were given — at admission, then at each admitted resize — which
  * is what the node runs them with, whatever the spec asks for meanwhile. Checkpointed to
  * `<rootDir>/allocated_pods_state` on every change, so a restarted nodelet still knows what a
- * pending resize is measured against. Regular containers and sidecars are resizable
- * (`IsResizableContainer`); other init containers keep their spec.
+ * pending resize is measured against. Every container but the ephemeral ones is resizable
+ * (`IsResizableContainer` with InPlacePodVerticalScalingInitContainers, GA in 1.37): regular
+ * containers, sidecars and run-to-completion init containers.
  */
 export class AllocationManager {
   readonly #pods = new Map<string, PodAllocation>();
@@ -104,6 +104,25 @@ export class AllocationManager {
   }
 
   /**
+   * A pod allocated by a checkpoint written before every init container was resizable: each
+   * resizable container the allocation does not hold gets its spec's resources recorded (what it
+   * was created with — the apiserver refuses to resize a run-to-completion init container on a
+   * node that did not declare InPlacePodVerticalScalingInitContainers), so a later change of them
+   * is a resize. Nothing for any other pod.
+   */
+  adoptContainers(pod: Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    const alloc = this.#pods.get(uid);
+    if (!alloc) return;
+    const missing = resizableContainers(pod).filter((c) => !alloc.containers[c.name]);
+    if (!missing.length) return;
+    const containers = { ...alloc.containers };
+    for (const c of missing) containers[c.name] = resourcesOf(c);
+    this.#pods.set(uid, { ...alloc, containers });
+    this.#save();
+  }
+
+  /**
    * The pod-level resources written to the pod's cgroup (`GetPodLevelResources`); undefined
    * when nothing is recorded (they are the allocated ones).
    */
@@ -175,9 +194,13 @@ export class AllocationManager {
   }
 }
 
-/** The resizable containers of a pod (`IsResizableContainer`): regular containers, then sidecars. */
+/**
+ * The resizable containers of a pod (pkg/kubelet/allocation/allocation_manager.go
+ * `IsResizableContainer`, InPlacePodVerticalScalingInitContainers on): the regular containers,
+ * then every init container, sidecar or not. Ephemeral containers are not.
+ */
 export function resizableContainers(pod: Pod): Container[] {
-  return [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []).filter(isRestartableInit)];
+  return [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
 }
 
 /** A container's resources as the allocation keeps them: requests and limits, nothing else. */
@@ -209,7 +232,7 @@ function withAllocation(pod: Pod, alloc: PodAllocation): Pod {
   const spec = pod.spec;
   if (!spec) return pod;
   const containers = spec.containers.map(apply);
-  const initContainers = spec.initContainers?.map((c) => (isRestartableInit(c) ? apply(c) : c));
+  const initContainers = spec.initContainers?.map(apply);
   // Pod-level resources: the allocated ones (none when `{}`); not recorded: the spec's.
   const podLevel = alloc.pod && !sameResources(podLevelResourcesOf(pod), alloc.pod) ? alloc.pod : undefined;
   if (!changed && !podLevel) return pod;

@@ -80,7 +80,18 @@ function initContainerAction(c: Container, ctx: InitContext, initialised: boolea
     return 'pending';
   }
   if (newest.state === 'running') {
-    if (!sidecar) return 'pending';
+    if (!sidecar) {
+      // A running run-to-completion init container is resized too (`computeInitContainerActions`
+      // calls `computePodResizeAction` for it with InPlacePodVerticalScalingInitContainers): in
+      // place by the sync's update (resize.ts `planPodResize`), or — a `RestartContainer` policy,
+      // which the apiserver refuses to resize — killed and started again.
+      const resize = ctx.resize ? containerResizeAction(c, newest, ctx.pod.spec?.resources) : undefined;
+      if (resize?.kind === 'restart') {
+        actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
+        start('resize');
+      }
+      return 'pending';
+    }
     // A failed startup or liveness probe restarts the sidecar, with the probe's own grace period.
     const probe = ctx.unhealthy(c.name, newest.id);
     if (probe) {
@@ -95,8 +106,7 @@ function initContainerAction(c: Container, ctx: InitContext, initialised: boolea
       start('changed');
       return 'pending';
     }
-    // A sidecar resizes as a regular container does (`computePodResizeAction` with
-    // `isRestartableInitContainer`); other init containers are never resized while they run.
+    // A sidecar resizes as a regular container does (`computePodResizeAction`).
     const resize = ctx.resize ? containerResizeAction(c, newest, ctx.pod.spec?.resources) : undefined;
     if (resize?.kind === 'restart') {
       actions.kill.push({ id: newest.id, name: c.name, message: resize.message });

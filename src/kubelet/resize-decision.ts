@@ -78,8 +78,9 @@ const RESIZABLE = new Set(['cpu', 'memory']);
  * any resource but cpu and memory (the runtime has no update for it); a limit removed (neither
  * the kubelet — "This does not support removing limits" in `doPodResizeAction` — nor the engine's
  * update, where 0 means "unchanged", can lift one); a change of the pod's QoS class (its cgroup
- * lives under its class). The same for pod-level `spec.resources`. Non-sidecar init containers
- * are not allocated at all: they keep following the spec, as in the kubelet.
+ * lives under its class). The same for pod-level `spec.resources`. Every init container counts,
+ * sidecar or not (`IsResizableContainer`), and the QoS class is the whole pod's, init containers
+ * included (pkg/kubelet/allocation/handlers.go).
  */
 export function unsupportedResize(desired: Pod, allocated: Pod): string | undefined {
   const before = new Map(resizableContainers(allocated).map((c) => [c.name, c] as const));

@@ -77,6 +77,7 @@ export class ResizeManager {
       return pod;
     }
     allocation.adoptPodLevel(pod);
+    allocation.adoptContainers(pod);
     const allocated = allocation.allocatedPod(pod);
     const decision = resizeDecision({
       desired: pod,

@@ -9,10 +9,11 @@
  * |---|---|---|
  * | `ExtendWebSocketsToKubelet` | yes | exec and attach serve WebSocket `v5.channel.k8s.io` (and v4 … `channel.k8s.io`), port-forward the `SPDY/3.1+portforward.k8s.io` tunnel, natively (src/streaming/remotecommand/websocket.ts, src/streaming/websocket/tunnel.ts): the apiserver may hand a client's WebSocket upgrade to the node untranslated (pkg/registry/core/pod/rest/subresources.go) |
  * | `InPlacePodLevelResourcesVerticalScaling` | yes | pod-level `spec.resources` (cpu and memory) resize in place: the pod cgroup and the containers that follow its limits (src/kubelet/resize.ts, allocation.ts) |
- * | `InPlacePodVerticalScalingInitContainers`, `InPlacePodVerticalScalingMemoryBackedVolumes` | no | containers and sidecars resize in place (src/kubelet/resize.ts), but not run-to-completion init containers or a memory-backed emptyDir's size |
+ * | `InPlacePodVerticalScalingInitContainers` | yes | every init container resizes in place, run-to-completion ones too (src/kubelet/allocation.ts `resizableContainers`): the apiserver refuses a resize of a non-sidecar init container's resources for a node that does not declare it (k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize/nonsidecar_initcontainers_resize.go) |
+ * | `InPlacePodVerticalScalingMemoryBackedVolumes` | no | containers resize in place (src/kubelet/resize.ts), but not a memory-backed emptyDir's size |
  * | `RestartAllContainersOnContainerExits` | yes | `restartPolicyRules` with `action: RestartAllContainers` on init, sidecar and regular containers restarts the whole pod in place (src/kubelet/restart-all.ts): the apiserver's NodeDeclaredFeatureValidator places such pods only on nodes that declare it |
  * | `UserNamespacesHostNetworkSupport` | no | `hostUsers: false` is refused |
  * | `VolumeBindMountOptions` | no | no bind-mount options |
  * | `DRANodeAllocatableResources`, `DRAOptionalNodeOperations` | no | no DRA |
  */
-export const DECLARED_FEATURES: readonly string[] = Object.freeze(['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'RestartAllContainersOnContainerExits']);
+export const DECLARED_FEATURES: readonly string[] = Object.freeze(['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'InPlacePodVerticalScalingInitContainers', 'RestartAllContainersOnContainerExits']);

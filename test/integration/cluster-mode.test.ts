@@ -60,7 +60,7 @@ t.test('the Node registers Ready with the facts a kubelet reports, and its Lease
   for (const r of ['cpu', 'memory', 'pods', 'ephemeral-storage']) t.ok(n.status?.allocatable?.[r], `allocatable ${r}`);
   t.ok((n.status?.images ?? []).some((i) => i.names?.includes(busybox)), 'images listed');
   // NodeDeclaredFeatures is on from 1.36 (alpha, off, in 1.35): an older apiserver drops the field.
-  t.same(n.status?.declaredFeatures, Number(controlPlaneMinor().split('.')[1]) >= 36 ? ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'RestartAllContainersOnContainerExits'] : undefined, 'declared features as the apiserver holds them');
+  t.same(n.status?.declaredFeatures, Number(controlPlaneMinor().split('.')[1]) >= 36 ? ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'InPlacePodVerticalScalingInitContainers', 'RestartAllContainersOnContainerExits'] : undefined, 'declared features as the apiserver holds them');
 
   const first = await node.waitFor('lease', () => api<Lease>(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`));
   t.equal(first.spec?.holderIdentity, nodeName);

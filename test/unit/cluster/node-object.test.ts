@@ -73,14 +73,14 @@ const REGISTRY = [
   'UserNamespacesHostNetworkSupport', 'VolumeBindMountOptions',
 ];
 
-t.test('declared features: WebSocket streaming straight to the node, restarting all containers, nothing nodelet does not do', async (t) => {
+t.test('declared features: WebSocket streaming straight to the node, pod-level and init container resize, restarting all containers, nothing nodelet does not do', async (t) => {
   const s = nodeStatus(facts, healthy, undefined, new Date('2026-01-01T00:00:00Z'));
-  t.same(s.declaredFeatures, ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'RestartAllContainersOnContainerExits'], 'in every status');
-  t.same(initialNode(facts, { labels: {}, taints: [] }, healthy, new Date()).status?.declaredFeatures, ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'RestartAllContainersOnContainerExits'], 'and at registration');
+  t.same(s.declaredFeatures, ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'InPlacePodVerticalScalingInitContainers', 'RestartAllContainersOnContainerExits'], 'in every status');
+  t.same(initialNode(facts, { labels: {}, taints: [] }, healthy, new Date()).status?.declaredFeatures, ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'InPlacePodVerticalScalingInitContainers', 'RestartAllContainersOnContainerExits'], 'and at registration');
   t.ok(DECLARED_FEATURES.every((f) => REGISTRY.includes(f)), 'only registry names');
   t.same([...DECLARED_FEATURES].sort(), DECLARED_FEATURES, 'sorted, as DiscoverNodeFeatures returns them');
   s.declaredFeatures?.push('Mutated');
-  t.same(DECLARED_FEATURES, ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'RestartAllContainersOnContainerExits'], 'each status has its own copy');
+  t.same(DECLARED_FEATURES, ['ExtendWebSocketsToKubelet', 'InPlacePodLevelResourcesVerticalScaling', 'InPlacePodVerticalScalingInitContainers', 'RestartAllContainersOnContainerExits'], 'each status has its own copy');
   const held = nodeStatus(facts, healthy, undefined, new Date('2026-01-01T00:00:00Z'));
   const next = nodeStatus(facts, healthy, held, new Date('2026-01-01T00:00:10Z'));
   t.equal(nodeStatusDiffers(held, next), false, 'the same features: no change');

@@ -21,7 +21,7 @@ t.test('the allocation is what the node runs; a changed spec is measured against
   const allocated = m.allocatedPod(resized);
   t.same(allocated.spec?.containers[0]?.resources, { requests: { cpu: '100m' }, limits: { cpu: '200m' } }, 'the regular container keeps its allocation');
   t.same(allocated.spec?.initContainers?.[0]?.resources, { requests: { cpu: '50m' }, limits: {} }, 'so does a sidecar');
-  t.same(allocated.spec?.initContainers?.[1]?.resources, { requests: { cpu: '2' }, limits: {} }, 'an init container follows its spec');
+  t.same(allocated.spec?.initContainers?.[1]?.resources, { requests: { cpu: '1' }, limits: {} }, 'and a run-to-completion init container (InPlacePodVerticalScalingInitContainers)');
   t.equal(m.allocatedPod(admitted), admitted, 'nothing differs: the same object');
   await m.flush();
   const file = JSON.parse(await readFile(join(dir, ALLOCATED_PODS_STATE_FILE), 'utf8')) as { pods: Record<string, unknown> };
@@ -77,4 +77,47 @@ t.test('what nodelet refuses to resize in place, with the reason', async (t) => 
   t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '200m', memory: '1Gi' }, { cpu: '500m', memory: '1Gi' })]), was), 'Pod QOS Class may not change as a result of resizing', 'Guaranteed to Burstable');
   t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '1', memory: '2Gi' }, { cpu: '1', memory: '2Gi' })]), was), undefined, 'Guaranteed stays Guaranteed');
   t.equal(unsupportedResize(pod('u1', [ctr('a', { cpu: '500m', memory: '1024Mi' }, { cpu: '0.5', memory: '1Gi' })]), was), undefined, 'the same amounts spelled otherwise');
+});
+
+t.test('a pod allocated before init containers were resizable: they are adopted with their spec, once', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'alloc-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const init = ctr('init', { cpu: '100m' }, { cpu: '100m' });
+  const main = ctr('a', { cpu: '200m' }, { cpu: '200m' });
+  // A checkpoint from before: the regular container only.
+  await writeFile(join(dir, ALLOCATED_PODS_STATE_FILE), JSON.stringify({ version: 1, pods: { u1: { containers: { a: { requests: { cpu: '200m' }, limits: { cpu: '200m' } } } } } }));
+  const m = new AllocationManager({ rootDir: dir });
+  const admitted = pod('u1', [main], { spec: { containers: [main], initContainers: [init] } });
+  m.adoptContainers(admitted);
+  t.same(m.get('u1')?.containers.init, { requests: { cpu: '100m' }, limits: { cpu: '100m' } }, 'recorded with the spec it was created with');
+  const resized = pod('u1', [main], { spec: { containers: [main], initContainers: [ctr('init', { cpu: '300m' }, { cpu: '300m' })] } });
+  m.adoptContainers(resized);
+  t.same(m.get('u1')?.containers.init, { requests: { cpu: '100m' }, limits: { cpu: '100m' } }, 'a second call changes nothing');
+  t.same(m.allocatedPod(resized).spec?.initContainers?.[0]?.resources, { requests: { cpu: '100m' }, limits: { cpu: '100m' } }, 'a later change of its spec is a resize, measured against the allocation');
+  t.same(resizeDecision({ desired: resized, allocated: m.allocatedPod(resized), others: [], allocatable }), { kind: 'admit' });
+  m.adoptContainers(pod('nobody', [main]));
+  t.notOk(m.isAllocated('nobody'), 'a pod not allocated is left alone');
+  await m.flush();
+  t.ok(new AllocationManager({ rootDir: dir }).get('u1')?.containers.init, 'checkpointed');
+});
+
+t.test('init containers in resize decisions: their requests, their QoS and their refusals count', async (t) => {
+  const guaranteed = (name: string, cpu: string, memory: string, extra: Partial<Container> = {}) => ctr(name, { cpu, memory }, { cpu, memory }, extra);
+  const withInit = (init: Container, main = guaranteed('a', '500m', '256Mi')): Pod => pod('u1', [main], { spec: { containers: [main], initContainers: [init] } });
+  const allocated = withInit(guaranteed('init', '500m', '256Mi'));
+  const decide = (desired: Pod, others: Pod[] = []) => resizeDecision({ desired, allocated, others, allocatable });
+  t.same(decide(allocated), { kind: 'unchanged' });
+  t.same(decide(withInit(guaranteed('init', '1', '512Mi'))), { kind: 'admit' }, 'a run-to-completion init container grows');
+  t.same(decide(withInit(guaranteed('init', '1500m', '512Mi')), [pod('u2', [ctr('b', { cpu: '1' })])]), {
+    kind: 'pending',
+    reason: 'Deferred',
+    message: "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000",
+  }, 'the pod\'s requests are raised to the init container\'s: deferred beside another pod');
+  t.same(decide(withInit(guaranteed('init', '3', '512Mi'))), { kind: 'pending', reason: 'Infeasible', message: "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000" });
+  t.same(decide(withInit(ctr('init', { cpu: '250m', memory: '256Mi' }, { cpu: '500m', memory: '256Mi' }))), {
+    kind: 'pending',
+    reason: 'Infeasible',
+    message: 'Pod QOS Class may not change as a result of resizing',
+  }, 'an init container that would make the pod Burstable');
+  t.equal(unsupportedResize(withInit(ctr('init', { cpu: '500m', memory: '256Mi' }, { cpu: '500m' })), allocated), 'container "init": removing the memory limit in place is not supported');
 });
