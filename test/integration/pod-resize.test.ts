@@ -11,7 +11,8 @@ import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
  * In-place pod resize against a real control plane (v1.34, InPlacePodVerticalScaling beta and on):
  * `kubectl patch pod --subresource resize` (kubectl 1.33) changes a running container's cgroup
  * values — read inside the container, this machine is cgroup v1 — without restarting it; a
- * `RestartContainer` resize policy restarts only that container; a resize beyond the node's
+ * `RestartContainer` resize policy restarts only that container; a running run-to-completion init
+ * container resizes in place too (1.37, declared by the node); a resize beyond the node's
  * allocatable stays pending, `Infeasible` (a 1.36+ apiserver refuses it before nodelet sees it).
  */
 t.setTimeout(300_000);
@@ -126,6 +127,63 @@ t.test('cpu and memory are resized in place: same container, no restart, new cgr
     return reasons.includes('ResizeStarted') && reasons.includes('ResizeCompleted') ? list.items : undefined;
   }, 30_000);
   t.match(events.find((e) => e.reason === 'ResizeStarted')?.message, /^Pod resize started: \{"containers":\[\{"name":"main"/);
+});
+
+t.test('a running run-to-completion init container is resized in place (InPlacePodVerticalScalingInitContainers)', async (t) => {
+  // The shape of the e2e spec "should support resizing a non-sidecar init container"
+  // (test/e2e/common/node/pod_resize.go): a Guaranteed pod whose init container never exits.
+  const small = { cpu: '100m', memory: '64Mi' };
+  const big = { cpu: '200m', memory: '96Mi' };
+  const body = podOf('initresize', [{ name: 'main', amounts: small }]);
+  const spec = body.spec;
+  if (!spec) throw new Error('no spec');
+  spec.initContainers = [{ name: 'init', image: BUSYBOX, command: ['sh', '-c', 'sleep 3600'], resources: resources(small) }];
+  await admin.request('POST', '/api/v1/namespaces/default/pods', { body });
+  const initStatus = (p: Pod | undefined) => p?.status?.initContainerStatuses?.[0];
+  const before = await node.waitFor('init container running, its resources in its status', async () => {
+    const p = await getPod('initresize');
+    return initStatus(p)?.state?.running && initStatus(p)?.resources ? p : undefined;
+  }, 60_000);
+  const id = initStatus(before)?.containerID ?? '';
+  t.match(id, /^docker:\/\//);
+  t.same(initStatus(before)?.resources, resources(small), 'status.resources on the init container');
+  t.same(initStatus(before)?.allocatedResources, small, 'and allocatedResources');
+  t.same(await cgroupInside(id), { shares: 102, quota: 10_000, memory: 64 * MiB }, 'created with the spec\'s values');
+
+  const resizeInit = async (a: Amounts) => {
+    const patch = { spec: { initContainers: [{ name: 'init', resources: resources(a) }] } };
+    const r = await cp.kubectl(['patch', 'pod', 'initresize', '--subresource', 'resize', '--patch', JSON.stringify(patch)]);
+    if (r.code !== 0) throw new Error(`kubectl patch --subresource resize failed: ${r.stderr}`);
+  };
+  // The apiserver takes it only because the node declares InPlacePodVerticalScalingInitContainers.
+  await resizeInit(big);
+  if (updateUnsupported) {
+    const pending = await node.waitFor('PodResizePending', async () => condition(await getPod('initresize'), 'PodResizePending'), 60_000);
+    t.same([pending.reason, pending.message], ['Infeasible', updateUnsupported], 'an engine without the update: Infeasible');
+    return;
+  }
+  const resized = async (a: Amounts, what: string) => node.waitFor(what, async () => {
+    const p = await getPod('initresize');
+    const s = initStatus(p);
+    return s?.resources?.limits?.cpu === a.cpu && s.resources.limits.memory === a.memory && !condition(p, 'PodResizeInProgress') && !condition(p, 'PodResizePending') ? p : undefined;
+  }, 60_000);
+  const after = await resized(big, 'init container resized');
+  const s = initStatus(after);
+  t.same(s?.resources, resources(big), 'status.resources: the new values');
+  t.same(s?.allocatedResources, big);
+  t.equal(s?.containerID, id, 'the same container');
+  t.equal(s?.restartCount, 0, 'not restarted');
+  t.ok(s?.state?.running, 'still running');
+  t.same(await cgroupInside(id), { shares: 204, quota: 20_000, memory: 96 * MiB }, 'the cgroup inside the init container has the new values');
+  t.equal(after.status?.phase, 'Pending', 'the pod is still initialising');
+  t.equal(after.status?.qosClass, 'Guaranteed');
+
+  // And back, as the e2e spec does.
+  await resizeInit(small);
+  const back = await resized(small, 'init container back to its first values');
+  t.equal(initStatus(back)?.containerID, id);
+  t.equal(initStatus(back)?.restartCount, 0);
+  t.same(await cgroupInside(id), { shares: 102, quota: 10_000, memory: 64 * MiB });
 });
 
 t.test('a RestartContainer memory policy restarts only that container', async (t) => {
