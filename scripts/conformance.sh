@@ -258,6 +258,59 @@ busybox_rootfs() {
   chmod 700 "$dir/root"
 }
 
+# fake_registry_content DIR IMAGES_TXT: what test/images/agnhost/fakeregistryserver/prepare_registry.sh
+# puts at /var/registry of the agnhost image, for the images IMAGES_TXT names ("name tag internal_tag"
+# per line): per image a manifest list (linux only) behind a tag file named internal_tag, its
+# manifest, config and layers, stored as the fake registry's handlers read them
+# (fakeregistryserver/registryserver.go: <name>/manifests/<tag> holds the list's digest, every
+# object at <kind>/sha256/<2 hex>/<hex>/data). Upstream copies them from registry.k8s.io with crane;
+# here each image is the one this script built under registry.k8s.io/<name>:<tag> (`docker save`,
+# its layers gzipped as a registry stores them). The private-registry spec of 1.35+ pulls
+# localhost:5000/pause:testing from agnhost's fake-registry-server (test/e2e/common/node/runtime.go).
+fake_registry_content() {
+  local dir=$1 list=$2 name tag internal
+  [ -f "$list" ] || return 0
+  while read -r name tag internal; do
+    case $name in '' | \#*) continue ;; esac
+    if ! image_present "registry.k8s.io/$name:$tag"; then
+      log "WARNING: registry.k8s.io/$name:$tag not built: agnhost's fake registry will not serve $name:$internal"
+      continue
+    fi
+    local saved; saved=$(mktemp -d)
+    docker save "registry.k8s.io/$name:$tag" | tar -C "$saved" -x
+    node - "$saved" "$dir/$name" "$internal" <<'JS' || die "fake registry content for $name failed"
+const { createHash } = require('node:crypto');
+const { readFileSync, writeFileSync, mkdirSync } = require('node:fs');
+const { gzipSync } = require('node:zlib');
+const { join } = require('node:path');
+const [saved, imageDir, tag] = process.argv.slice(2);
+const put = (kind, data) => {
+  const hex = createHash('sha256').update(data).digest('hex');
+  const d = join(imageDir, kind, 'sha256', hex.slice(0, 2), hex);
+  mkdirSync(d, { recursive: true });
+  writeFileSync(join(d, 'data'), data);
+  return { digest: `sha256:${hex}`, size: data.length };
+};
+const [entry] = JSON.parse(readFileSync(join(saved, 'manifest.json'), 'utf8'));
+const configBytes = readFileSync(join(saved, entry.Config));
+const config = JSON.parse(configBytes);
+const manifest = Buffer.from(JSON.stringify({
+  schemaVersion: 2,
+  mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
+  config: { mediaType: 'application/vnd.docker.container.image.v1+json', ...put('blobs', configBytes) },
+  layers: entry.Layers.map((l) => ({ mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', ...put('blobs', gzipSync(readFileSync(join(saved, l)))) })),
+}));
+const list = Buffer.from(JSON.stringify({
+  schemaVersion: 2,
+  mediaType: 'application/vnd.docker.distribution.manifest.list.v2+json',
+  manifests: [{ mediaType: 'application/vnd.docker.distribution.manifest.v2+json', ...put('manifests', manifest), platform: { architecture: config.architecture, os: config.os } }],
+}));
+writeFileSync(join(imageDir, 'manifests', tag), put('manifests', list).digest + '\n');
+JS
+    rm -rf "$saved"
+  done <"$list"
+}
+
 check_image_names() {
   local listed
   listed=$("$E2E" --list-images 2>/dev/null) || die "e2e.test --list-images failed"
@@ -281,6 +334,15 @@ build_images() {
     image_files busybox "$r"
     log "building $BUSYBOX_IMAGE from $(busybox | head -n 1 | awk '{print $1, $2}')"
     tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["sh"]' - "$BUSYBOX_IMAGE" >/dev/null
+  fi
+
+  if ! image_present "$PAUSE_IMAGE"; then
+    # build/pause/Dockerfile: /pause alone, run as 65535:65535.
+    local r=$ctx/pause
+    mkdir -p "$r"
+    cp "$PAUSE" "$r/pause"
+    log "building $PAUSE_IMAGE from build/pause/linux/pause.c"
+    tar -C "$r" -c . | docker import --change 'USER 65535:65535' --change 'ENTRYPOINT ["/pause"]' - "$PAUSE_IMAGE" >/dev/null
   fi
 
   if ! image_present "$AGNHOST_IMAGE"; then
@@ -325,20 +387,12 @@ build_images() {
     # glibc without an nsswitch.conf asks DNS first and stops at its answer: /etc/hosts first, as
     # musl (Alpine's getent) does: its etc/nsswitch.conf says so. Alpine's users, and agnhost's.
     image_files agnhost "$r"
+    fake_registry_content "$r/var/registry" "$src/fakeregistryserver/images.txt"
     mkdir -p "$r/home/user-defined-in-image"
     chown 1000:1000 "$r/home/user-defined-in-image"
     log "building $AGNHOST_IMAGE from test/images/agnhost ($K8S_VERSION)"
     tar -C "$r" -c . | docker import --change "$path_env" --change 'ENTRYPOINT ["/agnhost"]' \
       --change 'CMD ["pause"]' --change 'EXPOSE 80 8080 8081 9376 5000' - "$AGNHOST_IMAGE" >/dev/null
-  fi
-
-  if ! image_present "$PAUSE_IMAGE"; then
-    # build/pause/Dockerfile: /pause alone, run as 65535:65535.
-    local r=$ctx/pause
-    mkdir -p "$r"
-    cp "$PAUSE" "$r/pause"
-    log "building $PAUSE_IMAGE from build/pause/linux/pause.c"
-    tar -C "$r" -c . | docker import --change 'USER 65535:65535' --change 'ENTRYPOINT ["/pause"]' - "$PAUSE_IMAGE" >/dev/null
   fi
 
   if ! image_present "$NONEWPRIVS_IMAGE"; then
