@@ -1,11 +1,12 @@
 import { zpagesPlugin, type ZPagesOptions } from './plugins/zpages.js';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { developmentSecurity, type SecurityOptions } from '../auth/index.js';
-import { installSecurity } from './security.js';
+import { requestGuard } from './security.js';
+import { installRequestGate } from './gate.js';
+import { RequestLogController, requestChildLogger } from './request-log.js';
 import type { Logger } from '../logging/index.js';
-import { handleError, handleFrameworkError, handleNotFound, rejectUnknownRoute } from './errors.js';
+import { handleError, handleFrameworkError, handleNotFound } from './errors.js';
 import type { Host } from '../host/index.js';
-import { checkPathParamsPerRoute } from './params.js';
 import { apiEventsPlugin } from './plugins/api-events.js';
 import { apiNamespacesPlugin } from './plugins/api-namespaces.js';
 import { apiNodesPlugin } from './plugins/api-nodes.js';
@@ -16,7 +17,7 @@ import { kubeletPodsPlugin } from './plugins/kubelet-pods.js';
 import { remoteCommandPlugin, type StreamingOptions } from './plugins/remote-command.js';
 import { runPlugin } from './plugins/run.js';
 import { Metrics } from '../metrics/registry.js';
-import { instrumentHttp, metricsPlugin } from './plugins/metrics.js';
+import { metricsPlugin } from './plugins/metrics.js';
 import { logsPlugin } from './plugins/logs.js';
 import { portForwardPlugin } from './plugins/port-forward.js';
 import { statsPlugin } from './plugins/stats.js';
@@ -60,18 +61,6 @@ export interface ServerOptions {
   zpages?: Omit<ZPagesOptions, 'paths'>;
 }
 
-/** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
-class RequestLogController extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
-    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
-  }
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (this.isLogDisabled(request)) return;
-    if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
-  }
-}
-
 /**
  * `application/json` exactly, as the apiserver and kubelet send it (Fastify would append
  * `; charset=utf-8`), and the apiserver's `X-Content-Type-Options: nosniff` on every answer.
@@ -101,7 +90,9 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   const logger: FastifyBaseLogger = opts.logger;
   const app: FastifyInstance = Fastify({
     loggerInstance: logger,
-    logController: new RequestLogController(),
+    logController: new RequestLogController(opts.logger),
+    // `request.log` is made on a request's first line written, not for every request.
+    childLoggerFactory: requestChildLogger(opts.logger),
     bodyLimit: opts.bodyLimit ?? 64 * 1024,
     routerOptions: {
       // `/runningpods/` and `/runningpods` both match; Fastify never redirects between them.
@@ -128,14 +119,11 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   guardConnectionEvents(app.server, opts.logger);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
-  // Counted first, so refused and unknown requests are measured too (label values are bucketed).
   const metrics = opts.metrics ?? new Metrics();
   const security = opts.security ?? developmentSecurity(opts.host.nodeName);
-  instrumentHttp(app, metrics, security.kind === 'readOnly' ? 'readonly' : 'readwrite');
-  // Authentication and authorization (or the read-only allow-list) before anything else looks at the request.
-  installSecurity(app, security);
-  app.addHook('onRequest', rejectUnknownRoute);
-  checkPathParamsPerRoute(app);
+  // Metrics, authentication and authorization (or the read-only allow-list), unknown routes and
+  // path parameters, in that order, before anything else looks at the request: one root hook.
+  installRequestGate(app, { metrics, serverType: security.kind === 'readOnly' ? 'readonly' : 'readwrite', guard: requestGuard(security) });
   app.addHook('onSend', responseHeaders);
 
   const { host } = opts;

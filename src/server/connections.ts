@@ -44,35 +44,42 @@ export function guardConnectionEvents(server: Server, log: Logger, onCaught: () 
 }
 
 const kAnswers = Symbol('nodelet.pendingAnswers');
+const kPending = Symbol('nodelet.pendingAnswer');
 interface PendingAnswers {
   count: number;
   waiters: (() => void)[];
 }
 type TrackedSocket = Duplex & { [kAnswers]?: PendingAnswers };
+/** A response not yet answered holds its socket's count; it lets go once, at `finish` or `close`. */
+type TrackedResponse = ServerResponse & { [kPending]?: PendingAnswers | undefined };
 
 /**
  * Counts, per connection, the requests whose answers are not complete, so an Upgrade request
  * pipelined behind them waits its turn (`whenAnswered`). Node parses pipelined requests ahead of
  * their answers and hands an Upgrade to the `upgrade` event at once, while the earlier answers
  * still own the socket; Go's `net/http`, the kubelet's server, serves a connection's requests one
- * at a time. Registered first on `request`, so an answer finished synchronously is seen too.
+ * at a time. Registered first on `request`, so an answer finished synchronously is seen too. The
+ * listeners are shared by every response (the count sits on the response), so a request costs
+ * no closure.
  */
 export function trackAnswers(server: Server): void {
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+  server.prependListener('request', (req: IncomingMessage, res: TrackedResponse) => {
     const socket = req.socket as TrackedSocket;
     const pending = (socket[kAnswers] ??= { count: 0, waiters: [] });
     pending.count++;
-    let done = false;
-    const answered = () => {
-      if (done) return;
-      done = true;
-      if (--pending.count > 0) return;
-      const waiters = pending.waiters.splice(0);
-      for (const waiter of waiters) waiter();
-    };
-    res.once('finish', answered);
-    res.once('close', answered);
+    res[kPending] = pending;
+    res.on('finish', answered);
+    res.on('close', answered);
   });
+}
+
+function answered(this: TrackedResponse): void {
+  const pending = this[kPending];
+  if (pending === undefined) return;
+  this[kPending] = undefined;
+  if (--pending.count > 0 || pending.waiters.length === 0) return;
+  const waiters = pending.waiters.splice(0);
+  for (const waiter of waiters) waiter();
 }
 
 /**
