@@ -7,7 +7,7 @@ import { StatusError, badRequest } from '../api/errors.js';
 import type { StreamingUpgradeLabels } from '../metrics/registry.js';
 import { upgradeTransport, type Negotiated, type UpgradeRequest } from '../streaming/upgrade.js';
 import { acceptWebSocket, nativeUnmask } from '../streaming/websocket/handshake.js';
-import { trackAnswers, whenAnswered } from './connections.js';
+import { whenAnswered } from './connections.js';
 import { statusFor } from './errors.js';
 
 const kUpgrade = Symbol('nodelet.upgrade');
@@ -116,7 +116,6 @@ export function routeUpgrades(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     for (const socket of open) socket.destroy();
   });
-  trackAnswers(app.server);
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
