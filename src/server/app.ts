@@ -90,9 +90,9 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   const logger: FastifyBaseLogger = opts.logger;
   const app: FastifyInstance = Fastify({
     loggerInstance: logger,
-    logController: new RequestLogController(opts.logger),
+    logController: new RequestLogController(),
     // `request.log` is made on a request's first line written, not for every request.
-    childLoggerFactory: requestChildLogger(opts.logger),
+    childLoggerFactory: requestChildLogger,
     bodyLimit: opts.bodyLimit ?? 64 * 1024,
     routerOptions: {
       // `/runningpods/` and `/runningpods` both match; Fastify never redirects between them.

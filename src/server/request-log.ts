@@ -1,28 +1,25 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Bindings, ChildLoggerOptions, Level } from 'pino';
-import type { Logger } from '../logging/index.js';
 
 /** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
 export class RequestLogController extends LogController {
-  readonly #logger: Logger;
-
-  /** `logger`: the server's logger, whose level decides whether a request's debug lines are built at all. */
-  constructor(logger: Logger) {
-    super();
-    this.#logger = logger;
-  }
-
   override incomingRequest(request: FastifyRequest): void {
-    if (this.#logger.isLevelEnabled('debug') && !this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
+    if (levelEnabled(request.log, 'debug') && !this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
   }
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) {
       if (!this.isLogDisabled(request)) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    } else if (this.#logger.isLevelEnabled('debug') && !this.isLogDisabled(request)) {
+    } else if (levelEnabled(reply.log, 'debug') && !this.isLogDisabled(request)) {
       reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
     }
   }
 }
+
+/** A pino logger (Fastify's wrapper of nodelet's, or a `RequestLogger`) can say whether a level is written; others are asked to write. */
+type LevelAware = FastifyBaseLogger & { isLevelEnabled(level: Level): boolean };
+const isLevelAware = (log: FastifyBaseLogger): log is LevelAware => typeof (log as Partial<LevelAware>).isLevelEnabled === 'function';
+/** Whether a line at `level` would be written: the debug lines' objects are built only then. */
+const levelEnabled = (log: FastifyBaseLogger, level: Level): boolean => !isLevelAware(log) || log.isLevelEnabled(level);
 
 type LogArgs = [obj: unknown, msg?: string, ...args: unknown[]];
 
@@ -34,22 +31,31 @@ type LogArgs = [obj: unknown, msg?: string, ...args: unknown[]];
  * the logger's level is dropped before anything is made; the level is read at each call, so a
  * level changed while a request runs applies to it.
  */
-class RequestLogger implements FastifyBaseLogger {
-  readonly #parent: Logger;
+export class RequestLogger implements LevelAware {
+  readonly #parent: LevelAware;
   readonly #bindings: Bindings;
-  #child: Logger | undefined;
+  #child: FastifyBaseLogger | undefined;
 
-  constructor(parent: Logger, bindings: Bindings) {
+  constructor(parent: LevelAware, bindings: Bindings) {
     this.#parent = parent;
     this.#bindings = bindings;
   }
 
-  #made(): Logger {
+  /** Whether the child has been made (for the tests: a request that writes nothing makes none). */
+  get made(): boolean {
+    return this.#child !== undefined;
+  }
+
+  isLevelEnabled(level: Level): boolean {
+    return this.#child === undefined ? this.#parent.isLevelEnabled(level) : levelEnabled(this.#child, level);
+  }
+
+  #made(): FastifyBaseLogger {
     return (this.#child ??= this.#parent.child(this.#bindings));
   }
 
   #write(level: Level, args: LogArgs): void {
-    if (!this.#parent.isLevelEnabled(level)) return;
+    if (!this.isLevelEnabled(level)) return;
     const child = this.#made();
     Reflect.apply(child[level], child, args);
   }
@@ -85,9 +91,11 @@ class RequestLogger implements FastifyBaseLogger {
 }
 
 /**
- * Fastify's `childLoggerFactory` for nodelet's servers: a `RequestLogger` over `parent`, or pino's
- * own child at once when the route asks for its own level or serializers (no nodelet route does).
+ * Fastify's `childLoggerFactory` for nodelet's servers: a `RequestLogger` over Fastify's logger
+ * (nodelet's, with Fastify's `req`/`res`/`err` serializers), or that logger's own child at once
+ * when the route asks for its own level or serializers (no nodelet route does).
  */
-export function requestChildLogger(parent: Logger): (logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions) => FastifyBaseLogger {
-  return (_logger, bindings, opts) => (opts.level !== undefined || opts.serializers !== undefined ? parent.child(bindings, opts) : new RequestLogger(parent, bindings));
+export function requestChildLogger(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
+  if (opts.level !== undefined || opts.serializers !== undefined || !isLevelAware(logger)) return logger.child(bindings, opts);
+  return new RequestLogger(logger, bindings);
 }
