@@ -1,9 +1,9 @@
 import { zpagesPlugin, type ZPagesOptions } from './plugins/zpages.js';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { developmentSecurity, type SecurityOptions } from '../auth/index.js';
 import { requestGuard } from './security.js';
 import { installRequestGate } from './gate.js';
-import { RequestLogController, requestChildLogger } from './request-log.js';
+import { RequestLogController, requestLogging } from './request-log.js';
 import type { Logger } from '../logging/index.js';
 import { handleError, handleFrameworkError, handleNotFound } from './errors.js';
 import type { Host } from '../host/index.js';
@@ -87,12 +87,14 @@ function responseHeaders(request: FastifyRequest, reply: FastifyReply, payload: 
  */
 export function buildServer(opts: ServerOptions): FastifyInstance {
   // Widened to Fastify's logger interface so the instance keeps Fastify's default typing.
-  const logger: FastifyBaseLogger = opts.logger;
+  // Fastify gets no logger of its own: it would make a pino child and set response listeners for
+  // every request. Requests log through `requestLogging` instead (the same lines, made only when
+  // written), and the server's own lines go to `opts.logger`.
+  const logging = requestLogging(opts.logger);
   const app: FastifyInstance = Fastify({
-    loggerInstance: logger,
+    logger: false,
     logController: new RequestLogController(),
-    // `request.log` is made on a request's first line written, not for every request.
-    childLoggerFactory: requestChildLogger,
+    childLoggerFactory: logging.childLoggerFactory,
     bodyLimit: opts.bodyLimit ?? 64 * 1024,
     routerOptions: {
       // `/runningpods/` and `/runningpods` both match; Fastify never redirects between them.
@@ -117,6 +119,17 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
 
   // No client input may end the process: a throwing handler ends its own connection only.
   guardConnectionEvents(app.server, opts.logger);
+  // The access log's completion lines at V(3): Fastify times a response and calls the log
+  // controller's `requestCompleted` only when a route has an `onResponse` hook.
+  if (logging.accessLog) app.addHook('onResponse', (_request, _reply, done) => done());
+  // Fastify's own line, which its logger would have written.
+  app.addHook('onListen', (done) => {
+    const scheme = opts.tls ? 'https' : 'http';
+    for (const a of app.addresses()) {
+      opts.logger.info(`Server listening at ${typeof a === 'string' ? a : `${scheme}://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`}`);
+    }
+    done();
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   const metrics = opts.metrics ?? new Metrics();
@@ -167,7 +180,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     portForwardConnections: new ForwardLimiter(s.maxPortForwardConnections ?? configDefault('maxPortForwardConnections')),
     upgraded: (labels) => metrics.streamingUpgrades.inc(labels),
   };
-  routeUpgrades(app);
+  routeUpgrades(app, opts.logger);
   metrics.websocketNativeUnmask.set(nativeUnmask() ? 1 : 0);
   // Upgraded sockets are no longer the HTTP server's: close them so `app.close()` completes.
   app.addHook('preClose', async () => sessions.closeAll());

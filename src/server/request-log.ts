@@ -1,5 +1,6 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Bindings, ChildLoggerOptions, Level } from 'pino';
+import { pino, type Bindings, type ChildLoggerOptions, type Level } from 'pino';
+import type { Logger } from '../logging/index.js';
 
 /** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
 export class RequestLogController extends LogController {
@@ -90,10 +91,32 @@ export class RequestLogger implements LevelAware {
   }
 }
 
+/** Fastify's `res` serializer (lib/logger-pino.js): a reply is logged as its status code. */
+function replySummary(reply: FastifyReply): { statusCode: number } {
+  return { statusCode: reply.statusCode };
+}
+
 /**
- * Fastify's `childLoggerFactory` for nodelet's servers: a `RequestLogger` over Fastify's logger
- * (nodelet's, with Fastify's `req`/`res`/`err` serializers), or that logger's own child at once
- * when the route asks for its own level or serializers (no nodelet route does).
+ * Request logging for a server whose Fastify instance has no logger of its own (so Fastify makes
+ * no per-request child and sets no response listeners for logging): `base` is nodelet's logger
+ * with Fastify's `res` and `err` serializers (its `req` one is nodelet's `requestSummary`), as
+ * Fastify's `loggerInstance` would have made it.
+ *   - `childLoggerFactory`: each request's `request.log` and `reply.log`, a `RequestLogger` over
+ *     `base` made on its first line written (or `base`'s own child at once when the route asks for
+ *     its own level or serializers; no nodelet route does). Fastify calls it for every request,
+ *     404s and framework errors included.
+ *   - `accessLog`: whether the access log's completion lines ("request completed") are written,
+ *     i.e. `base` is at debug (V(3)): the caller then adds an `onResponse` hook, which makes
+ *     Fastify time every response and call `RequestLogController.requestCompleted`.
+ */
+export function requestLogging(logger: Logger): { base: Logger; childLoggerFactory: (logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions) => FastifyBaseLogger; accessLog: boolean } {
+  const base = logger.child({}, { serializers: { res: replySummary, err: pino.stdSerializers.err } });
+  return { base, childLoggerFactory: (_fastifyLogger, bindings, opts) => requestChildLogger(base, bindings, opts), accessLog: base.isLevelEnabled('debug') };
+}
+
+/**
+ * A request's logger over `logger`: a `RequestLogger`, or `logger`'s own child at once when the
+ * route asks for its own level or serializers.
  */
 export function requestChildLogger(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
   if (opts.level !== undefined || opts.serializers !== undefined || !isLevelAware(logger)) return logger.child(bindings, opts);

@@ -9,6 +9,7 @@ import { upgradeTransport, type Negotiated, type UpgradeRequest } from '../strea
 import { acceptWebSocket, nativeUnmask } from '../streaming/websocket/handshake.js';
 import { whenAnswered } from './connections.js';
 import { statusFor } from './errors.js';
+import type { Logger } from '../logging/index.js';
 
 const kUpgrade = Symbol('nodelet.upgrade');
 type RoutedUpgrade = IncomingMessage & { [kUpgrade]?: UpgradeRequest };
@@ -107,9 +108,9 @@ function takeOver(reply: FastifyReply, socket: Duplex): void {
  * `reply.hijack()` and owns the socket from then on. `@fastify/websocket` is not used because it
  * claims every Upgrade, SPDY included, for `ws`.
  */
-export function routeUpgrades(app: FastifyInstance): void {
-  if (nativeUnmask()) app.log.info('websocket: native unmasking (bufferutil) loaded');
-  else app.log.warn('websocket: bufferutil not loaded, client frames are unmasked in JavaScript (slower exec stdin)');
+export function routeUpgrades(app: FastifyInstance, log: Logger): void {
+  if (nativeUnmask()) log.info('websocket: native unmasking (bufferutil) loaded');
+  else log.warn('websocket: bufferutil not loaded, client frames are unmasked in JavaScript (slower exec stdin)');
   // Node detaches upgrade sockets from the HTTP server, so `close()` would not end a request still
   // answering on one (e.g. a log follow sent with upgrade headers): track and close them here.
   const open = new Set<Duplex>();
@@ -128,7 +129,7 @@ export function routeUpgrades(app: FastifyInstance): void {
         route(app, req as RoutedUpgrade, socket, head);
       } catch (err) {
         // Outside any server event here (see whenAnswered): end this connection, not the process.
-        app.log.error({ err }, 'http: panic serving an upgrade; closing its connection');
+        log.error({ err }, 'http: panic serving an upgrade; closing its connection');
         socket.destroy();
       }
     });
