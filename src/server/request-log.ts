@@ -96,11 +96,29 @@ function replySummary(reply: FastifyReply): { statusCode: number } {
   return { statusCode: reply.statusCode };
 }
 
+/** Fastify's `req` serializer (lib/logger-pino.js): what the request is, never its headers (credentials). */
+function requestValue(request: FastifyRequest): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: request.url,
+    version: request.headers['accept-version'],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
+
+/** A pino logger's own serializers (pino keeps them under a symbol). */
+function serializersOf(logger: Logger): Readonly<Record<string, unknown>> {
+  const own = (logger as unknown as Record<symbol, unknown>)[pino.symbols.serializersSym];
+  return typeof own === 'object' && own !== null ? (own as Record<string, unknown>) : {};
+}
+
 /**
  * Request logging for a server whose Fastify instance has no logger of its own (so Fastify makes
  * no per-request child and sets no response listeners for logging): `base` is nodelet's logger
- * with Fastify's `res` and `err` serializers (its `req` one is nodelet's `requestSummary`), as
- * Fastify's `loggerInstance` would have made it.
+ * with Fastify's `req`, `res` and `err` serializers where the logger has none of its own (nodelet's
+ * has `req`: `requestSummary`), as Fastify's `loggerInstance` would have made it.
  *   - `childLoggerFactory`: each request's `request.log` and `reply.log`, a `RequestLogger` over
  *     `base` made on its first line written (or `base`'s own child at once when the route asks for
  *     its own level or serializers; no nodelet route does). Fastify calls it for every request,
@@ -110,7 +128,11 @@ function replySummary(reply: FastifyReply): { statusCode: number } {
  *     Fastify time every response and call `RequestLogController.requestCompleted`.
  */
 export function requestLogging(logger: Logger): { base: Logger; childLoggerFactory: (logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions) => FastifyBaseLogger; accessLog: boolean } {
-  const base = logger.child({}, { serializers: { res: replySummary, err: pino.stdSerializers.err } });
+  // Fastify's serializers where the logger has none of its own (nodelet's has `req`), as Fastify merges them.
+  const own = serializersOf(logger);
+  const serializers: Record<string, pino.SerializerFn> = { req: requestValue, res: replySummary, err: pino.stdSerializers.err };
+  for (const name of Object.keys(own)) delete serializers[name];
+  const base = logger.child({}, { serializers });
   return { base, childLoggerFactory: (_fastifyLogger, bindings, opts) => requestChildLogger(base, bindings, opts), accessLog: base.isLevelEnabled('debug') };
 }
 

@@ -70,3 +70,16 @@ t.test('at info (the default V(2)) a served request writes nothing; a failed one
   await app.close();
   await app2.close();
 });
+
+t.test('a logger without serializers of its own gets Fastify\'s: a request line names the request, never its headers', async (t) => {
+  const { logger, lines } = collecting('trace');
+  const app = build(new FakeHost([makePod({ name: 'web' })]), { logger });
+  t.equal((await app.inject({ url: '/podInfo?podID=web&podNamespace=default', headers: { authorization: 'Bearer secret-token', cookie: 'c=secret-cookie' } })).statusCode, 200);
+  const all = JSON.stringify(lines);
+  t.notOk(all.includes('secret-token'), 'no token in the lines');
+  t.notOk(all.includes('secret-cookie'), 'no cookie in the lines');
+  const incoming = lines.find((l) => l.msg === 'incoming request');
+  t.match(incoming?.req, { method: 'GET', url: '/podInfo?podID=web&podNamespace=default' });
+  t.same(lines.find((l) => l.msg === 'request completed')?.res, { statusCode: 200 });
+  await app.close();
+});
