@@ -2,6 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import { ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP, type AuthnResult, type Authenticator, type UserInfo } from './types.js';
 
 const ANONYMOUS: UserInfo = Object.freeze({ name: ANONYMOUS_USER, uid: '', groups: Object.freeze([UNAUTHENTICATED_GROUP]) });
+const ANONYMOUS_RESULT: AuthnResult = Object.freeze({ ok: true, user: ANONYMOUS });
+const NO_CREDENTIALS: AuthnResult = Object.freeze({ ok: false });
 
 /**
  * The kubelet's delegating authenticator: x509, then bearer tokens; the first user wins. Any
@@ -20,15 +22,21 @@ export class UnionAuthenticator implements Authenticator {
 
   /** Synchronous while every authenticator asked so far answered synchronously (the local ones). */
   authenticate(req: IncomingMessage): AuthnResult | Promise<AuthnResult> {
-    const errors: string[] = [];
+    // Made on the first error only: most requests have none (anonymous, or the first authenticator answers).
+    let errors: string[] | undefined;
     for (let i = 0; i < this.#chain.length; i++) {
       const r = this.#chain[i]?.authenticate(req);
       if (r === undefined) continue;
-      if (r instanceof Promise) return this.#continue(req, r, i, errors);
+      if (r instanceof Promise) return this.#continue(req, r, i, errors ?? []);
       if (r.ok) return withAuthenticated(r.user);
-      if (r.error !== undefined) errors.push(r.error);
+      if (r.error !== undefined) (errors ??= []).push(r.error);
     }
-    return this.#finish(errors);
+    return errors === undefined ? this.#unauthenticated : this.#finish(errors);
+  }
+
+  /** The answer for a request nobody authenticated and nobody refused: one frozen object, not one per request. */
+  get #unauthenticated(): AuthnResult {
+    return this.#anonymous ? ANONYMOUS_RESULT : NO_CREDENTIALS;
   }
 
   async #continue(req: IncomingMessage, pending: Promise<AuthnResult>, index: number, errors: string[]): Promise<AuthnResult> {

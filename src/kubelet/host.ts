@@ -91,8 +91,14 @@ export class KubeletHost implements Host {
   }
 
   podsRevision(): string {
-    return `${this.#pods.revision}/${this.#statuses.revision}`;
+    const pods = this.#pods.revision;
+    const statuses = this.#statuses.revision;
+    // The same string while nothing changed: the readers' `!==` against their cached revision is
+    // then a pointer comparison, and the hot reads (`/pods`, `/podInfo`) build no string per request.
+    if (pods !== this.#revisionOf.pods || statuses !== this.#revisionOf.statuses) this.#revisionOf = { pods, statuses, revision: `${pods}/${statuses}` };
+    return this.#revisionOf.revision;
   }
+  #revisionOf = { pods: -1, statuses: -1, revision: '' };
 
   getPodByName(namespace: string, name: string): Pod | undefined {
     const pod = this.#pods.getPodByName(namespace, name);

@@ -1,11 +1,12 @@
 import { zpagesPlugin, type ZPagesOptions } from './plugins/zpages.js';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { developmentSecurity, type SecurityOptions } from '../auth/index.js';
-import { installSecurity } from './security.js';
+import { requestGuard } from './security.js';
+import { installRequestGate } from './gate.js';
+import { RequestLogController, requestLogging } from './request-log.js';
 import type { Logger } from '../logging/index.js';
-import { handleError, handleFrameworkError, handleNotFound, rejectUnknownRoute } from './errors.js';
+import { handleError, handleFrameworkError, handleNotFound } from './errors.js';
 import type { Host } from '../host/index.js';
-import { checkPathParamsPerRoute } from './params.js';
 import { apiEventsPlugin } from './plugins/api-events.js';
 import { apiNamespacesPlugin } from './plugins/api-namespaces.js';
 import { apiNodesPlugin } from './plugins/api-nodes.js';
@@ -16,7 +17,7 @@ import { kubeletPodsPlugin } from './plugins/kubelet-pods.js';
 import { remoteCommandPlugin, type StreamingOptions } from './plugins/remote-command.js';
 import { runPlugin } from './plugins/run.js';
 import { Metrics } from '../metrics/registry.js';
-import { instrumentHttp, metricsPlugin } from './plugins/metrics.js';
+import { metricsPlugin } from './plugins/metrics.js';
 import { logsPlugin } from './plugins/logs.js';
 import { portForwardPlugin } from './plugins/port-forward.js';
 import { statsPlugin } from './plugins/stats.js';
@@ -60,18 +61,6 @@ export interface ServerOptions {
   zpages?: Omit<ZPagesOptions, 'paths'>;
 }
 
-/** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
-class RequestLogController extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
-    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
-  }
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (this.isLogDisabled(request)) return;
-    if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
-  }
-}
-
 /**
  * `application/json` exactly, as the apiserver and kubelet send it (Fastify would append
  * `; charset=utf-8`), and the apiserver's `X-Content-Type-Options: nosniff` on every answer.
@@ -98,10 +87,14 @@ function responseHeaders(request: FastifyRequest, reply: FastifyReply, payload: 
  */
 export function buildServer(opts: ServerOptions): FastifyInstance {
   // Widened to Fastify's logger interface so the instance keeps Fastify's default typing.
-  const logger: FastifyBaseLogger = opts.logger;
+  // Fastify gets no logger of its own: it would make a pino child and set response listeners for
+  // every request. Requests log through `requestLogging` instead (the same lines, made only when
+  // written), and the server's own lines go to `opts.logger`.
+  const logging = requestLogging(opts.logger);
   const app: FastifyInstance = Fastify({
-    loggerInstance: logger,
+    logger: false,
     logController: new RequestLogController(),
+    childLoggerFactory: logging.childLoggerFactory,
     bodyLimit: opts.bodyLimit ?? 64 * 1024,
     routerOptions: {
       // `/runningpods/` and `/runningpods` both match; Fastify never redirects between them.
@@ -126,16 +119,24 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
 
   // No client input may end the process: a throwing handler ends its own connection only.
   guardConnectionEvents(app.server, opts.logger);
+  // The access log's completion lines at V(3): Fastify times a response and calls the log
+  // controller's `requestCompleted` only when a route has an `onResponse` hook.
+  if (logging.accessLog) app.addHook('onResponse', (_request, _reply, done) => done());
+  // Fastify's own line, which its logger would have written.
+  app.addHook('onListen', (done) => {
+    const scheme = opts.tls ? 'https' : 'http';
+    for (const a of app.addresses()) {
+      opts.logger.info(`Server listening at ${typeof a === 'string' ? a : `${scheme}://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`}`);
+    }
+    done();
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
-  // Counted first, so refused and unknown requests are measured too (label values are bucketed).
   const metrics = opts.metrics ?? new Metrics();
   const security = opts.security ?? developmentSecurity(opts.host.nodeName);
-  instrumentHttp(app, metrics, security.kind === 'readOnly' ? 'readonly' : 'readwrite');
-  // Authentication and authorization (or the read-only allow-list) before anything else looks at the request.
-  installSecurity(app, security);
-  app.addHook('onRequest', rejectUnknownRoute);
-  checkPathParamsPerRoute(app);
+  // Metrics, authentication and authorization (or the read-only allow-list), unknown routes and
+  // path parameters, in that order, before anything else looks at the request: one root hook.
+  installRequestGate(app, { metrics, serverType: security.kind === 'readOnly' ? 'readonly' : 'readwrite', guard: requestGuard(security) });
   app.addHook('onSend', responseHeaders);
 
   const { host } = opts;
@@ -179,7 +180,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     portForwardConnections: new ForwardLimiter(s.maxPortForwardConnections ?? configDefault('maxPortForwardConnections')),
     upgraded: (labels) => metrics.streamingUpgrades.inc(labels),
   };
-  routeUpgrades(app);
+  routeUpgrades(app, opts.logger);
   metrics.websocketNativeUnmask.set(nativeUnmask() ? 1 : 0);
   // Upgraded sockets are no longer the HTTP server's: close them so `app.close()` completes.
   app.addHook('preClose', async () => sessions.closeAll());

@@ -43,51 +43,38 @@ export function guardConnectionEvents(server: Server, log: Logger, onCaught: () 
   } as Server['emit'];
 }
 
-const kAnswers = Symbol('nodelet.pendingAnswers');
-interface PendingAnswers {
-  count: number;
-  waiters: (() => void)[];
-}
-type TrackedSocket = Duplex & { [kAnswers]?: PendingAnswers };
-
-/**
- * Counts, per connection, the requests whose answers are not complete, so an Upgrade request
- * pipelined behind them waits its turn (`whenAnswered`). Node parses pipelined requests ahead of
- * their answers and hands an Upgrade to the `upgrade` event at once, while the earlier answers
- * still own the socket; Go's `net/http`, the kubelet's server, serves a connection's requests one
- * at a time. Registered first on `request`, so an answer finished synchronously is seen too.
- */
-export function trackAnswers(server: Server): void {
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
-    const socket = req.socket as TrackedSocket;
-    const pending = (socket[kAnswers] ??= { count: 0, waiters: [] });
-    pending.count++;
-    let done = false;
-    const answered = () => {
-      if (done) return;
-      done = true;
-      if (--pending.count > 0) return;
-      const waiters = pending.waiters.splice(0);
-      for (const waiter of waiters) waiter();
-    };
-    res.once('finish', answered);
-    res.once('close', answered);
-  });
-}
+/** The answer a socket is writing (Node's own field: lib/_http_server.js `assignSocket`/`detachSocket`). */
+type AnsweringSocket = Duplex & { _httpMessage?: ServerResponse | null };
 
 /**
  * Runs `fn` once every earlier request on `socket` has been answered (at once when none is
- * pending); never when the socket closes first. Needs `trackAnswers` on the socket's server.
- * `fn` may run inside another answer's 'finish' event, outside any server event: it must not throw.
+ * pending); never when the socket closes first. Node parses pipelined requests ahead of their
+ * answers and hands an Upgrade to the `upgrade` event at once, while the earlier answers still own
+ * the socket; Go's `net/http`, the kubelet's server, serves a connection's requests one at a time,
+ * so an Upgrade pipelined behind them waits its turn here.
+ *
+ * Node keeps a connection's answers in order itself: the one writing is `socket._httpMessage`,
+ * the others are queued, and each gets the socket when the one before it finishes (its `finish`
+ * listener, `resOnFinish`, runs before any added later: it detaches the finished answer and
+ * assigns the next). So waiting for the writing answer's end, again and again, waits for them
+ * all, and requests that are never followed by an Upgrade pay nothing for it.
+ * `fn` may run inside an answer's `finish` event, outside any server event: it must not throw.
  */
 export function whenAnswered(socket: Duplex, fn: () => void): void {
-  const pending = (socket as TrackedSocket)[kAnswers];
-  if (!pending || pending.count === 0) return fn();
-  let closed = false;
-  socket.once('close', () => (closed = true));
-  // Node's `resOnFinish` runs before this (its 'finish' listener precedes ours): the answer is
-  // detached from the socket by then, and a `Connection: close` answer has ended it.
-  pending.waiters.push(() => {
-    if (!closed) fn();
-  });
+  const answering = (socket as AnsweringSocket)._httpMessage;
+  if (!answering) return fn();
+  let waiting = true;
+  const next = (): void => {
+    if (!waiting) return;
+    waiting = false;
+    socket.off('close', closed);
+    // A `Connection: close` answer has ended the socket by now: `fn` sees it (not writable).
+    whenAnswered(socket, fn);
+  };
+  const closed = (): void => {
+    waiting = false;
+  };
+  socket.once('close', closed);
+  answering.once('finish', next);
+  answering.once('close', next);
 }

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { StatusError, badRequest, plainText, type StatusDetails } from '../api/errors.js';
 import type { Status } from '../api/types.js';
 import type { Subresource, Verb } from '../auth/types.js';
@@ -131,15 +131,6 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
 /** Unknown routes: the apiserver's 404 Status, through the same handler. */
 export async function handleNotFound(): Promise<never> {
   throw pageNotFound();
-}
-
-/**
- * Root `onRequest` hook: settle unknown routes before Fastify parses a body for them, so an
- * unknown path is a 404 whatever its payload (not a 400 or 415 from a content-type parser).
- */
-export function rejectUnknownRoute(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if (request.is404) throw pageNotFound();
-  done();
 }
 
 /** Errors Fastify raises before routing (bad percent-encoding, over-long params). */

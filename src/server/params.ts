@@ -1,12 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { badRequest, StatusError } from '../api/errors.js';
 import { isDNS1123Label, isDNS1123Subdomain, isValidUID } from '../api/names.js';
 import type { Pod } from '../api/types.js';
 import { containerNameRequired } from './errors.js';
 
 /**
- * Input hygiene for every route with parameters, run as the route's first `onRequest` hook so it
- * precedes body parsing and any `Host` call. Route parameters are named by convention and checked by name:
+ * Input hygiene for every route with parameters, run by the root `onRequest` hook so it precedes
+ * body parsing and any `Host` call. Route parameters are named by convention and checked by name:
  *   ns, namespace, podNamespace → DNS-1123 label (the apiserver's namespace rule)
  *   name, pod, podID            → DNS-1123 subdomain (pod names)
  *   container, containerName    → DNS-1123 label
@@ -64,21 +64,17 @@ export function checkParam(param: string, value: string): void {
   }
 }
 
-/**
- * Adds the parameter check to every route that has parameters, as its first own `onRequest`
- * hook: after the root hooks (metrics, authentication), before the route's others and before
- * body parsing. Routes without parameters (`/pods`, `/podInfo`, `/healthz`) pay nothing.
- */
-export function checkPathParamsPerRoute(app: FastifyInstance): void {
-  app.addHook('onRoute', (route) => {
-    if (!/[:*]/.test(route.url)) return;
-    const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
-    route.onRequest = [checkPathParams, ...own];
-  });
+/** Whether a route pattern has path parameters (the only routes `checkPathParams` has work on). */
+export function hasPathParams(url: string): boolean {
+  return /[:*]/.test(url);
 }
 
-/** Validates every path parameter of the matched route. */
-function checkPathParams(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+/**
+ * Validates every path parameter of the matched route; run by the root `onRequest` hook
+ * (`src/server/gate.ts`) for routes with parameters, after authentication and before the route's
+ * own hooks and body parsing. Routes without parameters (`/pods`, `/podInfo`, `/healthz`) pay nothing.
+ */
+export function checkPathParams(request: FastifyRequest): void {
   const params = request.params as Record<string, unknown> | undefined;
   if (params) {
     for (const param in params) {
@@ -86,7 +82,6 @@ function checkPathParams(request: FastifyRequest, _reply: FastifyReply, done: Ho
       if (typeof value === 'string') checkParam(param, value);
     }
   }
-  done();
 }
 
 /** A query value as Go's `url.Values.Get` reads it: the first occurrence, '' when absent. */

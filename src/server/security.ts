@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { StatusError } from '../api/errors.js';
 import { isSubpath, requestAttributes, type RequestAttributes } from '../auth/attributes.js';
 import type { SecurityOptions } from '../auth/options.js';
@@ -15,7 +15,7 @@ function routePath(request: FastifyRequest): string {
 }
 
 /** What the guard needs of a request besides its user: worked out once per (method, route). */
-interface RouteAccess {
+export interface RouteAccess {
   readonly path: string;
   readonly attrs: RequestAttributes;
   /** Refused with 405 when the debugging handlers are off. */
@@ -23,44 +23,56 @@ interface RouteAccess {
 }
 
 /**
- * Installs the listener's guard as the FIRST root `onRequest` hook, so it runs before path checks,
+ * What the listener's guard knows of one (method, route pattern): worked out once, when the route
+ * is registered (`route`), so a request pays no lookup for it. Unknown paths have none.
+ */
+export interface RouteGuard {
+  readonly access: RouteAccess;
+  /** The read-only port's allow-list answer for this route. */
+  readonly readOnlyAllowed: boolean;
+}
+
+/**
+ * The listener's guard, run by the root `onRequest` hook (`src/server/gate.ts`) before path checks,
  * unknown-route 404s, body parsing and any handler — also for HTTP Upgrade requests, which
  * `routeUpgrades` sends through Fastify routing: a refused upgrade gets its 401/403 and the socket
  * is closed, no 101 is ever written (the CVE-2018-1002105 lesson).
- *
- * The hook answers synchronously whenever the authenticator and authorizer do (local ones, and the
- * webhooks' cached decisions), so a request pays no promise for it; only a TokenReview or
- * SubjectAccessReview in flight makes it wait. Request attributes depend only on the method and
- * the route pattern, so they are computed once per route (unknown paths: per request).
  */
-export function installSecurity(app: FastifyInstance, security: SecurityOptions): void {
+export interface RequestGuard {
+  route(method: string, pattern: string): RouteGuard;
+  /**
+   * Admits `request` (matched to `route`, none for an unknown path) or throws its refusal. It
+   * answers synchronously whenever the authenticator and authorizer do (local ones, and the
+   * webhooks' cached decisions), so a request pays no promise for it; only a TokenReview or
+   * SubjectAccessReview in flight makes it return a promise.
+   */
+  admit(request: FastifyRequest, route: RouteGuard | undefined): void | Promise<void>;
+}
+
+/** The guard of a listener with `security` (pkg/kubelet/server/auth.go's filter, or the read-only allow-list). */
+export function requestGuard(security: SecurityOptions): RequestGuard {
   if (security.kind === 'readOnly') {
-    app.addHook('onRequest', readOnlyGuard);
-    return;
+    return {
+      route: (method, pattern) => ({ access: { path: pattern, attrs: requestAttributes(method, pattern), debug: false }, readOnlyAllowed: readOnlyAllowed(method, pattern) }),
+      admit: (request, route) => {
+        if (!(route ? route.readOnlyAllowed : readOnlyAllowed(request.method, routePath(request)))) throw debugDisabled();
+      },
+    };
   }
   const { authenticator, authorizer, nodeName, enableDebuggingHandlers } = security;
-  const routes = new Map<string, RouteAccess>();
   const accessOf = (method: string, path: string): RouteAccess => {
     const attrs = requestAttributes(method, path);
     return { path, attrs, debug: !enableDebuggingHandlers && isDebugPath(path, attrs.streaming) };
   };
-  const routeAccess = (request: FastifyRequest): RouteAccess => {
-    const pattern = request.is404 ? undefined : request.routeOptions.url;
-    if (pattern === undefined || pattern === '') return accessOf(request.method, routePath(request));
-    const key = `${request.method} ${pattern}`;
-    let access = routes.get(key);
-    if (access === undefined) routes.set(key, (access = accessOf(request.method, pattern)));
-    return access;
-  };
 
   /** After authentication: authorize, then the debugging-handlers rule. Throws a refusal; a promise only while a review is pending. */
-  const admit = (request: FastifyRequest, authn: AuthnResult): void | Promise<void> => {
+  const admitAuthenticated = (request: FastifyRequest, route: RouteGuard | undefined, authn: AuthnResult): void | Promise<void> => {
     if (!authn.ok) {
       // The reason is ours (e.g. "invalid bearer token", an x509 error code), never the credential.
       request.log.debug({ reason: authn.error ?? 'no credentials' }, 'Unauthorized');
       throw unauthorized();
     }
-    const access = routeAccess(request);
+    const access = route?.access ?? accessOf(request.method, routePath(request));
     const { user } = authn;
     setRequestUser(request.raw, user.name);
     if (authorizer.alwaysAllow) return refuseDebug(access);
@@ -111,18 +123,22 @@ export function installSecurity(app: FastifyInstance, security: SecurityOptions)
     if (access.debug) throw debugDisabled();
   };
 
-  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    let authn: AuthnResult | Promise<AuthnResult>;
-    try {
-      authn = authenticator.authenticate(request.raw);
-    } catch (err) {
-      authn = authenticatorFailed(err);
-    }
-    // A throw below is a refusal: Fastify's hook runner hands it to the error handler.
-    const pending = authn instanceof Promise ? authn.then((r) => admit(request, r), (err: unknown) => admit(request, authenticatorFailed(err))) : admit(request, authn);
-    if (pending === undefined) done();
-    else pending.then(() => done(), done);
-  });
+  return {
+    route: (method, pattern) => ({ access: accessOf(method, pattern), readOnlyAllowed: false }),
+    admit: (request, route) => {
+      let authn: AuthnResult | Promise<AuthnResult>;
+      try {
+        authn = authenticator.authenticate(request.raw);
+      } catch (err) {
+        authn = authenticatorFailed(err);
+      }
+      if (!(authn instanceof Promise)) return admitAuthenticated(request, route, authn);
+      return authn.then(
+        (r) => admitAuthenticated(request, route, r),
+        (err: unknown) => admitAuthenticated(request, route, authenticatorFailed(err)),
+      );
+    },
+  };
 }
 
 /** An authenticator that throws (it should answer { ok: false, error }) still fails closed. */
@@ -145,9 +161,4 @@ function isDebugPath(path: string, streaming: boolean): boolean {
 export function readOnlyAllowed(method: string, path: string): boolean {
   if (method !== 'GET' && method !== 'HEAD') return false;
   return path === '/pods' || path === '/pods/' || isSubpath(path, '/healthz') || isSubpath(path, '/stats') || isSubpath(path, '/metrics');
-}
-
-function readOnlyGuard(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if (!readOnlyAllowed(request.method, routePath(request))) throw debugDisabled();
-  done();
 }

@@ -7,8 +7,9 @@ import { StatusError, badRequest } from '../api/errors.js';
 import type { StreamingUpgradeLabels } from '../metrics/registry.js';
 import { upgradeTransport, type Negotiated, type UpgradeRequest } from '../streaming/upgrade.js';
 import { acceptWebSocket, nativeUnmask } from '../streaming/websocket/handshake.js';
-import { trackAnswers, whenAnswered } from './connections.js';
+import { whenAnswered } from './connections.js';
 import { statusFor } from './errors.js';
+import type { Logger } from '../logging/index.js';
 
 const kUpgrade = Symbol('nodelet.upgrade');
 type RoutedUpgrade = IncomingMessage & { [kUpgrade]?: UpgradeRequest };
@@ -107,16 +108,15 @@ function takeOver(reply: FastifyReply, socket: Duplex): void {
  * `reply.hijack()` and owns the socket from then on. `@fastify/websocket` is not used because it
  * claims every Upgrade, SPDY included, for `ws`.
  */
-export function routeUpgrades(app: FastifyInstance): void {
-  if (nativeUnmask()) app.log.info('websocket: native unmasking (bufferutil) loaded');
-  else app.log.warn('websocket: bufferutil not loaded, client frames are unmasked in JavaScript (slower exec stdin)');
+export function routeUpgrades(app: FastifyInstance, log: Logger): void {
+  if (nativeUnmask()) log.info('websocket: native unmasking (bufferutil) loaded');
+  else log.warn('websocket: bufferutil not loaded, client frames are unmasked in JavaScript (slower exec stdin)');
   // Node detaches upgrade sockets from the HTTP server, so `close()` would not end a request still
   // answering on one (e.g. a log follow sent with upgrade headers): track and close them here.
   const open = new Set<Duplex>();
   app.addHook('preClose', async () => {
     for (const socket of open) socket.destroy();
   });
-  trackAnswers(app.server);
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
@@ -129,7 +129,7 @@ export function routeUpgrades(app: FastifyInstance): void {
         route(app, req as RoutedUpgrade, socket, head);
       } catch (err) {
         // Outside any server event here (see whenAnswered): end this connection, not the process.
-        app.log.error({ err }, 'http: panic serving an upgrade; closing its connection');
+        log.error({ err }, 'http: panic serving an upgrade; closing its connection');
         socket.destroy();
       }
     });

@@ -40,20 +40,22 @@ export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host
   // Registered with the kubelet's trailing slash; `ignoreTrailingSlash` serves `/runningpods` too.
   getRoute(app, '/runningpods/', async () => podList(await host.getRunningPods()));
 
-  // Serialised answers per pod, valid for one revision of the pod set and statuses. Only valid
-  // names are ever stored, and valid names hold no '/', so a hit needs no validation again.
+  // Serialised answers per pod (by namespace, then name), valid for one revision of the pod set
+  // and statuses. Only valid names are ever stored, so a hit needs no validation again; two maps,
+  // not one keyed by a joined string, so a hit builds no string.
   let podInfoRevision = '';
-  const podInfoBytes = new Map<string, Buffer>();
+  const podInfoBytes = { plain: new Map<string, Map<string, Buffer>>(), versioned: new Map<string, Map<string, Buffer>>() };
   const podInfo = (versioned: boolean) => (request: FastifyRequest, reply: FastifyReply) => {
     const name = queryValue(request, 'podID');
     const namespace = queryValue(request, 'podNamespace');
     const revision = host.podsRevision();
     if (revision !== podInfoRevision) {
       podInfoRevision = revision;
-      podInfoBytes.clear();
+      podInfoBytes.plain.clear();
+      podInfoBytes.versioned.clear();
     }
-    const key = `${versioned ? 'v' : 's'}/${namespace}/${name}`;
-    let body = podInfoBytes.get(key);
+    const cache = versioned ? podInfoBytes.versioned : podInfoBytes.plain;
+    let body = cache.get(namespace)?.get(name);
     if (!body) {
       checkPodInfoQuery(name, namespace);
       const pod = host.getPodByName(namespace, name);
@@ -64,7 +66,9 @@ export async function kubeletPodsPlugin(app: FastifyInstance, opts: { host: Host
         ? { kind: 'PodStatusResult', apiVersion: 'v1', metadata: { name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid }, status }
         : status;
       body = Buffer.from(JSON.stringify(answer));
-      podInfoBytes.set(key, body);
+      let names = cache.get(namespace);
+      if (names === undefined) cache.set(namespace, (names = new Map()));
+      names.set(name, body);
     }
     void reply.type('application/json').send(body);
   };

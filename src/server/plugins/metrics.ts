@@ -1,34 +1,52 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { EventEmitter } from 'node:events';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { performance } from 'node:perf_hooks';
+import type { HttpSeries } from '../../metrics/http.js';
 import type { Metrics } from '../../metrics/registry.js';
 import { getRoute } from '../methods.js';
 import { isUpgradeRequest } from '../upgrade.js';
 
+const kSeries = Symbol('nodelet.httpSeries');
+const kStarted = Symbol('nodelet.httpStarted');
+/** A response whose request is counted in flight. */
+type Timed = EventEmitter & { [kSeries]?: HttpSeries | undefined; [kStarted]?: number };
+
 /**
- * The kubelet's HTTP metrics for every request, as a root hook: counted and timed when the
- * response closes. Upgraded sessions (exec, attach, port-forward) close when the session does,
- * so their duration is the session's, as on the kubelet. Synchronous and allocation-light: the
- * series is found by route pattern (its bucket computed once per route), counts are plain
- * additions read at scrape time, the duration a bucket increment (`HttpSeries.observe`).
+ * The kubelet's HTTP metrics for one request (pkg/kubelet/server/server.go `ServeHTTP`): counted in
+ * flight now, counted and timed when its response closes — finished or aborted, Node emits
+ * `close` on every ServerResponse. Upgraded sessions (exec, attach, port-forward) close when the
+ * session does, so their duration is the session's, as on the kubelet. Synchronous and
+ * allocation-light: the series was found when the route was registered (`HttpSeriesSet.forRoute`),
+ * counts are plain additions read at scrape time, the duration a bucket increment
+ * (`HttpSeries.observe`), and the one listener is shared by every request (its state sits on the
+ * response), so no closure is made per request.
  */
-export function instrumentHttp(app: FastifyInstance, metrics: Metrics, serverType: 'readonly' | 'readwrite'): void {
-  const { http } = metrics;
-  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    const series = request.is404
-      ? http.forPath(request.method, request.url, serverType)
-      : http.forRoute(request.method, request.routeOptions.url ?? request.url, serverType);
-    const started = performance.now();
-    series.inflight++;
+export function startHttpRequest(series: HttpSeries, request: FastifyRequest, reply: FastifyReply): void {
+  series.inflight++;
+  const started = performance.now();
+  if (isUpgradeRequest(request.raw)) {
     // An upgrade's ServerResponse is detached from its socket at the 101 (upgrade.ts), so it never
     // closes: the session's end is its socket's close, as the kubelet counts the hijacked request.
-    const ended = isUpgradeRequest(request.raw) ? request.raw.socket : reply.raw;
-    ended.once('close', () => {
-      series.inflight--;
-      series.completed++;
-      series.observe((performance.now() - started) / 1000);
-    });
-    done();
-  });
+    request.raw.socket.once('close', () => ended(series, started));
+    return;
+  }
+  const res: Timed = reply.raw;
+  res[kSeries] = series;
+  res[kStarted] = started;
+  res.on('close', responseClosed);
+}
+
+function responseClosed(this: Timed): void {
+  const series = this[kSeries];
+  if (series === undefined) return;
+  this[kSeries] = undefined;
+  ended(series, this[kStarted] ?? 0);
+}
+
+function ended(series: HttpSeries, started: number): void {
+  series.inflight--;
+  series.completed++;
+  series.observe((performance.now() - started) / 1000);
 }
 
 /** `GET /metrics`: Prometheus text exposition. */
