@@ -36,12 +36,17 @@ const spelling = (value: string, spelled: string | number | undefined) => (spell
  * when the shares are the allocated ones'), the memory request the allocated one (never in a
  * cgroup), the cpu and memory limits from its quota and memory limit where it has them (at or
  * below the smallest quota, the allocated cpu limit is kept). Amounts equal to the spec's keep
- * its spelling.
+ * its spelling; pod-level requests are reported as the spec has them.
  */
 export function withPodLevelStatus(status: PodStatus, allocated: Pod, actuated: Resources | undefined, podRequestsOf: (pod: Pod) => ReadonlyMap<string, bigint>): PodStatus {
   const spec = allocated.spec?.resources;
   const allocatedResources: Record<string, string> = {};
-  for (const [name, amount] of podRequestsOf(allocated)) allocatedResources[name] = spelling(formatAmount(name, amount), spec?.requests?.[name]);
+  // resource.PodRequests takes a pod-level request as the spec holds it (a Quantity: its spelling
+  // and a sub-unit amount such as memory "10m" kept, which nodelet's byte count would round).
+  for (const [name, amount] of podRequestsOf(allocated)) {
+    const own = spec?.requests?.[name];
+    allocatedResources[name] = own !== undefined ? String(own) : formatAmount(name, amount);
+  }
   const actual = withPodLevel(allocated, actuated);
   const held = actual.spec?.resources;
   const cg = podCgroupResources(actual, { podPidsLimit: -1 });

@@ -159,6 +159,8 @@ t.test('pod status: allocatedResources and resources as the pod cgroup holds the
   const noPLR = withPodLevelStatus(status, pod([bare('c', { resources: { requests: { cpu: '500m', memory: '64Mi' } } })]), {}, podRequests);
   t.same(noPLR.allocatedResources, { cpu: '500m', memory: '64Mi' }, 'the containers\' sum without pod-level resources');
   t.same(noPLR.resources, { requests: { cpu: '500m', memory: '64Mi' } }, 'no limits in a cgroup without them');
+  const subUnit = withPodLevelStatus(status, pod([bare('c')], { requests: { cpu: '4m', memory: '10m' } }), {}, podRequests);
+  t.same(subUnit.allocatedResources, { cpu: '4m', memory: '10m' }, 'pod-level requests as the spec has them, a sub-byte memory request too (the e2e spec\'s "no container requests and limits")');
 });
 
 t.test('a checkpoint from before pod-level allocation: the spec\'s pod-level resources are adopted', async (t) => {
