@@ -258,6 +258,16 @@ busybox_rootfs() {
   chmod 700 "$dir/root"
 }
 
+# import_busybox_image DIR IMAGE CHANGE…: the busybox image's files (busybox alone, applets in /bin)
+# built in DIR and imported as IMAGE with the `docker import` options CHANGE….
+import_busybox_image() {
+  local dir=$1 image=$2
+  shift 2
+  busybox_rootfs "$dir" flat
+  image_files busybox "$dir"
+  tar -C "$dir" -c . | docker import "$@" - "$image" >/dev/null
+}
+
 # fake_registry_content DIR IMAGES_TXT: what test/images/agnhost/fakeregistryserver/prepare_registry.sh
 # puts at /var/registry of the agnhost image, for the images IMAGES_TXT names ("name tag internal_tag"
 # per line): per image a manifest list (linux only) behind a tag file named internal_tag, its
@@ -329,11 +339,8 @@ build_images() {
 
   if ! image_present "$BUSYBOX_IMAGE"; then
     # test/images/busybox mirrors the upstream busybox image: busybox alone, applets in /bin.
-    local r=$ctx/busybox
-    busybox_rootfs "$r" flat
-    image_files busybox "$r"
     log "building $BUSYBOX_IMAGE from $(busybox | head -n 1 | awk '{print $1, $2}')"
-    tar -C "$r" -c . | docker import --change "$path_env" --change 'CMD ["sh"]' - "$BUSYBOX_IMAGE" >/dev/null
+    import_busybox_image "$ctx/busybox" "$BUSYBOX_IMAGE" --change "$path_env" --change 'CMD ["sh"]'
   fi
 
   if ! image_present "$PAUSE_IMAGE"; then
@@ -409,11 +416,8 @@ build_images() {
   fi
   if ! image_present "$NONROOT_IMAGE"; then
     # test/images/nonroot/Dockerfile: FROM the base, USER 1234.
-    local r=$ctx/nonroot
-    busybox_rootfs "$r" flat
-    image_files busybox "$r"
     log "building $NONROOT_IMAGE from test/images/nonroot ($K8S_VERSION)"
-    tar -C "$r" -c . | docker import --change "$path_env" --change 'USER 1234' - "$NONROOT_IMAGE" >/dev/null
+    import_busybox_image "$ctx/nonroot" "$NONROOT_IMAGE" --change "$path_env" --change 'USER 1234'
   fi
   if ! image_present "$NGINX_IMAGE"; then
     build_nginx_image "$ctx/nginx" "$path_env"
