@@ -33,6 +33,14 @@ export interface PodAllocation {
    * Absent: the allocated ones.
    */
   readonly actuatedPod?: Resources;
+  /**
+   * The memory request (bytes) a running container was started or last updated with, where a
+   * resize changed its allocation since (the kubelet's actuated container resources,
+   * `SetContainerResources`): the one part of a container's resources no runtime reports back,
+   * so a resize of it alone is still seen and applied (or restarts the container under a
+   * `RestartContainer` memory policy). By container name; absent: the allocated one.
+   */
+  readonly actuatedMemoryRequests?: Readonly<Record<string, number>>;
 }
 
 /** The checkpoint file's name under `--root-dir`, as the kubelet's (pkg/kubelet/allocation/allocation_manager.go). */
@@ -65,7 +73,16 @@ export function parseCheckpoint(text: string): Record<string, PodAllocation> | u
     const podLevel = resourcesFrom(alloc.pod);
     const actuatedPod = resourcesFrom(alloc.actuatedPod);
     if (podLevel === null || actuatedPod === null) return undefined;
-    out[uid] = { containers, ...(legacy ? { legacy } : {}), ...(podLevel ? { pod: podLevel } : {}), ...(actuatedPod ? { actuatedPod } : {}) };
+    const memory = alloc.actuatedMemoryRequests;
+    if (memory !== undefined && (!isRecord(memory) || !Object.values(memory).every((v) => Number.isSafeInteger(v) && (v as number) >= 0))) return undefined;
+    const actuatedMemoryRequests = memory as Record<string, number> | undefined;
+    out[uid] = {
+      containers,
+      ...(legacy ? { legacy } : {}),
+      ...(podLevel ? { pod: podLevel } : {}),
+      ...(actuatedPod ? { actuatedPod } : {}),
+      ...(actuatedMemoryRequests && Object.keys(actuatedMemoryRequests).length ? { actuatedMemoryRequests } : {}),
+    };
   }
   return out;
 }

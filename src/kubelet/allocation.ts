@@ -85,7 +85,31 @@ export class AllocationManager {
     const podLevel = podLevelResourcesOf(pod);
     // At admission the pod cgroup is made from the allocation; a resize leaves what was written.
     const actuatedPod = previous ? (previous.actuatedPod ?? previous.pod ?? podLevel) : podLevel;
-    this.#pods.set(uid, { containers: allocationOf(pod), ...(previous?.legacy ? { legacy: previous.legacy } : {}), pod: podLevel, actuatedPod });
+    const memory = previous?.actuatedMemoryRequests;
+    this.#pods.set(uid, { containers: allocationOf(pod), ...(previous?.legacy ? { legacy: previous.legacy } : {}), pod: podLevel, actuatedPod, ...(memory ? { actuatedMemoryRequests: memory } : {}) });
+    this.#save();
+  }
+
+  /**
+   * The memory request (bytes) container `name` of pod `uid` runs with when it differs from its
+   * allocation (a resize admitted since it started or was last updated); undefined: the allocated one.
+   */
+  actuatedMemoryRequest(uid: string, name: string): number | undefined {
+    return this.#pods.get(uid)?.actuatedMemoryRequests?.[name];
+  }
+
+  /**
+   * Records the memory request container `name` runs with (`bytes`), or — undefined — that it runs
+   * with its allocated one (it was started, or updated in place, from the allocation). Written only
+   * when it changes.
+   */
+  setActuatedMemoryRequest(uid: string, name: string, bytes: number | undefined): void {
+    const alloc = this.#pods.get(uid);
+    if (!alloc || alloc.actuatedMemoryRequests?.[name] === bytes) return;
+    const { [name]: _old, ...rest } = alloc.actuatedMemoryRequests ?? {};
+    const next = bytes === undefined ? rest : { ...rest, [name]: bytes };
+    const { actuatedMemoryRequests: _was, ...base } = alloc;
+    this.#pods.set(uid, { ...base, ...(Object.keys(next).length ? { actuatedMemoryRequests: next } : {}) });
     this.#save();
   }
 

@@ -34,6 +34,8 @@ export interface InitContext {
   readonly started: (containerName: string, containerId: string) => boolean | undefined;
   readonly sameSpec: (container: Container, instance: RuntimeContainer) => boolean;
   readonly resize: boolean;
+  /** The memory request (bytes) a running container runs with, when a resize changed it since (see `PodActionOptions`). */
+  readonly actuatedMemoryRequest: (containerName: string) => number | undefined;
   readonly firstAttempt: (containerName: string) => number;
 }
 
@@ -85,7 +87,7 @@ function initContainerAction(c: Container, ctx: InitContext, initialised: boolea
       // calls `computePodResizeAction` for it with InPlacePodVerticalScalingInitContainers): in
       // place by the sync's update (resize.ts `planPodResize`), or — a `RestartContainer` policy,
       // which the apiserver refuses to resize — killed and started again.
-      const resize = ctx.resize ? containerResizeAction(c, newest, ctx.pod.spec?.resources) : undefined;
+      const resize = ctx.resize ? containerResizeAction(c, newest, ctx.pod.spec?.resources, ctx.actuatedMemoryRequest(c.name)) : undefined;
       if (resize?.kind === 'restart') {
         actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
         start('resize');
@@ -107,7 +109,7 @@ function initContainerAction(c: Container, ctx: InitContext, initialised: boolea
       return 'pending';
     }
     // A sidecar resizes as a regular container does (`computePodResizeAction`).
-    const resize = ctx.resize ? containerResizeAction(c, newest, ctx.pod.spec?.resources) : undefined;
+    const resize = ctx.resize ? containerResizeAction(c, newest, ctx.pod.spec?.resources, ctx.actuatedMemoryRequest(c.name)) : undefined;
     if (resize?.kind === 'restart') {
       actions.kill.push({ id: newest.id, name: c.name, message: resize.message });
       start('resize');

@@ -116,6 +116,7 @@ export function buildKubeletParts(opts: KubeletOptions, loop: KubeletLoop): Kube
     nodeIP: opts.nodeIP, runtime: opts.runtime, log: opts.log, metrics: opts.metrics, volumes: opts.volumes, objects: opts.objects,
     imagePullManager: opts.imagePullManager, rootDir: opts.rootDir, dns: opts.dns, podCgroups: opts.podCgroups, oomScores: opts.oomScores,
     podCgroupMade: (pod) => resize.podCgroupMade(pod),
+    containerStarted: (pod, name) => resize.containerStarted(pod, name),
     record: (subject, type, reason, message) => opts.recorder.record(subject, type, reason, message),
     nodeSubject: nodeSubject(opts.nodeName),
     failures,

@@ -209,6 +209,7 @@ export class Kubelet {
       : computePodActions(allocated, runtimePod, this.#p.backoff, now, (name, id) => this.prober.failed(uid, name, id), {
           sameSpec: this.#p.resize.sameSpec(uid),
           resize: this.#p.resize.resizeAllowed(pod),
+          actuatedMemoryRequest: this.#p.resize.actuatedMemoryRequest(uid),
           started: (name, id) => this.prober.isStarted(uid, name, id),
           firstAttempt: (name) => attemptFromStatus(previous, name),
         });

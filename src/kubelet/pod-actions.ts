@@ -75,6 +75,11 @@ export interface PodActionOptions {
    */
   readonly resize?: boolean;
   /**
+   * The memory request (bytes) a running container runs with when a resize changed its
+   * allocation since it started (allocation.ts `actuatedMemoryRequest`); undefined: the allocated one.
+   */
+  readonly actuatedMemoryRequest?: (containerName: string) => number | undefined;
+  /**
    * Whether a running container instance passed its startup probe (the prober's startup result):
    * undefined without one. A sidecar whose startup probe has not passed holds the init
    * containers after it back (`computeInitContainerActions`).
@@ -105,6 +110,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   const actions: PodActions = { createSandbox: undefined, kill: [], start: [], remove: [], waiting: new Map(), resyncAfterMs: undefined };
   const sameSpec = opts.sameSpec ?? ((c: Container, instance: RuntimeContainer) => containerHashMatches(instance.hash, c));
   const firstAttempt = opts.firstAttempt ?? (() => 0);
+  const actuatedMemoryRequest = opts.actuatedMemoryRequest ?? (() => undefined);
   const policy = pod.spec?.restartPolicy ?? 'Always';
   const specs = pod.spec?.containers ?? [];
   const inits = pod.spec?.initContainers ?? [];
@@ -149,7 +155,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
   // any regular container; a new sandbox runs them again. Once a regular container has started
   // in the current sandbox, initialisation is over.
   const initialised = inits.length === 0 || (regularStarted && actions.createSandbox === undefined);
-  const initCtx: InitContext = { pod, instances, actions, backoff, now, unhealthy, started: opts.started ?? (() => undefined), sameSpec, resize: opts.resize === true, firstAttempt };
+  const initCtx: InitContext = { pod, instances, actions, backoff, now, unhealthy, started: opts.started ?? (() => undefined), sameSpec, resize: opts.resize === true, actuatedMemoryRequest, firstAttempt };
   // After initialisation the sidecars are still looked after: restarted after an exit or a failed
   // probe, replaced when their spec changed, resized.
   const initState = initialised ? keepSidecarsRunning(inits, initCtx) : initContainerActions(inits, initCtx);
@@ -188,7 +194,7 @@ export function computePodActions(pod: Pod, runtime: RuntimePod | undefined, bac
     switch (newest.state) {
       case 'running': {
         const probe = unhealthy(c.name, newest.id);
-        const resize = opts.resize ? containerResizeAction(c, newest, pod.spec?.resources) : undefined;
+        const resize = opts.resize ? containerResizeAction(c, newest, pod.spec?.resources, actuatedMemoryRequest(c.name)) : undefined;
         if (newest.hash && !sameSpec(c, newest)) {
           actions.kill.push({ id: newest.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
           replaceCurrent('changed');

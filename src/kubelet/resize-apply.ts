@@ -19,6 +19,8 @@ export interface ResizeExecutor {
   podMemoryUsage(): Promise<number>;
   /** `resource` of the pod-level resources is now in the pod cgroup (`updateActuatedPodLevelResources`). */
   podLevelApplied?(resource: 'cpu' | 'memory'): void;
+  /** Container `name` now has its allocated memory (limit and request: `setActuatedContainerResources`). */
+  memoryApplied?(name: string): void;
 }
 
 /**
@@ -47,6 +49,7 @@ export async function applyPodResize(pod: Pod, plan: PodResizePlan, exec: Resize
     for (const u of plan.memory) {
       const amounts = { ...u.current, memoryLimitBytes: u.desired.memoryLimitBytes, memoryRequestBytes: u.desired.memoryRequestBytes };
       await exec.updateContainer(u.id, u.name, resourcesFromAmounts(amounts));
+      exec.memoryApplied?.(u.name);
       updated.set(u.name, amounts);
     }
     if (next < cur && after.memoryLimit) await exec.setPodCgroup(['memoryLimit']);

@@ -9,7 +9,7 @@ import { UpdateUnsupportedError } from '../runtime/update-unsupported.js';
 import { resizableContainers, type AllocationManager } from './allocation.js';
 import { resizeDecision } from './resize-decision.js';
 import { podRequests } from './resource-fit.js';
-import { containerResizeAction, planPodResize, podLevelResizeInProgress } from './resize.js';
+import { containerResizeAction, desiredAmounts, planPodResize, podLevelResizeInProgress } from './resize.js';
 import { applyPodResize } from './resize-apply.js';
 import { podResizeMessage, resizeCondition, withPodLevelStatus, withResizeConditions, withResizeStatus, type ResizeConditions } from './resize-status.js';
 
@@ -93,6 +93,7 @@ export class ResizeManager {
       return allocated;
     }
     if (decision.kind === 'admit') {
+      this.#keepActuatedMemoryRequests(uid, allocated, pod);
       allocation.setAllocated(pod);
       // A new allocation is applied at once, not after the back-off of an earlier one that failed.
       this.#retryAt.delete(uid);
@@ -109,6 +110,34 @@ export class ResizeManager {
       this.#o.record(pod, 'Warning', decision.reason === 'Infeasible' ? RESIZE_INFEASIBLE : RESIZE_DEFERRED, podResizeMessage(pod, `Pod resize ${decision.reason}`, generation ?? 0, decision.message));
     }
     return allocated;
+  }
+
+  /**
+   * Before a resize from `allocated` to `desired` is admitted: each container whose memory
+   * request changes keeps, as its actuated one, the request it runs with now — the one thing
+   * about it the runtime cannot report — so the change is seen and applied (the kubelet reads it
+   * from its actuated-state checkpoint). A request resized back to what runs is no change.
+   */
+  #keepActuatedMemoryRequests(uid: string, allocated: Pod, desired: Pod): void {
+    const allocation = this.#o.allocation;
+    const now = new Map(resizableContainers(allocated).map((c) => [c.name, desiredAmounts(c, allocated.spec?.resources).memoryRequestBytes]));
+    for (const c of resizableContainers(desired)) {
+      const was = now.get(c.name);
+      if (was === undefined) continue;
+      const running = allocation.actuatedMemoryRequest(uid, c.name) ?? was;
+      const next = desiredAmounts(c, desired.spec?.resources).memoryRequestBytes;
+      allocation.setActuatedMemoryRequest(uid, c.name, next === running ? undefined : running);
+    }
+  }
+
+  /** The memory request container `name` of pod `uid` runs with, when a resize changed it since (see allocation.ts). */
+  actuatedMemoryRequest(uid: string): (name: string) => number | undefined {
+    return (name) => this.#o.allocation.actuatedMemoryRequest(uid, name);
+  }
+
+  /** Container `name` of `pod` was started from its allocation: it runs with the allocated resources. */
+  containerStarted(pod: Pod, name: string): void {
+    this.#o.allocation.setActuatedMemoryRequest(pod.metadata?.uid ?? '', name, undefined);
   }
 
   /**
@@ -150,7 +179,7 @@ export class ResizeManager {
     const running = runtime?.containers.some((c) => c.state === 'running') === true;
     const inProgress = this.resizeAllowed(pod) && (resizableContainers(allocated).some((c) => {
       const instance = runtime?.containers.find((x) => x.name === c.name);
-      return containerResizeAction(c, instance, allocated.spec?.resources).kind !== 'none';
+      return containerResizeAction(c, instance, allocated.spec?.resources, this.#o.allocation.actuatedMemoryRequest(uid, c.name)).kind !== 'none';
     }) || (running && podLevelResizeInProgress(allocated, this.#o.allocation.actuatedPodLevel(uid))));
     if (inProgress) {
       if (!current?.inProgress) this.#set(uid, { ...current, inProgress: resizeCondition('PodResizeInProgress', undefined, '', '', generation, this.#now()) });
@@ -178,7 +207,7 @@ export class ResizeManager {
     if (hold !== undefined && Date.now() < hold) return 'none';
     // Pod-level resources are resized while the pod runs (a new sandbox's cgroup gets the allocation).
     const running = runtime?.containers.some((c) => c.state === 'running') === true;
-    const plan = planPodResize(allocated, runtime, -1, running ? this.#o.allocation.actuatedPodLevel(uid) : undefined);
+    const plan = planPodResize(allocated, runtime, -1, running ? this.#o.allocation.actuatedPodLevel(uid) : undefined, this.actuatedMemoryRequest(uid));
     if (!plan) return 'none';
     const generation = observedGenerationOf(allocated);
     try {
@@ -194,6 +223,7 @@ export class ResizeManager {
           await this.#o.podCgroups?.resizePod(allocated, fields);
         },
         podLevelApplied: (resource) => this.#o.allocation.recordActuatedPodLevel(allocated, resource),
+        memoryApplied: (name) => this.#o.allocation.setActuatedMemoryRequest(uid, name, undefined),
         podMemoryUsage: async () => {
           // The pod cgroup's usage, as the sum of its running containers'. One stopped since the
           // listing (killed by this sync for its own resize policy) uses nothing.

@@ -46,14 +46,16 @@ export function desiredAmounts(c: Pick<Container, 'resources'>, podResources?: P
 }
 
 /**
- * What the runtime holds, with the memory request (never written to a cgroup) taken from the
- * spec, and the minimums folded as `computePodResizeAction` does: both at or below the shares
- * floor, or both at or below the smallest limit, count as equal.
+ * What the runtime holds, with the memory request (never written to a cgroup, so no runtime
+ * reports it) the one the container was started or last updated with — `actuatedMemoryRequest`,
+ * recorded when a resize changed it (allocation.ts), else the allocated one — and the minimums
+ * folded as `computePodResizeAction` does: both at or below the shares floor, or both at or below
+ * the smallest limit, count as equal.
  */
-function currentAmounts(desired: ContainerAmounts, actual: RuntimeContainerResources): ContainerAmounts {
+function currentAmounts(desired: ContainerAmounts, actual: RuntimeContainerResources, actuatedMemoryRequest: number | undefined): ContainerAmounts {
   const cpuRequestMilli = desired.cpuRequestMilli <= MIN_SHARES && actual.cpuRequestMilli <= MIN_SHARES ? desired.cpuRequestMilli : actual.cpuRequestMilli;
   const cpuLimitMilli = desired.cpuLimitMilli <= MIN_MILLI_CPU_LIMIT && actual.cpuLimitMilli <= MIN_MILLI_CPU_LIMIT ? desired.cpuLimitMilli : actual.cpuLimitMilli;
-  return { cpuRequestMilli, cpuLimitMilli, memoryRequestBytes: desired.memoryRequestBytes, memoryLimitBytes: actual.memoryLimitBytes };
+  return { cpuRequestMilli, cpuLimitMilli, memoryRequestBytes: actuatedMemoryRequest ?? desired.memoryRequestBytes, memoryLimitBytes: actual.memoryLimitBytes };
 }
 
 /** Which way a resource of one container moves: decreases are applied before increases. */
@@ -69,32 +71,36 @@ export type ContainerResizeAction =
 /**
  * `computePodResizeAction` (pkg/kubelet/kuberuntime/kuberuntime_manager.go) for a container whose
  * spec holds its allocated resources: nothing unless it runs and the runtime reported its
- * resources; else each of memory limit, cpu limit and cpu request that differs is resized, under
- * the resource's `resizePolicy` (default `NotRequired`: in place; `RestartContainer`: the
- * container restarts with the new values, and nothing is updated in place). The cpu moves by its
- * limit when that changes, else by its request. `podResources` are the pod-level ones: a limit
- * the container does not set is theirs, so a pod-level limit's resize resizes it too.
+ * resources; else each of memory limit, memory request, cpu limit and cpu request that differs is
+ * resized, under the resource's `resizePolicy` (default `NotRequired`: in place;
+ * `RestartContainer`: the container restarts with the new values, and nothing is updated in
+ * place). Each resource moves by its limit when that changes, else by its request. `podResources`
+ * are the pod-level ones: a limit the container does not set is theirs, so a pod-level limit's
+ * resize resizes it too. `actuatedMemoryRequest`: the memory request (bytes) the container runs
+ * with when a resize changed its allocation since (undefined: the allocated one).
  */
-export function containerResizeAction(container: Container, instance: RuntimeContainer | undefined, podResources?: PodResources): ContainerResizeAction {
+export function containerResizeAction(container: Container, instance: RuntimeContainer | undefined, podResources?: PodResources, actuatedMemoryRequest?: number): ContainerResizeAction {
   if (instance?.state !== 'running' || !instance.resources) return { kind: 'none' };
   const desired = desiredAmounts(container, podResources);
-  const current = currentAmounts(desired, instance.resources);
+  const current = currentAmounts(desired, instance.resources, actuatedMemoryRequest);
   const differs = (name: 'cpu' | 'memory', want: number, have: number) => {
     if (want === have) return { resize: false, restart: false };
     const policy = container.resizePolicy?.find((p) => p.resourceName === name);
     return { resize: true, restart: policy?.restartPolicy === 'RestartContainer' };
   };
   const memLimit = differs('memory', desired.memoryLimitBytes, current.memoryLimitBytes);
+  const memRequest = differs('memory', desired.memoryRequestBytes, current.memoryRequestBytes);
   const cpuLimit = differs('cpu', desired.cpuLimitMilli, current.cpuLimitMilli);
   const cpuRequest = differs('cpu', desired.cpuRequestMilli, current.cpuRequestMilli);
-  if (!memLimit.resize && !cpuLimit.resize && !cpuRequest.resize) return { kind: 'none' };
-  if (memLimit.restart || cpuLimit.restart || cpuRequest.restart) return { kind: 'restart', message: `Container ${container.name} resize requires restart` };
+  const all = [memLimit, memRequest, cpuLimit, cpuRequest];
+  if (!all.some((r) => r.resize)) return { kind: 'none' };
+  if (all.some((r) => r.restart)) return { kind: 'restart', message: `Container ${container.name} resize requires restart` };
   const dir = (want: number, have: number): Direction => (want > have ? 'grow' : 'shrink');
   return {
     kind: 'update',
     desired,
     current,
-    ...(memLimit.resize ? { memory: dir(desired.memoryLimitBytes, current.memoryLimitBytes) } : {}),
+    ...(memLimit.resize ? { memory: dir(desired.memoryLimitBytes, current.memoryLimitBytes) } : memRequest.resize ? { memory: dir(desired.memoryRequestBytes, current.memoryRequestBytes) } : {}),
     ...(cpuLimit.resize ? { cpu: dir(desired.cpuLimitMilli, current.cpuLimitMilli) } : cpuRequest.resize ? { cpu: dir(desired.cpuRequestMilli, current.cpuRequestMilli) } : {}),
   };
 }
@@ -130,13 +136,19 @@ export const newestRunning = (runtime: RuntimePod | undefined, name: string) => 
  * before are computed from the running containers' read-back values, so an update that failed
  * half-way is taken up from where it stopped.
  */
-export function planPodResize(allocated: Pod, runtime: RuntimePod | undefined, podPidsLimit = -1, actuatedPodLevel?: Resources): PodResizePlan | undefined {
+export function planPodResize(
+  allocated: Pod,
+  runtime: RuntimePod | undefined,
+  podPidsLimit = -1,
+  actuatedPodLevel?: Resources,
+  actuatedMemoryRequest: (name: string) => number | undefined = () => undefined,
+): PodResizePlan | undefined {
   const memory: ContainerUpdate[] = [];
   const cpu: ContainerUpdate[] = [];
   const actual = new Map<string, Resources>();
   for (const c of resizableContainers(allocated)) {
     const instance = newestRunning(runtime, c.name);
-    const action = containerResizeAction(c, instance, allocated.spec?.resources);
+    const action = containerResizeAction(c, instance, allocated.spec?.resources, actuatedMemoryRequest(c.name));
     if (action.kind !== 'update' || !instance) continue;
     const update = { name: c.name, id: instance.id, desired: action.desired, current: action.current };
     // Decreases are prepended, increases appended: every container's share shrinks before another grows.

@@ -64,6 +64,8 @@ export interface PodStarterOptions {
   podCgroups?: Pick<NodeCgroups, 'ensurePod'> | undefined;
   /** The pod cgroup was made or updated with this (allocated) pod's pod-level resources: they are actuated. */
   podCgroupMade?: ((pod: Pod) => void) | undefined;
+  /** Container `name` was started from this (allocated) pod: its resources are actuated. */
+  containerStarted?: ((pod: Pod, name: string) => void) | undefined;
   /** OOM scores by QoS (see `KubeletOptions.oomScores`). */
   oomScores?: { readonly memoryCapacity: bigint; readonly canLower: boolean } | undefined;
 }
@@ -221,6 +223,7 @@ export class PodStarter {
       const score = this.#o.oomScores ? this.#sandboxes.oomScore(containerOOMScoreAdjust(pod, container, this.#o.oomScores.memoryCapacity)) : {};
       config = { ...config, ...(await this.#sandboxes.podCgroup(pod)), ...score };
       const id = await runtime.startContainer(pod, container, sandbox, attempt, config);
+      this.#o.containerStarted?.(pod, container.name);
       this.#o.failures.containerStarted(pod, container);
       this.#o.metrics?.startedContainers.inc({ container_type: 'container' });
       clog.info({ attempt }, 'Started container');

@@ -121,3 +121,24 @@ t.test('init containers in resize decisions: their requests, their QoS and their
   }, 'an init container that would make the pod Burstable');
   t.equal(unsupportedResize(withInit(ctr('init', { cpu: '500m', memory: '256Mi' }, { cpu: '500m' })), allocated), 'container "init": removing the memory limit in place is not supported');
 });
+
+t.test('the memory request a container runs with survives a restart, is kept by a new allocation, and a bad one is refused', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'alloc-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const m = new AllocationManager({ rootDir: dir });
+  m.setAllocated(pod('u1', [ctr('a', { memory: '20Mi' }, { memory: '45Mi' })]));
+  m.setActuatedMemoryRequest('u1', 'a', 20 * 1024 * 1024);
+  m.setAllocated(pod('u1', [ctr('a', { memory: '40Mi' }, { memory: '45Mi' })]));
+  t.equal(m.actuatedMemoryRequest('u1', 'a'), 20 * 1024 * 1024, 'a new allocation keeps it');
+  m.setActuatedMemoryRequest('u2', 'a', 1);
+  t.equal(m.actuatedMemoryRequest('u2', 'a'), undefined, 'nothing for a pod without an allocation');
+  await m.flush();
+  const again = new AllocationManager({ rootDir: dir });
+  t.equal(again.actuatedMemoryRequest('u1', 'a'), 20 * 1024 * 1024, 'read back after a restart');
+  again.setActuatedMemoryRequest('u1', 'a', undefined);
+  await again.flush();
+  t.equal(new AllocationManager({ rootDir: dir }).actuatedMemoryRequest('u1', 'a'), undefined, 'cleared on disk too');
+  t.notMatch(await readFile(join(dir, ALLOCATED_PODS_STATE_FILE), 'utf8'), /actuatedMemoryRequests/, 'an empty record is not written');
+  await writeFile(join(dir, ALLOCATED_PODS_STATE_FILE), '{"version":1,"pods":{"u":{"containers":{},"actuatedMemoryRequests":{"a":"20Mi"}}}}');
+  t.notOk(new AllocationManager({ rootDir: dir, log: { warn: () => undefined } }).isAllocated('u'), 'a request that is not a byte count: the checkpoint is refused');
+});

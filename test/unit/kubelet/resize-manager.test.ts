@@ -135,3 +135,35 @@ t.test('pod-level: a resize below the usage is an Error; a new one is applied at
   t.same(conditions(m, back, now), []);
   t.same(events, ['Normal ResizeStarted', 'Warning ResizeError', 'Normal ResizeStarted', 'Normal ResizeCompleted']);
 });
+
+t.test('a memory request resize is remembered against what runs: applied in place, cleared by the update or a start', async (t) => {
+  const { m, events, updates } = setup();
+  const burstable = (memRequest: string): Container => ({ name: 'a', image: 'img', resources: { requests: { cpu: '20m', memory: memRequest }, limits: { cpu: '30m', memory: '45Mi' } } });
+  const cgroup = { cpuRequestMilli: 20, cpuLimitMilli: 30, memoryLimitBytes: 45 * MiB };
+  const before = pod(burstable('20Mi'), 1);
+  m.allocate(before, [], allocatable);
+  t.equal(m.actuatedMemoryRequest('u1')('a'), undefined, 'admitted: runs with its allocation');
+  const after = pod(burstable('40Mi'), 2);
+  const allocated = m.allocate(after, [], allocatable);
+  t.equal(m.actuatedMemoryRequest('u1')('a'), 20 * MiB, 'the request it runs with is kept');
+  const rp = rpod(running(burstable('20Mi'), cgroup));
+  m.observe(after, allocated, rp);
+  t.same(conditions(m, after, rp), [['PodResizeInProgress', '', 2]], 'in progress although no cgroup value differs');
+  t.equal(await m.apply(allocated, rp), 'applied');
+  t.same(updates, ['c1 {"limits":{"cpu":"30m","memory":"45Mi"},"requests":{"cpu":"20m","memory":"40Mi"}}']);
+  t.equal(m.actuatedMemoryRequest('u1')('a'), undefined, 'the update actuated it');
+  m.observe(after, allocated, rp);
+  t.same(conditions(m, after, rp), []);
+  t.same(events, ['Normal ResizeStarted', 'Normal ResizeCompleted']);
+
+  // Resized again, and back before anything was applied: no change is left.
+  m.allocate(pod(burstable('30Mi'), 3), [], allocatable);
+  t.equal(m.actuatedMemoryRequest('u1')('a'), 40 * MiB);
+  m.allocate(pod(burstable('40Mi'), 4), [], allocatable);
+  t.equal(m.actuatedMemoryRequest('u1')('a'), undefined, 'resized back to what runs');
+  // A container started from the allocation runs with it.
+  m.allocate(pod(burstable('10Mi'), 5), [], allocatable);
+  t.equal(m.actuatedMemoryRequest('u1')('a'), 40 * MiB);
+  m.containerStarted(pod(burstable('10Mi'), 5), 'a');
+  t.equal(m.actuatedMemoryRequest('u1')('a'), undefined, 'a start actuates the allocation');
+});

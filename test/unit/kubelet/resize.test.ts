@@ -129,3 +129,24 @@ t.test('the resize event message is the kubelet\'s JSON summary', async (t) => {
   );
   t.match(podResizeMessage(pod([ctr('a', '3', '1Gi')]), 'Pod resize Infeasible', 4, 'Node didn\'t have enough capacity'), /"generation":4,"error":"Node didn't have enough capacity"}$/);
 });
+
+t.test('a memory request resize alone: seen from the actuated request, in place or a restart by the memory policy', async (t) => {
+  // Burstable: request 20Mi, limit 45Mi; the request grows to 40Mi, the limit stays (no cgroup value moves).
+  const burstable = (memRequest: string, extra: Partial<Container> = {}): Container => ({ name: 'a', image: 'img', resources: { requests: { cpu: '20m', memory: memRequest }, limits: { cpu: '30m', memory: '45Mi' } }, ...extra });
+  const cgroup = { cpuRequestMilli: 20, cpuLimitMilli: 30, memoryLimitBytes: 45 * MiB };
+  const plain = burstable('40Mi');
+  t.same(containerResizeAction(plain, running(plain, cgroup)), { kind: 'none' }, 'nothing recorded: it runs with the allocated request');
+  t.same(containerResizeAction(plain, running(plain, cgroup), undefined, 40 * MiB), { kind: 'none' }, 'the actuated request is the allocated one');
+  t.match(containerResizeAction(plain, running(plain, cgroup), undefined, 20 * MiB), { kind: 'update', memory: 'grow' }, 'NotRequired: updated in place');
+  t.match(containerResizeAction(plain, running(plain, cgroup), undefined, 60 * MiB), { kind: 'update', memory: 'shrink' });
+  t.notMatch(containerResizeAction(plain, running(plain, cgroup), undefined, 20 * MiB), { cpu: String }, 'the cpu does not move');
+  const restart = burstable('40Mi', { resizePolicy: [{ resourceName: 'cpu', restartPolicy: 'NotRequired' }, { resourceName: 'memory', restartPolicy: 'RestartContainer' }] });
+  t.same(containerResizeAction(restart, running(restart, cgroup), undefined, 20 * MiB), { kind: 'restart', message: 'Container a resize requires restart' }, 'RestartContainer on memory: restarted');
+  const actions = computePodActions(pod([restart]), rpod([running(restart, cgroup)]), new Backoff(), 0, undefined, { resize: true, actuatedMemoryRequest: (name) => (name === 'a' ? 20 * MiB : undefined) });
+  t.same(actions.kill.map((k) => [k.name, k.message]), [['a', 'Container a resize requires restart']]);
+  t.same(actions.start.map((s) => [s.container.name, s.attempt, s.reason]), [['a', 1, 'resize']]);
+  const plan = planPodResize(pod([plain]), rpod([running(plain, cgroup)]), -1, undefined, () => 20 * MiB);
+  t.same(plan?.memory.map((u) => [u.name, u.current.memoryRequestBytes, u.desired.memoryRequestBytes]), [['a', 20 * MiB, 40 * MiB]], 'the in-place plan updates the memory');
+  t.same(plan?.cpu, []);
+  t.equal(planPodResize(pod([plain]), rpod([running(plain, cgroup)]), -1, undefined, () => undefined), undefined, 'nothing recorded: nothing to plan');
+});
