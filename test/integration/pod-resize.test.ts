@@ -13,7 +13,8 @@ import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
  * values — read inside the container, this machine is cgroup v1 — without restarting it; a
  * `RestartContainer` resize policy restarts only that container; a running run-to-completion init
  * container resizes in place too (1.37, declared by the node); a resize beyond the node's
- * allocatable stays pending, `Infeasible` (a 1.36+ apiserver refuses it before nodelet sees it).
+ * allocatable stays pending, `Infeasible` (a 1.36+ apiserver refuses it before nodelet sees it); a
+ * resize of a memory request alone restarts a `RestartContainer` container and updates the others.
  */
 t.setTimeout(300_000);
 
@@ -217,6 +218,52 @@ t.test('a RestartContainer memory policy restarts only that container', async (t
   t.equal(stayed?.containerID, idOf(before, 'stays'), 'the other container is untouched');
   t.equal(stayed?.restartCount, 0);
   t.equal((await cgroupInside(stayed?.containerID ?? '')).memory, 128 * MiB, 'and resized in place');
+});
+
+t.test('a memory request resize alone (no cgroup value moves): RestartContainer restarts, NotRequired is applied in place', async (t) => {
+  // The e2e specs "PLR pod-level burstable pods … resize policy mem restart resizing mem requests"
+  // (test/e2e/common/node/pod_level_resources_resize.go): the request is in no cgroup, so only the
+  // request a container runs with, kept by nodelet, shows that it differs.
+  const burstable = (memoryRequest: string) => ({ requests: { cpu: '100m', memory: memoryRequest }, limits: { cpu: '200m', memory: '64Mi' } });
+  const body = podOf('memrequest', [
+    { name: 'restarts', amounts: { cpu: '100m', memory: '32Mi' }, resizePolicy: [{ resourceName: 'cpu', restartPolicy: 'NotRequired' }, { resourceName: 'memory', restartPolicy: 'RestartContainer' }] },
+    { name: 'inplace', amounts: { cpu: '100m', memory: '32Mi' } },
+  ]);
+  for (const c of body.spec?.containers ?? []) c.resources = burstable('32Mi');
+  await admin.request('POST', '/api/v1/namespaces/default/pods', { body });
+  const before = await runningPod('memrequest');
+  t.equal(before.status?.qosClass, 'Burstable');
+  const status = (p: Pod | undefined, name: string) => p?.status?.containerStatuses?.find((s) => s.name === name);
+  const patch = { spec: { containers: ['restarts', 'inplace'].map((name) => ({ name, resources: burstable('48Mi') })) } };
+  const r = await cp.kubectl(['patch', 'pod', 'memrequest', '--subresource', 'resize', '--patch', JSON.stringify(patch)]);
+  t.equal(r.code, 0, r.stderr);
+  if (updateUnsupported) {
+    const pending = await node.waitFor('PodResizePending', async () => condition(await getPod('memrequest'), 'PodResizePending'), 60_000);
+    t.same([pending.reason, pending.message], ['Infeasible', updateUnsupported], 'an engine without the update: Infeasible');
+    return;
+  }
+  const after = await node.waitFor('the restart-policy container restarted, the resize completed', async () => {
+    const p = await getPod('memrequest');
+    const restarted = status(p, 'restarts');
+    return restarted?.restartCount === 1 && restarted.state?.running && !condition(p, 'PodResizeInProgress') ? p : undefined;
+  }, 60_000);
+  const restarted = status(after, 'restarts');
+  const inplace = status(after, 'inplace');
+  t.not(restarted?.containerID, status(before, 'restarts')?.containerID, 'RestartContainer: a new container');
+  t.equal(inplace?.containerID, status(before, 'inplace')?.containerID, 'NotRequired: the same container');
+  t.equal(inplace?.restartCount, 0, 'not restarted');
+  for (const s of [restarted, inplace]) {
+    t.same(s?.resources, burstable('48Mi'), `${s?.name}: status resources carry the new request`);
+    t.same(s?.allocatedResources, { cpu: '100m', memory: '48Mi' });
+    t.equal((await cgroupInside(s?.containerID ?? '')).memory, 64 * MiB, `${s?.name}: the memory limit is unchanged`);
+  }
+  t.notOk(condition(after, 'PodResizePending'));
+  // Nothing more happens to either container: the request each runs with is the allocated one.
+  const again = await node.waitFor('the resize completed event', async () => {
+    const list = await admin.request<{ items: Event[] }>('GET', '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dmemrequest');
+    return list.items.some((e) => e.reason === 'ResizeCompleted') ? await getPod('memrequest') : undefined;
+  }, 30_000);
+  t.same(again?.status?.containerStatuses?.map((s) => [s.name, s.containerID, s.restartCount]), after.status?.containerStatuses?.map((s) => [s.name, s.containerID, s.restartCount]), 'no further restart');
 });
 
 t.test('a resize beyond the node\'s allocatable is Infeasible and changes nothing', async (t) => {
