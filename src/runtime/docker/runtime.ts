@@ -3,17 +3,14 @@ import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
-import { hashContainer } from '../hash.js';
-import { quantityOf } from '../../api/quantity.js';
-import { withPodLevelLimits } from '../../api/pod-requests.js';
 import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, PulledImage, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, PulledImage, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
 import type { NetworkPlugin } from '../../network/types.js';
 import { netnsPathOf, networkIdentityOf, portMappingsOf, setUpFailure, usesHostNetwork } from './pod-network.js';
 import type { SandboxConfig } from '../types.js';
 import { aggregate } from '../../api/validation.js';
 import { createContainerOptions, statusCodeOf } from './client.js';
-import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
+import { DockerType, Label, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
 import { containerFromInspect, containerFromListEntry, sandboxFromInspect, sandboxFromListEntry } from './state.js';
 import { watchContainerEvents } from './events.js';
@@ -31,6 +28,7 @@ import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
 import { UpdateUnsupportedError } from '../update-unsupported.js';
 import { logConfig, type ContainerLogRotation } from './log-config.js';
+import { cgroupHostConfig, containerCreateConfig, containerResourceConfig } from './container-config.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
@@ -609,46 +607,18 @@ export class DockerRuntime implements Runtime {
   }
 
   async #startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
-    const sandboxMode = `container:${sandbox.id}`;
     const security = dockerSecurity(config.security);
     const ulimits = await this.#ulimitsConfig();
     const engine = (await this.#detect()).engine.name;
-    const create = async () => this.#docker.createContainer(createContainerOptions(name, {
-      Image: container.image,
-      // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
-      // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
-      ...(config.command ? { Entrypoint: [...config.command] } : {}),
-      ...(config.args ? { Cmd: [...config.args] } : {}),
-      Env: [...config.env],
-      ...(security.User !== undefined ? { User: security.User } : {}),
-      ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
-      // ContainerStopSignals: the engine stops it with this signal instead of the image's STOPSIGNAL.
-      ...(container.lifecycle?.stopSignal ? { StopSignal: container.lifecycle.stopSignal } : {}),
-      Tty: container.tty === true,
-      OpenStdin: container.stdin === true,
-      StdinOnce: container.stdinOnce === true,
-      AttachStdin: false,
-      Labels: containerLabels(pod, container, {
-        node: this.#opts.nodeName,
-        sandboxID: sandbox.id,
-        hash: hashContainer(container),
-        restartCount: attempt,
-        logPath: containerLogPath(pod, container.name, attempt),
-      }),
-      HostConfig: {
-        ...(await this.#privileged.hostConfig(security.HostConfig, engine)),
-        NetworkMode: sandboxMode,
-        IpcMode: sandboxMode,
-        ...(config.pidNamespaceOf ? { PidMode: `container:${config.pidNamespaceOf}` } : pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
-        RestartPolicy: { Name: 'no' },
-        ...(config.mounts.length ? { Mounts: config.mounts.map(dockerMount) } : {}),
-        // A pod-level limit stands in for one the container does not set (getCPULimit/getMemoryLimit).
-        ...containerResourceConfig(withPodLevelLimits(pod, container)),
-        ...cgroupHostConfig(config),
-        ...ulimits,
-        ...logConfig(engine, this.#opts.containerLogs),
-      },
-    }));
+    const create = async () => this.#docker.createContainer(createContainerOptions(name, containerCreateConfig(pod, container, config, {
+      nodeName: this.#opts.nodeName,
+      sandbox,
+      attempt,
+      user: security.User,
+      securityHostConfig: await this.#privileged.hostConfig(security.HostConfig, engine),
+      ulimits,
+      logConfig: logConfig(engine, this.#opts.containerLogs),
+    })));
     let created: Docker.Container;
     for (;;) {
       try {
@@ -788,62 +758,4 @@ export class DockerRuntime implements Runtime {
       if (uid) onChange(uid);
     });
   }
-}
-
-/**
- * A bind mount in Docker's `HostConfig.Mounts` form, private propagation (Kubernetes' `None`).
- * Read-only mounts say how submounts behave (Docker API 1.44+; older engines ignore the option
- * and keep submounts writable, which is Kubernetes' `Disabled`).
- */
-export function dockerMount(m: Mount): Docker.MountSettings {
-  const recursive = !m.readOnly ? {} : m.recursiveReadOnly === 'Enabled' ? { ReadOnlyForceRecursive: true } : m.recursiveReadOnly === 'IfPossible' ? {} : { ReadOnlyNonRecursive: true };
-  return {
-    Type: 'bind',
-    Source: m.hostPath,
-    Target: m.containerPath,
-    ReadOnly: m.readOnly,
-    BindOptions: { Propagation: 'rprivate', ...recursive } as Docker.MountSettings['BindOptions'],
-  };
-}
-
-/**
- * The cgroup settings a container gets from its spec's resources, at creation and at an in-place
- * resize alike: the memory limit in bytes, the cpu limit as `NanoCpus` (the engine sets the CFS
- * quota over a 100 ms period from it) and the shares of its cpu request.
- */
-export function containerResourceConfig(container: Container): { Memory?: number; NanoCpus?: number; CpuShares: number } {
-  const limits = container.resources?.limits ?? {};
-  return {
-    ...(limits.memory ? { Memory: Number(ceilUnits(quantityOf(limits.memory))) } : {}),
-    ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
-    CpuShares: cpuShares(container),
-  };
-}
-
-/**
- * The kubelet's `MilliCPUToShares`: the CPU request (or, without one, the limit — the apiserver
- * defaults the request to it) as cgroup shares, 1024 per core, at least 2 (a BestEffort container).
- */
-export function cpuShares(container: Container): number {
-  const cpu = container.resources?.requests?.cpu ?? container.resources?.limits?.cpu;
-  if (cpu === undefined) return 2;
-  const milli = ceilDiv(quantityOf(cpu), 1_000_000n);
-  return Math.max(2, Number((milli * 1024n) / 1000n));
-}
-
-/** Whole units of a nano-unit quantity, rounded up (a memory limit of `1.5` bytes is 2). */
-function ceilUnits(nano: bigint): bigint {
-  return ceilDiv(nano, 1_000_000_000n);
-}
-
-function ceilDiv(a: bigint, b: bigint): bigint {
-  return (a + b - 1n) / b;
-}
-
-/** The pod's cgroup and the process's OOM score, where the kubelet side chose them. */
-function cgroupHostConfig(config: { readonly cgroupParent?: string; readonly oomScoreAdj?: number }): Pick<Docker.HostConfig, 'CgroupParent' | 'OomScoreAdj'> {
-  return {
-    ...(config.cgroupParent ? { CgroupParent: config.cgroupParent } : {}),
-    ...(config.oomScoreAdj !== undefined ? { OomScoreAdj: config.oomScoreAdj } : {}),
-  };
 }
