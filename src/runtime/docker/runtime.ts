@@ -8,7 +8,6 @@ import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Pul
 import type { NetworkPlugin } from '../../network/types.js';
 import { netnsPathOf, networkIdentityOf, portMappingsOf, setUpFailure, usesHostNetwork } from './pod-network.js';
 import type { SandboxConfig } from '../types.js';
-import { aggregate } from '../../api/validation.js';
 import { createContainerOptions, statusCodeOf } from './client.js';
 import { DockerType, Label, sandboxLabels } from './labels.js';
 import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
@@ -28,6 +27,7 @@ import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
 import { UpdateUnsupportedError } from '../update-unsupported.js';
 import { logConfig, type ContainerLogRotation } from './log-config.js';
+import { DockerImages } from './images.js';
 import { cgroupHostConfig, containerCreateConfig, containerResourceConfig } from './container-config.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
@@ -81,8 +81,8 @@ export class DockerRuntime implements Runtime {
   readonly #inspections = new InspectCache();
   /** Inspections in flight and the tick each was asked at, shared by relists (one per container at a time). */
   readonly #inspecting = new Map<string, { seq: number; answer: Promise<Docker.ContainerInspectInfo | undefined> }>();
-  /** The infra image found (or pulled), or being looked for: sandboxes share it (`#createSandbox`). */
-  #infraImageReady: Promise<void> | undefined;
+  /** The engine's images and the infra image's lookup (images.ts). */
+  readonly #images: DockerImages;
   readonly #probe: EngineProbe;
   /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
   #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
@@ -103,6 +103,7 @@ export class DockerRuntime implements Runtime {
     this.#docker = opts.docker;
     this.#opts = opts;
     this.#probe = new EngineProbe(opts.docker);
+    this.#images = new DockerImages({ docker: opts.docker, infraImage: opts.infraImage, log: opts.log });
     this.#privileged = new PrivilegedMode(opts.log);
     this.#dialers = new NetnsDialers({ log: opts.log });
   }
@@ -154,33 +155,21 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Every image of the engine (image GC). */
-  async listImages(): Promise<{ id: string; tags: string[]; sizeBytes: number }[]> {
-    const list = await this.#docker.listImages();
-    return list.map((i) => ({ id: i.Id, tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'), sizeBytes: i.Size }));
+  listImages(): Promise<{ id: string; tags: string[]; sizeBytes: number }[]> {
+    return this.#images.listImages();
   }
 
-  /**
-   * Removes an image as cri-dockerd's `RemoveImage` does: each tag, then the ID, never forced,
-   * so an image a container still uses (any client's: the engine may be shared) is refused (409).
-   */
-  async removeImage(id: string): Promise<void> {
-    const info = await this.#docker.getImage(id).inspect().catch((err: unknown) => {
-      if (statusCodeOf(err) === 404) return undefined;
-      throw err;
-    });
-    if (!info) return;
-    // Untagging succeeds while other tags remain, even under a container: ask first, so an image
-    // in use by any container of the engine keeps its names.
-    const users = await this.#docker.listContainers({ all: true, filters: { ancestor: [info.Id] } });
-    if (users.length) throw new Error(`image ${info.Id} is in use by container ${users[0]?.Id.slice(0, 12)}`);
-    for (const tag of info.RepoTags ?? []) {
-      await this.#docker.getImage(tag).remove({ noprune: false }).catch((err: unknown) => {
-        if (statusCodeOf(err) !== 404) throw err;
-      });
-    }
-    await this.#docker.getImage(id).remove({ noprune: false }).catch((err: unknown) => {
-      if (statusCodeOf(err) !== 404) throw err;
-    });
+  /** cri-dockerd's `RemoveImage` (images.ts): an image a container still uses is refused. */
+  removeImage(id: string): Promise<void> {
+    return this.#images.removeImage(id);
+  }
+
+  imageStatus(image: string): Promise<ImageInfo | undefined> {
+    return this.#images.imageStatus(image);
+  }
+
+  pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<PulledImage> {
+    return this.#images.pullImage(image, credentials);
   }
 
   /**
@@ -352,83 +341,6 @@ export class DockerRuntime implements Runtime {
     this.#inspections.remember(id, { listedState, status: info.State.Status || listedState, info, seq, ...(terminationMessage !== undefined ? { terminationMessage } : {}) });
   }
 
-  imageStatus(image: string): Promise<ImageInfo | undefined> {
-    return this.#image(image);
-  }
-
-  async pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<PulledImage> {
-    const credentialIndex = await this.#pullWith(image, credentials);
-    const pulled = await this.#image(image);
-    if (!pulled) throw new Error(`image "${image}" not present after its pull`);
-    return credentialIndex === undefined ? pulled : { ...pulled, credentialIndex };
-  }
-
-  async #image(image: string): Promise<ImageInfo | undefined> {
-    try {
-      const info = await this.#docker.getImage(image).inspect();
-      return { id: info.Id, user: info.Config?.User ?? '', sizeBytes: info.Size ?? 0 };
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return undefined;
-      throw err;
-    }
-  }
-
-  /**
-   * The kubelet's `PullImage`: anonymously without credentials, else with each in turn until one
-   * pull succeeds; when all fail, the error lists each failure (`[a, b]`, as Go's aggregate).
-   * Resolves to the index of the credential that pulled, undefined for an anonymous pull.
-   */
-  async #pullWith(image: string, credentials: readonly RegistryAuth[]): Promise<number | undefined> {
-    if (!credentials.length) {
-      await this.#pull(image, undefined);
-      return undefined;
-    }
-    const failures: string[] = [];
-    for (const [i, auth] of credentials.entries()) {
-      try {
-        await this.#pull(image, auth, i);
-        return i;
-      } catch (err) {
-        failures.push((err as Error).message);
-      }
-    }
-    throw new Error(aggregate(failures));
-  }
-
-  async #pull(image: string, auth: RegistryAuth | undefined, credential?: number): Promise<void> {
-    // Never the credentials themselves: which of the pod's credentials (by position) is tried.
-    const log = this.#opts.log.child({ image, ...(credential !== undefined ? { credential } : {}) });
-    log.info(auth ? 'Pulling image with credentials' : 'Pulling image');
-    // dockerode sends `authconfig` as the X-Registry-Auth header, never in the query.
-    const stream = await this.#docker.pull(image, auth ? { authconfig: { username: auth.username, password: auth.password, ...(auth.email ? { email: auth.email } : {}) } } : {});
-    let lastLogged = 0;
-    await new Promise<void>((resolve, reject) => {
-      this.#docker.modem.followProgress(
-        stream,
-        (err: Error | null) => (err ? reject(err) : resolve()),
-        (event: { status?: string; progress?: string; id?: string }) => {
-          // Progress events arrive many times a second; one line per second is plenty.
-          const now = Date.now();
-          if (now - lastLogged < 1000) return;
-          lastLogged = now;
-          log.info({ layer: event.id, progress: event.progress ?? event.status }, 'Pull progress');
-        },
-      );
-    });
-    log.info('Pulled image');
-  }
-
-  /** The sandbox's image, pulled when missing (as the CRI runtime does for its pause image). */
-  async #ensureInfraImage(): Promise<void> {
-    const image = this.#opts.infraImage;
-    if (await this.#image(image)) return;
-    try {
-      await this.#pull(image, undefined);
-    } catch (err) {
-      throw new Error(`failed to pull image "${image}": ${(err as Error).message}`, { cause: err });
-    }
-  }
-
   /**
    * Creates a sandbox container, its infra image made sure of first — once: after the image was
    * found or pulled, sandboxes are created without asking for it again (as containerd's CRI,
@@ -437,25 +349,16 @@ export class DockerRuntime implements Runtime {
    * pulled) again and the create retried once. Any other failure has the next sandbox ask again.
    */
   async #createSandbox(options: Docker.ContainerCreateOptions): Promise<Docker.Container> {
-    await this.#infraImage();
+    await this.#images.infraImage();
     try {
       return await this.#docker.createContainer(options);
     } catch (err) {
-      this.#infraImageReady = undefined;
-      if (statusCodeOf(err) !== 404 || (await this.#image(this.#opts.infraImage))) throw err;
+      this.#images.forgetInfraImage();
+      if (statusCodeOf(err) !== 404 || (await this.#images.imageStatus(this.#opts.infraImage))) throw err;
       this.#opts.log.info({ image: this.#opts.infraImage }, 'The infra image is gone; pulling it again');
-      await this.#infraImage();
+      await this.#images.infraImage();
       return this.#docker.createContainer(options);
     }
-  }
-
-  /** `#ensureInfraImage`, one at a time for all the sandboxes of a burst, remembered once it succeeded. */
-  #infraImage(): Promise<void> {
-    const ready = (this.#infraImageReady ??= this.#ensureInfraImage());
-    ready.catch(() => {
-      if (this.#infraImageReady === ready) this.#infraImageReady = undefined;
-    });
-    return ready;
   }
 
   async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
