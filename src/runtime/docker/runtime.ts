@@ -1,5 +1,3 @@
-import { lstat, readdir, statfs } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
@@ -28,6 +26,7 @@ import { containerStats } from './stats.js';
 import { UpdateUnsupportedError } from '../update-unsupported.js';
 import { logConfig, type ContainerLogRotation } from './log-config.js';
 import { DockerImages } from './images.js';
+import { EngineDiskUsage } from './disk-usage.js';
 import { cgroupHostConfig, containerCreateConfig, containerResourceConfig } from './container-config.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
@@ -93,8 +92,8 @@ export class DockerRuntime implements Runtime {
   /** Sandboxes whose pod network is being set up now. */
   readonly #settingUp = new Set<string>();
   #lastNetworkGC = 0;
-  /** The engine's data root, asked once (`imageFsRoot`). */
-  #dataRoot: Promise<string> | undefined;
+  /** What the engine's images and containers take on disk (disk-usage.ts). */
+  readonly #disk: EngineDiskUsage;
   #networkGC: Promise<void> | undefined;
   /** `Privileged` as this host can grant it (privileged.ts). */
   readonly #privileged: PrivilegedMode;
@@ -103,6 +102,7 @@ export class DockerRuntime implements Runtime {
     this.#docker = opts.docker;
     this.#opts = opts;
     this.#probe = new EngineProbe(opts.docker);
+    this.#disk = new EngineDiskUsage(opts.docker);
     this.#images = new DockerImages({ docker: opts.docker, infraImage: opts.infraImage, log: opts.log });
     this.#privileged = new PrivilegedMode(opts.log);
     this.#dialers = new NetnsDialers({ log: opts.log });
@@ -172,64 +172,19 @@ export class DockerRuntime implements Runtime {
     return this.#images.pullImage(image, credentials);
   }
 
-  /**
-   * The filesystem of the engine's data root (`/info` `DockerRootDir`, statfs'd here: a local
-   * engine), as the kubelet's `ImageFsStats`.
-   */
-  async imageFsStats(): Promise<{ capacityBytes: number; availableBytes: number }> {
-    const st = await statfs(await this.imageFsRoot());
-    return { capacityBytes: st.blocks * st.bsize, availableBytes: st.bavail * st.bsize };
+  /** The engine's data root filesystem, as the kubelet's `ImageFsStats` (disk-usage.ts). */
+  imageFsStats(): Promise<{ capacityBytes: number; availableBytes: number }> {
+    return this.#disk.imageFsStats();
   }
 
   /** The engine's data root (`DockerRootDir`, Podman's `GraphRoot`), asked once and remembered. */
-  async imageFsRoot(): Promise<string> {
-    this.#dataRoot ??= (async () => {
-      const info = (await this.#docker.info()) as { DockerRootDir?: string; Store?: { GraphRoot?: string } };
-      const root = info.DockerRootDir ?? info.Store?.GraphRoot;
-      if (!root) throw new Error('the engine reports no data root (DockerRootDir)');
-      return root;
-    })();
-    // A failed answer is asked again next time.
-    return this.#dataRoot.catch((err: unknown) => {
-      this.#dataRoot = undefined;
-      throw err;
-    });
+  imageFsRoot(): Promise<string> {
+    return this.#disk.imageFsRoot();
   }
 
-  /**
-   * What each container takes on disk (the kubelet's `rootfs` and `logs` stats, which cri-dockerd
-   * reads the same way): its writable layer (`SizeRw` of an inspection with sizes) and its log
-   * files (`LogPath` and the rotated `LogPath.N` beside it), bytes allocated and inodes. A
-   * container gone meanwhile is left out.
-   */
-  async containerDiskUsage(ids: readonly string[]): Promise<Map<string, { rootfsBytes: bigint; logsBytes: bigint; logsInodes: bigint }>> {
-    const out = new Map<string, { rootfsBytes: bigint; logsBytes: bigint; logsInodes: bigint }>();
-    await Promise.all(ids.map(async (id) => {
-      // `size` is the Engine API's query parameter (GET /containers/{id}/json?size=1); dockerode passes options through.
-      const withSize: Docker.ContainerInspectOptions & { size: boolean } = { size: true };
-      const info = await this.#docker.getContainer(id).inspect(withSize).catch((err: unknown) => {
-        if (statusCodeOf(err) === 404) return undefined;
-        throw err;
-      });
-      if (!info) return;
-      let logsBytes = 0n;
-      let logsInodes = 0n;
-      if (info.LogPath) {
-        const dir = dirname(info.LogPath);
-        const base = basename(info.LogPath);
-        const names = await readdir(dir).catch(() => [] as string[]);
-        for (const name of names) {
-          if (name !== base && !name.startsWith(`${base}.`)) continue;
-          const st = await lstat(join(dir, name), { bigint: true }).catch(() => undefined);
-          if (!st) continue;
-          logsBytes += st.blocks * 512n;
-          logsInodes++;
-        }
-      }
-      const sizeRw = (info as { SizeRw?: number }).SizeRw;
-      out.set(id, { rootfsBytes: BigInt(Math.max(0, sizeRw ?? 0)), logsBytes, logsInodes });
-    }));
-    return out;
+  /** Each container's writable layer and log files on disk (disk-usage.ts); one gone meanwhile is left out. */
+  containerDiskUsage(ids: readonly string[]): Promise<Map<string, { rootfsBytes: bigint; logsBytes: bigint; logsInodes: bigint }>> {
+    return this.#disk.containerDiskUsage(ids);
   }
 
   /** The engine's cgroup driver and version (`/info` `CgroupDriver`, `CgroupVersion`): pod cgroups need `cgroupfs`. */
