@@ -1,33 +1,30 @@
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
-import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, PulledImage, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, PulledImage, RegistryAuth, Runtime, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
 import type { NetworkPlugin } from '../../network/types.js';
-import { netnsPathOf, networkIdentityOf, portMappingsOf, setUpFailure, usesHostNetwork } from './pod-network.js';
 import type { SandboxConfig } from '../types.js';
 import { createContainerOptions, statusCodeOf } from './client.js';
-import { DockerType, Label, sandboxLabels } from './labels.js';
-import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
-import { containerFromInspect, containerFromListEntry, sandboxFromInspect, sandboxFromListEntry } from './state.js';
+import { Label } from './labels.js';
+import { makeContainerName } from './naming.js';
 import { watchContainerEvents } from './events.js';
 import { InspectCache, eventChangesStatus, eventInvalidatesInspect } from './inspect-cache.js';
 import { attachToContainer, execInContainer } from './exec.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../../streaming/types.js';
 import { containerLogs } from './logs.js';
-import { readTerminationMessage } from './termination-message.js';
 import { forwardPort } from './portforward.js';
 import { NetnsDialers } from './netns-dialer.js';
 import { dockerSecurity } from './security.js';
 import { PrivilegedMode } from './privileged.js';
-import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
 import { UpdateUnsupportedError } from '../update-unsupported.js';
 import { logConfig, type ContainerLogRotation } from './log-config.js';
 import { DockerImages } from './images.js';
 import { EngineDiskUsage } from './disk-usage.js';
-import { cgroupHostConfig, containerCreateConfig, containerResourceConfig } from './container-config.js';
+import { DockerSandboxes } from './sandbox.js';
+import { PodLister } from './pod-list.js';
+import { containerCreateConfig, containerResourceConfig } from './container-config.js';
 import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
@@ -60,26 +57,21 @@ export interface DockerRuntimeOptions {
   log: Logger;
 }
 
-/** How long a relist waits for one container's inspect before reporting it from its list entry. */
-const INSPECT_WAIT_MS = 250;
-const SLOW = Symbol('slow inspect');
-/** How long a sandbox this runtime created counts as live for network GC, listed or not. */
-const NEW_SANDBOX_GRACE_MS = 60_000;
-
 /**
  * The Docker implementation of `Runtime`, laid out like dockershim: one sandbox container per pod
  * holding the network and IPC namespaces, each app container joining them.
  *
- * `listPods` lists containers by this node's label and inspects only those whose Docker state
- * changed since the last listing, or that an event may have changed since their last inspection
- * (inspect-cache.ts), so a relist of an idle node costs one API call.
+ * It keeps the app containers' lifecycle (create, start, stop, remove, update), exec, attach,
+ * logs, port-forward and events, and delegates along cri-dockerd's `core/` files: the relist to
+ * pod-list.ts (`listPods` inspects only the containers whose Docker state changed since the last
+ * listing, or that an event may have changed since their last inspection: inspect-cache.ts), the
+ * sandbox and its pod network to sandbox.ts, images to images.ts, a container's create body to
+ * container-config.ts, disk usage to disk-usage.ts.
  */
 export class DockerRuntime implements Runtime {
   readonly #docker: Docker;
   readonly #opts: DockerRuntimeOptions;
   readonly #inspections = new InspectCache();
-  /** Inspections in flight and the tick each was asked at, shared by relists (one per container at a time). */
-  readonly #inspecting = new Map<string, { seq: number; answer: Promise<Docker.ContainerInspectInfo | undefined> }>();
   /** The engine's images and the infra image's lookup (images.ts). */
   readonly #images: DockerImages;
   readonly #probe: EngineProbe;
@@ -87,16 +79,14 @@ export class DockerRuntime implements Runtime {
   #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
   /** Port-forward helpers, one per sandbox that has forwards (netns-dialer.ts). */
   readonly #dialers: NetnsDialers;
-  /** Sandboxes created by this runtime → when: a listing started before one was created misses it. */
-  readonly #newSandboxes = new Map<string, number>();
-  /** Sandboxes whose pod network is being set up now. */
-  readonly #settingUp = new Set<string>();
-  #lastNetworkGC = 0;
   /** What the engine's images and containers take on disk (disk-usage.ts). */
   readonly #disk: EngineDiskUsage;
-  #networkGC: Promise<void> | undefined;
   /** `Privileged` as this host can grant it (privileged.ts). */
   readonly #privileged: PrivilegedMode;
+  /** Sandboxes and their pod networks (sandbox.ts). */
+  readonly #sandboxes: DockerSandboxes;
+  /** The relist (pod-list.ts). */
+  readonly #pods: PodLister;
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
@@ -106,6 +96,24 @@ export class DockerRuntime implements Runtime {
     this.#images = new DockerImages({ docker: opts.docker, infraImage: opts.infraImage, log: opts.log });
     this.#privileged = new PrivilegedMode(opts.log);
     this.#dialers = new NetnsDialers({ log: opts.log });
+    this.#sandboxes = new DockerSandboxes({
+      docker: opts.docker,
+      nodeName: opts.nodeName,
+      infraImage: opts.infraImage,
+      podNetwork: opts.podNetwork,
+      network: opts.network,
+      networkGCPeriodMs: opts.networkGCPeriodMs,
+      log: opts.log,
+      images: this.#images,
+      inspections: this.#inspections,
+      ulimits: () => this.#ulimitsConfig(),
+      containers: {
+        start: (container) => this.#start(container),
+        stop: (id, graceSeconds) => this.stopContainer(id, graceSeconds),
+        remove: (id) => this.removeContainer(id),
+      },
+    });
+    this.#pods = new PodLister({ docker: opts.docker, nodeName: opts.nodeName, inspections: this.#inspections, sandboxes: this.#sandboxes });
   }
 
   get docker(): Docker {
@@ -193,264 +201,23 @@ export class DockerRuntime implements Runtime {
     return { driver: info.CgroupDriver ?? '', version: info.CgroupVersion ?? '' };
   }
 
-  async listPods(): Promise<RuntimePod[]> {
-    const listedAt = performance.now();
-    const listedTick = this.#inspections.next();
-    const list = await this.#docker.listContainers({ all: true, filters: { label: [`${Label.node}=${this.#opts.nodeName}`] } });
-    const seen = new Set<string>();
-    const pods = new Map<string, { uid: string; name: string; namespace: string; sandboxes: RuntimeSandbox[]; containers: RuntimeContainer[] }>();
-    await Promise.all(
-      list.map(async (entry) => {
-        seen.add(entry.Id);
-        const parsed = entry.Names.map(parseContainerName).find((n): n is ParsedName => n !== undefined);
-        const uid = entry.Labels[Label.podUID];
-        if (!parsed || !uid) return;
-        // A container nodelet is starting now: its inspection would wait for the start to end.
-        const starting = entry.State === 'created' && entry.Names.some((n) => this.#inspections.isStarting(n.replace(/^\//, '')));
-        const info = starting ? SLOW : await this.#inspect(entry.Id, entry.State);
-        if (!info) return;
-        let pod = pods.get(uid);
-        if (!pod) {
-          pod = { uid, name: entry.Labels[Label.podName] ?? parsed.pod, namespace: entry.Labels[Label.podNamespace] ?? parsed.namespace, sandboxes: [], containers: [] };
-          pods.set(uid, pod);
-        }
-        const sandbox = entry.Labels[Label.dockerType] === DockerType.sandbox;
-        if (info === SLOW) {
-          // Busy in Docker, or being started by nodelet: report what the list and the last
-          // inspection say; the inspection still running answers the next listing. The
-          // inspection only while the list still shows a state it saw: a container
-          // the list shows exited since (it died, or the engine stopped it as it restarted) is
-          // reported from its list entry, never as still running from an older inspection.
-          const last = this.#inspections.last(entry.Id);
-          const cached = last && (last.listedState === entry.State || last.status === entry.State) ? last.info : undefined;
-          if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed), entry.HostConfig?.NetworkMode === 'host'));
-          else pod.containers.push(cached ? containerFromInspect(cached, parsed) : containerFromListEntry(entry, parsed));
-        } else if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(sandboxFromInspect(info, parsed), usesHostNetwork(info)));
-        else {
-          // The kubelet reports the container's own message over the runtime's error text.
-          const message = this.#inspections.last(entry.Id)?.terminationMessage;
-          const container = containerFromInspect(info, parsed);
-          pod.containers.push(message !== undefined ? { ...container, message } : container);
-        }
-      }),
-    );
-    this.#inspections.retain(seen, listedTick);
-    this.#maybeCollectNetwork(list.filter((e) => e.Labels[Label.dockerType] === DockerType.sandbox).map((e) => e.Id), listedAt);
-    const byNewest = (a: { attempt: number; createdAt: Date }, b: { attempt: number; createdAt: Date }) =>
-      b.attempt - a.attempt || b.createdAt.getTime() - a.createdAt.getTime();
-    return [...pods.values()].map((p) => ({ ...p, sandboxes: p.sandboxes.sort(byNewest), containers: p.containers.sort(byNewest) }));
+  /** This node's pods as the engine has them (pod-list.ts). */
+  listPods(): Promise<RuntimePod[]> {
+    return this.#pods.listPods();
   }
 
-  /**
-   * Inspects a container unless its cached inspection still holds (`InspectCache.fresh`).
-   * Docker holds a container's lock while it creates, starts or stops it, and an inspect waits
-   * for that lock: during a burst of starts, or a graceful stop, one inspect can take seconds.
-   * So an inspect slower than INSPECT_WAIT_MS answers SLOW and keeps running in the background
-   * (its answer fills the cache); the relist goes on without it and the next one uses that
-   * answer, or waits for it again — one busy container never holds back every pod's status. An
-   * inspection in flight is shared unless an event came after it was asked.
-   */
-  async #inspect(id: string, listedState: string): Promise<Docker.ContainerInspectInfo | undefined | typeof SLOW> {
-    const cached = this.#inspections.fresh(id, listedState);
-    if (cached) return cached.info;
-    let pending = this.#inspecting.get(id);
-    if (!pending || !this.#inspections.current(id, pending.seq)) {
-      const seq = this.#inspections.next();
-      const answer = this.#docker
-        .getContainer(id)
-        .inspect()
-        .then(
-          async (info) => {
-            await this.#remember(id, listedState, info, seq);
-            return info;
-          },
-          (err: unknown) => {
-            if (statusCodeOf(err) === 404) return undefined; // removed between list and inspect
-            throw err;
-          },
-        )
-        .finally(() => {
-          if (this.#inspecting.get(id)?.answer === answer) this.#inspecting.delete(id);
-        });
-      pending = { seq, answer };
-      this.#inspecting.set(id, pending);
-    }
-    const { answer: inFlight } = pending;
-    let timer: NodeJS.Timeout | undefined;
-    const slow = new Promise<typeof SLOW>((resolve) => {
-      timer = setTimeout(() => resolve(SLOW), INSPECT_WAIT_MS);
-    });
-    try {
-      const answer = await Promise.race([inFlight, slow]);
-      if (answer === SLOW) inFlight.catch(() => undefined);
-      return answer;
-    } finally {
-      clearTimeout(timer);
-    }
+  /** Creates and starts a pod's sandbox, then sets up its pod network (sandbox.ts). */
+  runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
+    return this.#sandboxes.runSandbox(pod, attempt, config);
   }
 
-  /** Caches an inspection asked at tick `seq` (with an exited container's termination message). */
-  async #remember(id: string, listedState: string, info: Docker.ContainerInspectInfo, seq: number): Promise<void> {
-    const exited = !info.State.Running && info.State.FinishedAt !== '' && !info.State.FinishedAt.startsWith('0001-');
-    const terminationMessage = exited && info.Config.Labels?.[Label.dockerType] !== DockerType.sandbox ? await readTerminationMessage(this.#docker, info) : undefined;
-    this.#inspections.remember(id, { listedState, status: info.State.Status || listedState, info, seq, ...(terminationMessage !== undefined ? { terminationMessage } : {}) });
-  }
-
-  /**
-   * Creates a sandbox container, its infra image made sure of first — once: after the image was
-   * found or pulled, sandboxes are created without asking for it again (as containerd's CRI,
-   * which looks the sandbox image up in its own image store, not the engine, per sandbox). An
-   * image removed behind nodelet's back fails the create with 404: the image is asked for (and
-   * pulled) again and the create retried once. Any other failure has the next sandbox ask again.
-   */
-  async #createSandbox(options: Docker.ContainerCreateOptions): Promise<Docker.Container> {
-    await this.#images.infraImage();
-    try {
-      return await this.#docker.createContainer(options);
-    } catch (err) {
-      this.#images.forgetInfraImage();
-      if (statusCodeOf(err) !== 404 || (await this.#images.imageStatus(this.#opts.infraImage))) throw err;
-      this.#opts.log.info({ image: this.#opts.infraImage }, 'The infra image is gone; pulling it again');
-      await this.#images.infraImage();
-      return this.#docker.createContainer(options);
-    }
-  }
-
-  async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
-    const meta = pod.metadata ?? {};
-    const name = makeSandboxName({ pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
-    this.#inspections.startingNow(name);
-    try {
-      return await this.#runSandbox(pod, name, config);
-    } finally {
-      this.#inspections.started(name);
-    }
-  }
-
-  async #runSandbox(pod: Pod, name: string, config: SandboxConfig | undefined): Promise<StartedSandbox> {
-    const hostNetwork = pod.spec?.hostNetwork === true;
-    // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
-    const sysctls = sandboxSysctls(pod);
-    const ulimits = await this.#ulimitsConfig();
-    const created = await this.#createSandbox(createContainerOptions(name, {
-      Image: this.#opts.infraImage,
-      // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
-      ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
-      Labels: sandboxLabels(pod, this.#opts.nodeName, config?.podStartTime),
-      HostConfig: {
-        NetworkMode: hostNetwork ? 'host' : this.#opts.podNetwork,
-        IpcMode: pod.spec?.hostIPC ? 'host' : 'shareable',
-        ...(pod.spec?.hostPID ? { PidMode: 'host' } : {}),
-        ...(Object.keys(sysctls).length ? { Sysctls: sysctls } : {}),
-        ...ulimits,
-        ...cgroupHostConfig(config ?? {}),
-        RestartPolicy: { Name: 'no' },
-      },
-    }));
-    this.#newSandboxes.set(created.id, performance.now());
-    const network = this.#opts.network;
-    if (hostNetwork || !network) {
-      await this.#start(created);
-      return { id: created.id, ips: [] };
-    }
-    this.#settingUp.add(created.id);
-    try {
-      await this.#start(created);
-    } catch (err) {
-      this.#settingUp.delete(created.id);
-      throw err;
-    }
-    try {
-      const seq = this.#inspections.next();
-      const info = await created.inspect();
-      // The next listing shows it as this inspection did, unless an event says otherwise.
-      await this.#remember(created.id, info.State.Status, info, seq);
-      const netnsPath = netnsPathOf(info);
-      if (!netnsPath) throw new Error(`sandbox ${created.id} is not running (${info.State.Status})`);
-      const { ips } = await network.setUpPod({ ...networkIdentityOf(info), netnsPath, portMappings: portMappingsOf(pod) });
-      return { id: created.id, ips };
-    } catch (err) {
-      // cri-dockerd RunPodSandbox: DEL even after a failed ADD (a plugin may have half set up),
-      // then stop; nodelet also removes the sandbox, so a retry starts clean.
-      const failure = setUpFailure(created.id, pod, network.name, err);
-      await this.#tearDownNetwork(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Network teardown after a failed set-up failed'));
-      await this.removeContainer(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Removing a sandbox whose network failed failed'));
-      throw failure;
-    } finally {
-      this.#settingUp.delete(created.id);
-    }
-  }
-
-  async stopSandbox(id: string): Promise<void> {
-    let teardown: unknown;
-    await this.#tearDownNetwork(id).catch((err: unknown) => (teardown = err));
-    await this.stopContainer(id, 0);
-    if (teardown !== undefined) throw teardown;
+  /** Tears down a sandbox's pod network, then stops it (sandbox.ts). */
+  stopSandbox(id: string): Promise<void> {
+    return this.#sandboxes.stopSandbox(id);
   }
 
   networkStatus(): RuntimeNetworkStatus {
-    const network = this.#opts.network;
-    if (!network) return { readiness: { ready: true }, hostPorts: false };
-    return { readiness: network.readiness(), hostPorts: network.hasCapability('portMappings') };
-  }
-
-  /**
-   * DEL of a sandbox's pod network (cri-dockerd `StopPodSandbox`), on its netns while it runs
-   * and without one after; nothing for host-network sandboxes, missing ones, or without a plugin.
-   */
-  async #tearDownNetwork(id: string): Promise<void> {
-    const network = this.#opts.network;
-    if (!network) return;
-    let info: Docker.ContainerInspectInfo;
-    try {
-      info = await this.#docker.getContainer(id).inspect();
-    } catch (err) {
-      if (statusCodeOf(err) !== 404) throw err;
-      // Gone already: the cached attachment (if any) says what to release.
-      if (network.podNetworkStatus(id)) await network.tearDownPod({ sandboxId: id, podName: '', podNamespace: '', podUID: '' });
-      return;
-    }
-    if (usesHostNetwork(info)) return;
-    const netnsPath = netnsPathOf(info);
-    await network.tearDownPod({ ...networkIdentityOf(info), ...(netnsPath ? { netnsPath } : {}) });
-  }
-
-  /**
-   * With a network plugin, a pod-network sandbox's IPs are its cached ADD result. One that runs
-   * without any (its ADD lost, e.g. the cache removed, or made before `--network-plugin`) is not
-   * ready, so the kubelet side replaces it (the kubelet's `podSandboxChanged`: "Sandbox for pod
-   * has no IP address"); one whose ADD is still running is ready, its IPs known to the caller.
-   */
-  #withNetworkIPs(sandbox: RuntimeSandbox, hostNetwork: boolean): RuntimeSandbox {
-    const network = this.#opts.network;
-    if (!network || hostNetwork || sandbox.ips.length) return sandbox;
-    const ips = network.podNetworkStatus(sandbox.id)?.ips;
-    if (ips?.length) return { ...sandbox, ips };
-    return sandbox.ready && !this.#settingUp.has(sandbox.id) ? { ...sandbox, ready: false } : sandbox;
-  }
-
-  /**
-   * At most once per `networkGCPeriodMs`, in the background: releases the pod networks of
-   * sandboxes that no longer exist (removed behind nodelet's back, or while it was down). A
-   * sandbox created since the listing began is kept whether listed or not.
-   */
-  #maybeCollectNetwork(listed: readonly string[], listedAt: number): void {
-    const network = this.#opts.network;
-    const now = performance.now();
-    if (!network || this.#networkGC || now - this.#lastNetworkGC < (this.#opts.networkGCPeriodMs ?? 60_000)) return;
-    this.#lastNetworkGC = now;
-    const live = new Set(listed);
-    for (const [id, at] of this.#newSandboxes) {
-      if (at >= listedAt - 1000) live.add(id);
-      else if (now - at > NEW_SANDBOX_GRACE_MS) this.#newSandboxes.delete(id);
-    }
-    this.#networkGC = network
-      .garbageCollect(live)
-      .then((released) => {
-        if (released.length) this.#opts.log.info({ sandboxes: released }, 'Released the pod networks of sandboxes that no longer exist');
-      })
-      .catch((err: unknown) => this.#opts.log.warn({ err }, 'Pod network garbage collection failed'))
-      .finally(() => (this.#networkGC = undefined));
+    return this.#sandboxes.networkStatus();
   }
 
   async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
@@ -518,7 +285,7 @@ export class DockerRuntime implements Runtime {
   async removeContainer(id: string): Promise<void> {
     this.#dialers.release(id);
     // A sandbox removed without a stop first (a dead one, or garbage) still holds its network.
-    if (this.#opts.network?.podNetworkStatus(id)) await this.#tearDownNetwork(id);
+    if (this.#opts.network?.podNetworkStatus(id)) await this.#sandboxes.tearDownNetwork(id);
     try {
       await this.#docker.getContainer(id).remove({ force: true, v: true });
     } catch (err) {
@@ -572,7 +339,7 @@ export class DockerRuntime implements Runtime {
    * they have exited; containers are left alone. Port-forwards afterwards are refused.
    */
   async close(): Promise<void> {
-    await this.#networkGC;
+    await this.#sandboxes.close();
     return this.#dialers.close();
   }
 
