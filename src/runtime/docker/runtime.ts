@@ -25,7 +25,7 @@ import { EngineDiskUsage } from './disk-usage.js';
 import { DockerSandboxes } from './sandbox.js';
 import { PodLister } from './pod-list.js';
 import { containerCreateConfig, containerResourceConfig } from './container-config.js';
-import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
+import { EngineDetection, engineOf, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
   docker: Docker;
@@ -74,9 +74,8 @@ export class DockerRuntime implements Runtime {
   readonly #inspections = new InspectCache();
   /** The engine's images and the infra image's lookup (images.ts). */
   readonly #images: DockerImages;
-  readonly #probe: EngineProbe;
-  /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
-  #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
+  /** The engine and its containers' rlimits, detected once (engine.ts). */
+  readonly #engine: EngineDetection;
   /** Port-forward helpers, one per sandbox that has forwards (netns-dialer.ts). */
   readonly #dialers: NetnsDialers;
   /** What the engine's images and containers take on disk (disk-usage.ts). */
@@ -91,7 +90,7 @@ export class DockerRuntime implements Runtime {
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
     this.#opts = opts;
-    this.#probe = new EngineProbe(opts.docker);
+    this.#engine = new EngineDetection(opts.docker, opts.containerUlimits, opts.log);
     this.#disk = new EngineDiskUsage(opts.docker);
     this.#images = new DockerImages({ docker: opts.docker, infraImage: opts.infraImage, log: opts.log });
     this.#privileged = new PrivilegedMode(opts.log);
@@ -106,7 +105,7 @@ export class DockerRuntime implements Runtime {
       log: opts.log,
       images: this.#images,
       inspections: this.#inspections,
-      ulimits: () => this.#ulimitsConfig(),
+      ulimits: () => this.#engine.ulimitsConfig(),
       containers: {
         start: (container) => this.#start(container),
         stop: (id, graceSeconds) => this.stopContainer(id, graceSeconds),
@@ -122,7 +121,7 @@ export class DockerRuntime implements Runtime {
 
   /** The engine, once it answered `/version` (Docker or Podman; engine.ts). */
   get currentEngine(): Engine | undefined {
-    return this.#probe.current;
+    return this.#engine.current;
   }
 
   /**
@@ -130,32 +129,7 @@ export class DockerRuntime implements Runtime {
    * rlimits nodelet will set on its containers.
    */
   async engine(): Promise<Engine> {
-    return (await this.#detect()).engine;
-  }
-
-  #detect(): Promise<{ engine: Engine; ulimits: DockerUlimit[] }> {
-    if (this.#detected) return this.#detected;
-    const detected = (async () => {
-      const [engine, host] = await Promise.all([this.#probe.get(), readHostLimits()]);
-      const { ulimits = [], aboveOwnLimits } = containerUlimits(this.#opts.containerUlimits ?? 'auto', engine, host);
-      const ulimitText = ulimits.map((u) => `${u.Name}=${u.Soft}:${u.Hard}`).join(',') || 'engine defaults';
-      this.#opts.log.info({ runtime: engine.name, version: engine.version, apiVersion: engine.apiVersion, ulimits: ulimitText }, 'Container runtime');
-      if (aboveOwnLimits.length) {
-        this.#opts.log.warn({ ulimits: aboveOwnLimits }, '--container-ulimits above nodelet\'s own hard limits: containers fail to start unless the engine may raise them');
-      }
-      return { engine, ulimits };
-    })();
-    this.#detected = detected;
-    detected.catch(() => {
-      if (this.#detected === detected) this.#detected = undefined;
-    });
-    return detected;
-  }
-
-  /** `HostConfig.Ulimits` for a new container or sandbox, or nothing (the engine's defaults). */
-  async #ulimitsConfig(): Promise<{ Ulimits?: DockerUlimit[] }> {
-    const { ulimits } = await this.#detect();
-    return ulimits.length ? { Ulimits: ulimits.map((u) => ({ ...u })) } : {};
+    return (await this.#engine.detect()).engine;
   }
 
   async ping(): Promise<void> {
@@ -233,8 +207,8 @@ export class DockerRuntime implements Runtime {
 
   async #startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
     const security = dockerSecurity(config.security);
-    const ulimits = await this.#ulimitsConfig();
-    const engine = (await this.#detect()).engine.name;
+    const ulimits = await this.#engine.ulimitsConfig();
+    const engine = (await this.#engine.detect()).engine.name;
     const create = async () => this.#docker.createContainer(createContainerOptions(name, containerCreateConfig(pod, container, config, {
       nodeName: this.#opts.nodeName,
       sandbox,
@@ -306,11 +280,11 @@ export class DockerRuntime implements Runtime {
 
   async logs(containerId: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
     // Whole-second stamps (Podman): keep every line of the second `since` falls in (engine.ts).
-    const wholeSeconds = this.#probe.current?.quirks.logTimestampsWholeSeconds === true;
+    const wholeSeconds = this.#engine.current?.quirks.logTimestampsWholeSeconds === true;
     const since = wholeSeconds && opts.since ? { since: new Date(Math.floor(opts.since.getTime() / 1000) * 1000) } : {};
     // Docker's json-file only (once the engine is known): Podman takes `json-file` as a name for
     // its own k8s-file format.
-    const readFiles = this.#opts.readLogFiles === true && this.#probe.current?.name === 'docker';
+    const readFiles = this.#opts.readLogFiles === true && this.#engine.current?.name === 'docker';
     return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal, { readFiles });
   }
 
@@ -363,7 +337,7 @@ export class DockerRuntime implements Runtime {
       // 404 for a container that exists: the engine has no such endpoint (Podman before its
       // compat update), not a missing container.
       if (statusCodeOf(err) === 404 && (await this.#docker.getContainer(containerId).inspect().then(() => true, () => false))) {
-        const engine = this.#probe.current;
+        const engine = this.#engine.current;
         throw new UpdateUnsupportedError(`the container engine${engine ? ` (${engine.name} ${engine.version})` : ''} has no container update (POST /containers/{id}/update answered 404): in-place resize is not supported on it`, { cause: err });
       }
       throw err;
