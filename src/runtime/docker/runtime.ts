@@ -1,12 +1,9 @@
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, PulledImage, RegistryAuth, Runtime, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, PulledImage, RegistryAuth, Runtime, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, SandboxConfig, StartedSandbox } from '../types.js';
 import type { NetworkPlugin } from '../../network/types.js';
-import type { SandboxConfig } from '../types.js';
-import { createContainerOptions, statusCodeOf } from './client.js';
 import { Label } from './labels.js';
-import { makeContainerName } from './naming.js';
 import { watchContainerEvents } from './events.js';
 import { InspectCache, eventChangesStatus, eventInvalidatesInspect } from './inspect-cache.js';
 import { attachToContainer, execInContainer } from './exec.js';
@@ -15,16 +12,13 @@ import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../..
 import { containerLogs } from './logs.js';
 import { forwardPort } from './portforward.js';
 import { NetnsDialers } from './netns-dialer.js';
-import { dockerSecurity } from './security.js';
-import { PrivilegedMode } from './privileged.js';
 import { containerStats } from './stats.js';
-import { UpdateUnsupportedError } from '../update-unsupported.js';
-import { logConfig, type ContainerLogRotation } from './log-config.js';
+import type { ContainerLogRotation } from './log-config.js';
 import { DockerImages } from './images.js';
 import { EngineDiskUsage } from './disk-usage.js';
 import { DockerSandboxes } from './sandbox.js';
+import { DockerContainers } from './containers.js';
 import { PodLister } from './pod-list.js';
-import { containerCreateConfig, containerResourceConfig } from './container-config.js';
 import { EngineDetection, engineOf, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
@@ -61,12 +55,13 @@ export interface DockerRuntimeOptions {
  * The Docker implementation of `Runtime`, laid out like dockershim: one sandbox container per pod
  * holding the network and IPC namespaces, each app container joining them.
  *
- * It keeps the app containers' lifecycle (create, start, stop, remove, update), exec, attach,
- * logs, port-forward and events, and delegates along cri-dockerd's `core/` files: the relist to
+ * It serves exec, attach, logs, port-forward, stats and events itself and delegates the rest
+ * along cri-dockerd's `core/` files, sharing one inspect cache (inspect-cache.ts): the relist to
  * pod-list.ts (`listPods` inspects only the containers whose Docker state changed since the last
- * listing, or that an event may have changed since their last inspection: inspect-cache.ts), the
- * sandbox and its pod network to sandbox.ts, images to images.ts, a container's create body to
- * container-config.ts, disk usage to disk-usage.ts.
+ * listing, or that an event may have changed since their last inspection), the sandbox and its
+ * pod network to sandbox.ts, app containers' create, start, stop, remove and resize to
+ * containers.ts (their create body: container-config.ts), images to images.ts, disk usage to
+ * disk-usage.ts, engine detection to engine.ts.
  */
 export class DockerRuntime implements Runtime {
   readonly #docker: Docker;
@@ -80,8 +75,8 @@ export class DockerRuntime implements Runtime {
   readonly #dialers: NetnsDialers;
   /** What the engine's images and containers take on disk (disk-usage.ts). */
   readonly #disk: EngineDiskUsage;
-  /** `Privileged` as this host can grant it (privileged.ts). */
-  readonly #privileged: PrivilegedMode;
+  /** App containers' create, start, stop, remove and update (containers.ts). */
+  readonly #containers: DockerContainers;
   /** Sandboxes and their pod networks (sandbox.ts). */
   readonly #sandboxes: DockerSandboxes;
   /** The relist (pod-list.ts). */
@@ -93,8 +88,18 @@ export class DockerRuntime implements Runtime {
     this.#engine = new EngineDetection(opts.docker, opts.containerUlimits, opts.log);
     this.#disk = new EngineDiskUsage(opts.docker);
     this.#images = new DockerImages({ docker: opts.docker, infraImage: opts.infraImage, log: opts.log });
-    this.#privileged = new PrivilegedMode(opts.log);
     this.#dialers = new NetnsDialers({ log: opts.log });
+    this.#containers = new DockerContainers({
+      docker: opts.docker,
+      nodeName: opts.nodeName,
+      containerLogs: opts.containerLogs,
+      network: opts.network,
+      log: opts.log,
+      inspections: this.#inspections,
+      engine: this.#engine,
+      dialers: this.#dialers,
+      tearDownNetwork: (id) => this.#sandboxes.tearDownNetwork(id),
+    });
     this.#sandboxes = new DockerSandboxes({
       docker: opts.docker,
       nodeName: opts.nodeName,
@@ -106,11 +111,7 @@ export class DockerRuntime implements Runtime {
       images: this.#images,
       inspections: this.#inspections,
       ulimits: () => this.#engine.ulimitsConfig(),
-      containers: {
-        start: (container) => this.#start(container),
-        stop: (id, graceSeconds) => this.stopContainer(id, graceSeconds),
-        remove: (id) => this.removeContainer(id),
-      },
+      containers: this.#containers,
     });
     this.#pods = new PodLister({ docker: opts.docker, nodeName: opts.nodeName, inspections: this.#inspections, sandboxes: this.#sandboxes });
   }
@@ -194,80 +195,23 @@ export class DockerRuntime implements Runtime {
     return this.#sandboxes.networkStatus();
   }
 
-  async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
-    const meta = pod.metadata ?? {};
-    const name = makeContainerName(container.name, { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
-    this.#inspections.startingNow(name);
-    try {
-      return await this.#startContainer(pod, container, sandbox, { name, attempt }, config);
-    } finally {
-      this.#inspections.started(name);
-    }
+  /** Creates and starts an app container in its pod's sandbox (containers.ts); resolves to its ID. */
+  startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
+    return this.#containers.startContainer(pod, container, sandbox, attempt, config);
   }
 
-  async #startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
-    const security = dockerSecurity(config.security);
-    const ulimits = await this.#engine.ulimitsConfig();
-    const engine = (await this.#engine.detect()).engine.name;
-    const create = async () => this.#docker.createContainer(createContainerOptions(name, containerCreateConfig(pod, container, config, {
-      nodeName: this.#opts.nodeName,
-      sandbox,
-      attempt,
-      user: security.User,
-      securityHostConfig: await this.#privileged.hostConfig(security.HostConfig, engine),
-      ulimits,
-      logConfig: logConfig(engine, this.#opts.containerLogs),
-    })));
-    let created: Docker.Container;
-    for (;;) {
-      try {
-        created = await create();
-        break;
-      } catch (err) {
-        // A capability the engine does not know (privileged.ts): asked again without it.
-        if (!this.#privileged.refused(err)) throw err;
-      }
-    }
-    await this.#start(created);
-    return created.id;
+  stopContainer(id: string, graceSeconds: number): Promise<void> {
+    return this.#containers.stopContainer(id, graceSeconds);
   }
 
-  /** Starts a container nodelet just created. */
-  async #start(container: Docker.Container): Promise<void> {
-    try {
-      await container.start();
-    } catch (err) {
-      // Keep the failed container: its ContainerCannotRun state is what the status reports, so
-      // no inspection asked before the failure may stand for it.
-      this.#inspections.forget(container.id);
-      this.#inspections.changed(container.id);
-      throw err;
-    }
+  /** Removes a container; a sandbox's pod network is torn down first if it still holds one. */
+  removeContainer(id: string): Promise<void> {
+    return this.#containers.removeContainer(id);
   }
 
-  async stopContainer(id: string, graceSeconds: number): Promise<void> {
-    // A sandbox's port-forward helper would hold its network namespace open.
-    this.#dialers.release(id);
-    try {
-      await this.#docker.getContainer(id).stop({ t: Math.max(0, Math.floor(graceSeconds)) });
-    } catch (err) {
-      const code = statusCodeOf(err);
-      if (code !== 304 && code !== 404) throw err;
-    }
-  }
-
-  async removeContainer(id: string): Promise<void> {
-    this.#dialers.release(id);
-    // A sandbox removed without a stop first (a dead one, or garbage) still holds its network.
-    if (this.#opts.network?.podNetworkStatus(id)) await this.#sandboxes.tearDownNetwork(id);
-    try {
-      await this.#docker.getContainer(id).remove({ force: true, v: true });
-    } catch (err) {
-      const code = statusCodeOf(err);
-      // 409: removal already in progress.
-      if (code !== 404 && code !== 409) throw err;
-    }
-    this.#inspections.forget(id);
+  /** An in-place resize (`POST /containers/{id}/update`; containers.ts). */
+  updateContainerResources(containerId: string, container: Container): Promise<void> {
+    return this.#containers.updateContainerResources(containerId, container);
   }
 
   exec(containerId: string, cmd: string[], io: StreamIO | PendingStreamIO): Promise<CommandResult> {
@@ -319,31 +263,6 @@ export class DockerRuntime implements Runtime {
 
   containerStats(containerId: string): Promise<ContainerStatsSample> {
     return containerStats(this.#docker, containerId);
-  }
-
-  /**
-   * An in-place resize (`POST /containers/{id}/update`, the CRI's `UpdateContainerResources`):
-   * the same `CpuShares`, `NanoCpus` and `Memory` its creation set from the spec, and
-   * `MemorySwap` at twice the memory limit — the engine's default for a container created with a
-   * limit and no swap setting, which it also requires to stay at or above the new limit. The next
-   * listing inspects the container again, so the values read back are the engine's.
-   */
-  async updateContainerResources(containerId: string, container: Container): Promise<void> {
-    const resources = containerResourceConfig(container);
-    const update = { ...resources, ...(resources.Memory ? { MemorySwap: resources.Memory * 2 } : {}) };
-    try {
-      await this.#docker.getContainer(containerId).update(update);
-    } catch (err) {
-      // 404 for a container that exists: the engine has no such endpoint (Podman before its
-      // compat update), not a missing container.
-      if (statusCodeOf(err) === 404 && (await this.#docker.getContainer(containerId).inspect().then(() => true, () => false))) {
-        const engine = this.#engine.current;
-        throw new UpdateUnsupportedError(`the container engine${engine ? ` (${engine.name} ${engine.version})` : ''} has no container update (POST /containers/{id}/update answered 404): in-place resize is not supported on it`, { cause: err });
-      }
-      throw err;
-    } finally {
-      this.#inspections.changed(containerId);
-    }
   }
 
   watch(onChange: (podUID: string) => void): () => void {

@@ -13,6 +13,7 @@ import type { InspectCache } from './inspect-cache.js';
 import { rememberInspection } from './pod-list.js';
 import type { DockerImages } from './images.js';
 import type { DockerUlimit } from './engine.js';
+import type { DockerContainers } from './containers.js';
 import { cgroupHostConfig } from './container-config.js';
 
 /**
@@ -23,14 +24,6 @@ import { cgroupHostConfig } from './container-config.js';
  * (`RunPodSandbox`), `core/sandbox_stop.go` (`StopPodSandbox`) and the IPs of
  * `core/sandbox_status.go` (`PodSandboxStatus`).
  */
-
-/** The container operations of the runtime a sandbox goes through (DockerRuntime). */
-export interface SandboxContainers {
-  /** Starts a container nodelet just created (a failed start is seen by the next listing). */
-  start(container: Docker.Container): Promise<void>;
-  stop(id: string, graceSeconds: number): Promise<void>;
-  remove(id: string): Promise<void>;
-}
 
 /** `DockerRuntimeOptions`' sandbox part, and what the runtime shares with its sandboxes. */
 export interface DockerSandboxesOptions {
@@ -48,7 +41,8 @@ export interface DockerSandboxesOptions {
   inspections: InspectCache;
   /** `HostConfig.Ulimits` for a new sandbox, or nothing (the engine's defaults; engine.ts). */
   ulimits(): Promise<{ Ulimits?: DockerUlimit[] }>;
-  containers: SandboxContainers;
+  /** Start, stop and removal of the sandbox container (containers.ts). */
+  containers: Pick<DockerContainers, 'start' | 'stopContainer' | 'removeContainer'>;
 }
 
 /** How long a sandbox this runtime created counts as live for network GC, listed or not. */
@@ -149,7 +143,7 @@ export class DockerSandboxes {
       // then stop; nodelet also removes the sandbox, so a retry starts clean.
       const failure = setUpFailure(created.id, pod, network.name, err);
       await this.tearDownNetwork(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Network teardown after a failed set-up failed'));
-      await this.#opts.containers.remove(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Removing a sandbox whose network failed failed'));
+      await this.#opts.containers.removeContainer(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Removing a sandbox whose network failed failed'));
       throw failure;
     } finally {
       this.#settingUp.delete(created.id);
@@ -159,7 +153,7 @@ export class DockerSandboxes {
   async stopSandbox(id: string): Promise<void> {
     let teardown: unknown;
     await this.tearDownNetwork(id).catch((err: unknown) => (teardown = err));
-    await this.#opts.containers.stop(id, 0);
+    await this.#opts.containers.stopContainer(id, 0);
     if (teardown !== undefined) throw teardown;
   }
 
