@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import { parseContainerUlimits, type Ulimit, type UlimitName } from '../../config/ulimits.js';
+import type { Logger } from '../../logging/index.js';
 
 /**
  * Which engine answers the Docker Engine API, and every way it behaves differently from dockerd
@@ -216,4 +217,53 @@ export function containerUlimits(setting: string, engine: Engine, host: HostLimi
     })
     .map((l) => l.name);
   return given.length ? { ulimits: given.map((l) => ({ Name: l.name, Soft: l.soft, Hard: l.hard })), aboveOwnLimits } : { aboveOwnLimits };
+}
+
+/**
+ * The engine and the rlimits nodelet sets on its containers and sandboxes (`--container-ulimits`),
+ * detected on first use (retried while the engine does not answer) and logged once.
+ */
+export class EngineDetection {
+  readonly #probe: EngineProbe;
+  readonly #containerUlimits: string;
+  readonly #log: Logger;
+  /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
+  #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
+
+  constructor(docker: Docker, containerUlimits: string | undefined, log: Logger) {
+    this.#probe = new EngineProbe(docker);
+    this.#containerUlimits = containerUlimits ?? 'auto';
+    this.#log = log;
+  }
+
+  /** The engine, once it answered `/version` (no waiting). */
+  get current(): Engine | undefined {
+    return this.#probe.current;
+  }
+
+  /** The engine and the rlimits for its containers; the first answer is logged. */
+  detect(): Promise<{ engine: Engine; ulimits: DockerUlimit[] }> {
+    if (this.#detected) return this.#detected;
+    const detected = (async () => {
+      const [engine, host] = await Promise.all([this.#probe.get(), readHostLimits()]);
+      const { ulimits = [], aboveOwnLimits } = containerUlimits(this.#containerUlimits, engine, host);
+      const ulimitText = ulimits.map((u) => `${u.Name}=${u.Soft}:${u.Hard}`).join(',') || 'engine defaults';
+      this.#log.info({ runtime: engine.name, version: engine.version, apiVersion: engine.apiVersion, ulimits: ulimitText }, 'Container runtime');
+      if (aboveOwnLimits.length) {
+        this.#log.warn({ ulimits: aboveOwnLimits }, '--container-ulimits above nodelet\'s own hard limits: containers fail to start unless the engine may raise them');
+      }
+      return { engine, ulimits };
+    })();
+    this.#detected = detected;
+    detected.catch(() => {
+      if (this.#detected === detected) this.#detected = undefined;
+    });
+    return detected;
+  }
+
+  /** `HostConfig.Ulimits` for a new container or sandbox, or nothing (the engine's defaults). */
+  async ulimitsConfig(): Promise<{ Ulimits?: DockerUlimit[] }> {
+    const { ulimits } = await this.detect();
+    return ulimits.length ? { Ulimits: ulimits.map((u) => ({ ...u })) } : {};
+  }
 }

@@ -1,37 +1,25 @@
-import { lstat, readdir, statfs } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../api/types.js';
 import type { Logger } from '../../logging/index.js';
-import { hashContainer } from '../hash.js';
-import { quantityOf } from '../../api/quantity.js';
-import { withPodLevelLimits } from '../../api/pod-requests.js';
-import { podHostname } from '../../api/names.js';
-import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Mount, PulledImage, RegistryAuth, Runtime, RuntimeContainer, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, StartedSandbox } from '../types.js';
+import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, PulledImage, RegistryAuth, Runtime, RuntimeNetworkStatus, RuntimePod, RuntimeSandbox, SandboxConfig, StartedSandbox } from '../types.js';
 import type { NetworkPlugin } from '../../network/types.js';
-import { netnsPathOf, networkIdentityOf, portMappingsOf, setUpFailure, usesHostNetwork } from './pod-network.js';
-import type { SandboxConfig } from '../types.js';
-import { aggregate } from '../../api/validation.js';
-import { createContainerOptions, statusCodeOf } from './client.js';
-import { DockerType, Label, containerLabels, containerLogPath, sandboxLabels } from './labels.js';
-import { makeContainerName, makeSandboxName, parseContainerName, type ParsedName } from './naming.js';
-import { containerFromInspect, containerFromListEntry, sandboxFromInspect, sandboxFromListEntry } from './state.js';
+import { Label } from './labels.js';
 import { watchContainerEvents } from './events.js';
 import { InspectCache, eventChangesStatus, eventInvalidatesInspect } from './inspect-cache.js';
 import { attachToContainer, execInContainer } from './exec.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../../streaming/types.js';
 import { containerLogs } from './logs.js';
-import { readTerminationMessage } from './termination-message.js';
 import { forwardPort } from './portforward.js';
 import { NetnsDialers } from './netns-dialer.js';
-import { dockerSecurity } from './security.js';
-import { PrivilegedMode } from './privileged.js';
-import { sandboxSysctls } from '../sysctl.js';
 import { containerStats } from './stats.js';
-import { UpdateUnsupportedError } from '../update-unsupported.js';
-import { logConfig, type ContainerLogRotation } from './log-config.js';
-import { EngineProbe, containerUlimits, engineOf, readHostLimits, type DockerUlimit, type Engine } from './engine.js';
+import type { ContainerLogRotation } from './log-config.js';
+import { DockerImages } from './images.js';
+import { EngineDiskUsage } from './disk-usage.js';
+import { DockerSandboxes } from './sandbox.js';
+import { DockerContainers } from './containers.js';
+import { PodLister } from './pod-list.js';
+import { EngineDetection, engineOf, type Engine } from './engine.js';
 
 export interface DockerRuntimeOptions {
   docker: Docker;
@@ -63,50 +51,69 @@ export interface DockerRuntimeOptions {
   log: Logger;
 }
 
-/** How long a relist waits for one container's inspect before reporting it from its list entry. */
-const INSPECT_WAIT_MS = 250;
-const SLOW = Symbol('slow inspect');
-/** How long a sandbox this runtime created counts as live for network GC, listed or not. */
-const NEW_SANDBOX_GRACE_MS = 60_000;
-
 /**
  * The Docker implementation of `Runtime`, laid out like dockershim: one sandbox container per pod
  * holding the network and IPC namespaces, each app container joining them.
  *
- * `listPods` lists containers by this node's label and inspects only those whose Docker state
- * changed since the last listing, or that an event may have changed since their last inspection
- * (inspect-cache.ts), so a relist of an idle node costs one API call.
+ * It serves exec, attach, logs, port-forward, stats and events itself and delegates the rest
+ * along cri-dockerd's `core/` files, sharing one inspect cache (inspect-cache.ts): the relist to
+ * pod-list.ts (`listPods` inspects only the containers whose Docker state changed since the last
+ * listing, or that an event may have changed since their last inspection), the sandbox and its
+ * pod network to sandbox.ts, app containers' create, start, stop, remove and resize to
+ * containers.ts (their create body: container-config.ts), images to images.ts, disk usage to
+ * disk-usage.ts, engine detection to engine.ts.
  */
 export class DockerRuntime implements Runtime {
   readonly #docker: Docker;
   readonly #opts: DockerRuntimeOptions;
   readonly #inspections = new InspectCache();
-  /** Inspections in flight and the tick each was asked at, shared by relists (one per container at a time). */
-  readonly #inspecting = new Map<string, { seq: number; answer: Promise<Docker.ContainerInspectInfo | undefined> }>();
-  /** The infra image found (or pulled), or being looked for: sandboxes share it (`#createSandbox`). */
-  #infraImageReady: Promise<void> | undefined;
-  readonly #probe: EngineProbe;
-  /** The engine and the rlimits for its containers, once known; retried while it does not answer. */
-  #detected: Promise<{ engine: Engine; ulimits: DockerUlimit[] }> | undefined;
+  /** The engine's images and the infra image's lookup (images.ts). */
+  readonly #images: DockerImages;
+  /** The engine and its containers' rlimits, detected once (engine.ts). */
+  readonly #engine: EngineDetection;
   /** Port-forward helpers, one per sandbox that has forwards (netns-dialer.ts). */
   readonly #dialers: NetnsDialers;
-  /** Sandboxes created by this runtime → when: a listing started before one was created misses it. */
-  readonly #newSandboxes = new Map<string, number>();
-  /** Sandboxes whose pod network is being set up now. */
-  readonly #settingUp = new Set<string>();
-  #lastNetworkGC = 0;
-  /** The engine's data root, asked once (`imageFsRoot`). */
-  #dataRoot: Promise<string> | undefined;
-  #networkGC: Promise<void> | undefined;
-  /** `Privileged` as this host can grant it (privileged.ts). */
-  readonly #privileged: PrivilegedMode;
+  /** What the engine's images and containers take on disk (disk-usage.ts). */
+  readonly #disk: EngineDiskUsage;
+  /** App containers' create, start, stop, remove and update (containers.ts). */
+  readonly #containers: DockerContainers;
+  /** Sandboxes and their pod networks (sandbox.ts). */
+  readonly #sandboxes: DockerSandboxes;
+  /** The relist (pod-list.ts). */
+  readonly #pods: PodLister;
 
   constructor(opts: DockerRuntimeOptions) {
     this.#docker = opts.docker;
     this.#opts = opts;
-    this.#probe = new EngineProbe(opts.docker);
-    this.#privileged = new PrivilegedMode(opts.log);
+    this.#engine = new EngineDetection(opts.docker, opts.containerUlimits, opts.log);
+    this.#disk = new EngineDiskUsage(opts.docker);
+    this.#images = new DockerImages({ docker: opts.docker, infraImage: opts.infraImage, log: opts.log });
     this.#dialers = new NetnsDialers({ log: opts.log });
+    this.#containers = new DockerContainers({
+      docker: opts.docker,
+      nodeName: opts.nodeName,
+      containerLogs: opts.containerLogs,
+      network: opts.network,
+      log: opts.log,
+      inspections: this.#inspections,
+      engine: this.#engine,
+      dialers: this.#dialers,
+      tearDownNetwork: (id) => this.#sandboxes.tearDownNetwork(id),
+    });
+    this.#sandboxes = new DockerSandboxes({
+      docker: opts.docker,
+      nodeName: opts.nodeName,
+      infraImage: opts.infraImage,
+      podNetwork: opts.podNetwork,
+      network: opts.network,
+      networkGCPeriodMs: opts.networkGCPeriodMs,
+      log: opts.log,
+      images: this.#images,
+      inspections: this.#inspections,
+      ulimits: () => this.#engine.ulimitsConfig(),
+      containers: this.#containers,
+    });
+    this.#pods = new PodLister({ docker: opts.docker, nodeName: opts.nodeName, inspections: this.#inspections, sandboxes: this.#sandboxes });
   }
 
   get docker(): Docker {
@@ -115,7 +122,7 @@ export class DockerRuntime implements Runtime {
 
   /** The engine, once it answered `/version` (Docker or Podman; engine.ts). */
   get currentEngine(): Engine | undefined {
-    return this.#probe.current;
+    return this.#engine.current;
   }
 
   /**
@@ -123,32 +130,7 @@ export class DockerRuntime implements Runtime {
    * rlimits nodelet will set on its containers.
    */
   async engine(): Promise<Engine> {
-    return (await this.#detect()).engine;
-  }
-
-  #detect(): Promise<{ engine: Engine; ulimits: DockerUlimit[] }> {
-    if (this.#detected) return this.#detected;
-    const detected = (async () => {
-      const [engine, host] = await Promise.all([this.#probe.get(), readHostLimits()]);
-      const { ulimits = [], aboveOwnLimits } = containerUlimits(this.#opts.containerUlimits ?? 'auto', engine, host);
-      const ulimitText = ulimits.map((u) => `${u.Name}=${u.Soft}:${u.Hard}`).join(',') || 'engine defaults';
-      this.#opts.log.info({ runtime: engine.name, version: engine.version, apiVersion: engine.apiVersion, ulimits: ulimitText }, 'Container runtime');
-      if (aboveOwnLimits.length) {
-        this.#opts.log.warn({ ulimits: aboveOwnLimits }, '--container-ulimits above nodelet\'s own hard limits: containers fail to start unless the engine may raise them');
-      }
-      return { engine, ulimits };
-    })();
-    this.#detected = detected;
-    detected.catch(() => {
-      if (this.#detected === detected) this.#detected = undefined;
-    });
-    return detected;
-  }
-
-  /** `HostConfig.Ulimits` for a new container or sandbox, or nothing (the engine's defaults). */
-  async #ulimitsConfig(): Promise<{ Ulimits?: DockerUlimit[] }> {
-    const { ulimits } = await this.#detect();
-    return ulimits.length ? { Ulimits: ulimits.map((u) => ({ ...u })) } : {};
+    return (await this.#engine.detect()).engine;
   }
 
   async ping(): Promise<void> {
@@ -156,93 +138,36 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Every image of the engine (image GC). */
-  async listImages(): Promise<{ id: string; tags: string[]; sizeBytes: number }[]> {
-    const list = await this.#docker.listImages();
-    return list.map((i) => ({ id: i.Id, tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'), sizeBytes: i.Size }));
+  listImages(): Promise<{ id: string; tags: string[]; sizeBytes: number }[]> {
+    return this.#images.listImages();
   }
 
-  /**
-   * Removes an image as cri-dockerd's `RemoveImage` does: each tag, then the ID, never forced,
-   * so an image a container still uses (any client's: the engine may be shared) is refused (409).
-   */
-  async removeImage(id: string): Promise<void> {
-    const info = await this.#docker.getImage(id).inspect().catch((err: unknown) => {
-      if (statusCodeOf(err) === 404) return undefined;
-      throw err;
-    });
-    if (!info) return;
-    // Untagging succeeds while other tags remain, even under a container: ask first, so an image
-    // in use by any container of the engine keeps its names.
-    const users = await this.#docker.listContainers({ all: true, filters: { ancestor: [info.Id] } });
-    if (users.length) throw new Error(`image ${info.Id} is in use by container ${users[0]?.Id.slice(0, 12)}`);
-    for (const tag of info.RepoTags ?? []) {
-      await this.#docker.getImage(tag).remove({ noprune: false }).catch((err: unknown) => {
-        if (statusCodeOf(err) !== 404) throw err;
-      });
-    }
-    await this.#docker.getImage(id).remove({ noprune: false }).catch((err: unknown) => {
-      if (statusCodeOf(err) !== 404) throw err;
-    });
+  /** cri-dockerd's `RemoveImage` (images.ts): an image a container still uses is refused. */
+  removeImage(id: string): Promise<void> {
+    return this.#images.removeImage(id);
   }
 
-  /**
-   * The filesystem of the engine's data root (`/info` `DockerRootDir`, statfs'd here: a local
-   * engine), as the kubelet's `ImageFsStats`.
-   */
-  async imageFsStats(): Promise<{ capacityBytes: number; availableBytes: number }> {
-    const st = await statfs(await this.imageFsRoot());
-    return { capacityBytes: st.blocks * st.bsize, availableBytes: st.bavail * st.bsize };
+  imageStatus(image: string): Promise<ImageInfo | undefined> {
+    return this.#images.imageStatus(image);
+  }
+
+  pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<PulledImage> {
+    return this.#images.pullImage(image, credentials);
+  }
+
+  /** The engine's data root filesystem, as the kubelet's `ImageFsStats` (disk-usage.ts). */
+  imageFsStats(): Promise<{ capacityBytes: number; availableBytes: number }> {
+    return this.#disk.imageFsStats();
   }
 
   /** The engine's data root (`DockerRootDir`, Podman's `GraphRoot`), asked once and remembered. */
-  async imageFsRoot(): Promise<string> {
-    this.#dataRoot ??= (async () => {
-      const info = (await this.#docker.info()) as { DockerRootDir?: string; Store?: { GraphRoot?: string } };
-      const root = info.DockerRootDir ?? info.Store?.GraphRoot;
-      if (!root) throw new Error('the engine reports no data root (DockerRootDir)');
-      return root;
-    })();
-    // A failed answer is asked again next time.
-    return this.#dataRoot.catch((err: unknown) => {
-      this.#dataRoot = undefined;
-      throw err;
-    });
+  imageFsRoot(): Promise<string> {
+    return this.#disk.imageFsRoot();
   }
 
-  /**
-   * What each container takes on disk (the kubelet's `rootfs` and `logs` stats, which cri-dockerd
-   * reads the same way): its writable layer (`SizeRw` of an inspection with sizes) and its log
-   * files (`LogPath` and the rotated `LogPath.N` beside it), bytes allocated and inodes. A
-   * container gone meanwhile is left out.
-   */
-  async containerDiskUsage(ids: readonly string[]): Promise<Map<string, { rootfsBytes: bigint; logsBytes: bigint; logsInodes: bigint }>> {
-    const out = new Map<string, { rootfsBytes: bigint; logsBytes: bigint; logsInodes: bigint }>();
-    await Promise.all(ids.map(async (id) => {
-      // `size` is the Engine API's query parameter (GET /containers/{id}/json?size=1); dockerode passes options through.
-      const withSize: Docker.ContainerInspectOptions & { size: boolean } = { size: true };
-      const info = await this.#docker.getContainer(id).inspect(withSize).catch((err: unknown) => {
-        if (statusCodeOf(err) === 404) return undefined;
-        throw err;
-      });
-      if (!info) return;
-      let logsBytes = 0n;
-      let logsInodes = 0n;
-      if (info.LogPath) {
-        const dir = dirname(info.LogPath);
-        const base = basename(info.LogPath);
-        const names = await readdir(dir).catch(() => [] as string[]);
-        for (const name of names) {
-          if (name !== base && !name.startsWith(`${base}.`)) continue;
-          const st = await lstat(join(dir, name), { bigint: true }).catch(() => undefined);
-          if (!st) continue;
-          logsBytes += st.blocks * 512n;
-          logsInodes++;
-        }
-      }
-      const sizeRw = (info as { SizeRw?: number }).SizeRw;
-      out.set(id, { rootfsBytes: BigInt(Math.max(0, sizeRw ?? 0)), logsBytes, logsInodes });
-    }));
-    return out;
+  /** Each container's writable layer and log files on disk (disk-usage.ts); one gone meanwhile is left out. */
+  containerDiskUsage(ids: readonly string[]): Promise<Map<string, { rootfsBytes: bigint; logsBytes: bigint; logsInodes: bigint }>> {
+    return this.#disk.containerDiskUsage(ids);
   }
 
   /** The engine's cgroup driver and version (`/info` `CgroupDriver`, `CgroupVersion`): pod cgroups need `cgroupfs`. */
@@ -251,454 +176,42 @@ export class DockerRuntime implements Runtime {
     return { driver: info.CgroupDriver ?? '', version: info.CgroupVersion ?? '' };
   }
 
-  async listPods(): Promise<RuntimePod[]> {
-    const listedAt = performance.now();
-    const listedTick = this.#inspections.next();
-    const list = await this.#docker.listContainers({ all: true, filters: { label: [`${Label.node}=${this.#opts.nodeName}`] } });
-    const seen = new Set<string>();
-    const pods = new Map<string, { uid: string; name: string; namespace: string; sandboxes: RuntimeSandbox[]; containers: RuntimeContainer[] }>();
-    await Promise.all(
-      list.map(async (entry) => {
-        seen.add(entry.Id);
-        const parsed = entry.Names.map(parseContainerName).find((n): n is ParsedName => n !== undefined);
-        const uid = entry.Labels[Label.podUID];
-        if (!parsed || !uid) return;
-        // A container nodelet is starting now: its inspection would wait for the start to end.
-        const starting = entry.State === 'created' && entry.Names.some((n) => this.#inspections.isStarting(n.replace(/^\//, '')));
-        const info = starting ? SLOW : await this.#inspect(entry.Id, entry.State);
-        if (!info) return;
-        let pod = pods.get(uid);
-        if (!pod) {
-          pod = { uid, name: entry.Labels[Label.podName] ?? parsed.pod, namespace: entry.Labels[Label.podNamespace] ?? parsed.namespace, sandboxes: [], containers: [] };
-          pods.set(uid, pod);
-        }
-        const sandbox = entry.Labels[Label.dockerType] === DockerType.sandbox;
-        if (info === SLOW) {
-          // Busy in Docker, or being started by nodelet: report what the list and the last
-          // inspection say; the inspection still running answers the next listing. The
-          // inspection only while the list still shows a state it saw: a container
-          // the list shows exited since (it died, or the engine stopped it as it restarted) is
-          // reported from its list entry, never as still running from an older inspection.
-          const last = this.#inspections.last(entry.Id);
-          const cached = last && (last.listedState === entry.State || last.status === entry.State) ? last.info : undefined;
-          if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(cached ? sandboxFromInspect(cached, parsed) : sandboxFromListEntry(entry, parsed), entry.HostConfig?.NetworkMode === 'host'));
-          else pod.containers.push(cached ? containerFromInspect(cached, parsed) : containerFromListEntry(entry, parsed));
-        } else if (sandbox) pod.sandboxes.push(this.#withNetworkIPs(sandboxFromInspect(info, parsed), usesHostNetwork(info)));
-        else {
-          // The kubelet reports the container's own message over the runtime's error text.
-          const message = this.#inspections.last(entry.Id)?.terminationMessage;
-          const container = containerFromInspect(info, parsed);
-          pod.containers.push(message !== undefined ? { ...container, message } : container);
-        }
-      }),
-    );
-    this.#inspections.retain(seen, listedTick);
-    this.#maybeCollectNetwork(list.filter((e) => e.Labels[Label.dockerType] === DockerType.sandbox).map((e) => e.Id), listedAt);
-    const byNewest = (a: { attempt: number; createdAt: Date }, b: { attempt: number; createdAt: Date }) =>
-      b.attempt - a.attempt || b.createdAt.getTime() - a.createdAt.getTime();
-    return [...pods.values()].map((p) => ({ ...p, sandboxes: p.sandboxes.sort(byNewest), containers: p.containers.sort(byNewest) }));
+  /** This node's pods as the engine has them (pod-list.ts). */
+  listPods(): Promise<RuntimePod[]> {
+    return this.#pods.listPods();
   }
 
-  /**
-   * Inspects a container unless its cached inspection still holds (`InspectCache.fresh`).
-   * Docker holds a container's lock while it creates, starts or stops it, and an inspect waits
-   * for that lock: during a burst of starts, or a graceful stop, one inspect can take seconds.
-   * So an inspect slower than INSPECT_WAIT_MS answers SLOW and keeps running in the background
-   * (its answer fills the cache); the relist goes on without it and the next one uses that
-   * answer, or waits for it again — one busy container never holds back every pod's status. An
-   * inspection in flight is shared unless an event came after it was asked.
-   */
-  async #inspect(id: string, listedState: string): Promise<Docker.ContainerInspectInfo | undefined | typeof SLOW> {
-    const cached = this.#inspections.fresh(id, listedState);
-    if (cached) return cached.info;
-    let pending = this.#inspecting.get(id);
-    if (!pending || !this.#inspections.current(id, pending.seq)) {
-      const seq = this.#inspections.next();
-      const answer = this.#docker
-        .getContainer(id)
-        .inspect()
-        .then(
-          async (info) => {
-            await this.#remember(id, listedState, info, seq);
-            return info;
-          },
-          (err: unknown) => {
-            if (statusCodeOf(err) === 404) return undefined; // removed between list and inspect
-            throw err;
-          },
-        )
-        .finally(() => {
-          if (this.#inspecting.get(id)?.answer === answer) this.#inspecting.delete(id);
-        });
-      pending = { seq, answer };
-      this.#inspecting.set(id, pending);
-    }
-    const { answer: inFlight } = pending;
-    let timer: NodeJS.Timeout | undefined;
-    const slow = new Promise<typeof SLOW>((resolve) => {
-      timer = setTimeout(() => resolve(SLOW), INSPECT_WAIT_MS);
-    });
-    try {
-      const answer = await Promise.race([inFlight, slow]);
-      if (answer === SLOW) inFlight.catch(() => undefined);
-      return answer;
-    } finally {
-      clearTimeout(timer);
-    }
+  /** Creates and starts a pod's sandbox, then sets up its pod network (sandbox.ts). */
+  runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
+    return this.#sandboxes.runSandbox(pod, attempt, config);
   }
 
-  /** Caches an inspection asked at tick `seq` (with an exited container's termination message). */
-  async #remember(id: string, listedState: string, info: Docker.ContainerInspectInfo, seq: number): Promise<void> {
-    const exited = !info.State.Running && info.State.FinishedAt !== '' && !info.State.FinishedAt.startsWith('0001-');
-    const terminationMessage = exited && info.Config.Labels?.[Label.dockerType] !== DockerType.sandbox ? await readTerminationMessage(this.#docker, info) : undefined;
-    this.#inspections.remember(id, { listedState, status: info.State.Status || listedState, info, seq, ...(terminationMessage !== undefined ? { terminationMessage } : {}) });
-  }
-
-  imageStatus(image: string): Promise<ImageInfo | undefined> {
-    return this.#image(image);
-  }
-
-  async pullImage(image: string, credentials: readonly RegistryAuth[]): Promise<PulledImage> {
-    const credentialIndex = await this.#pullWith(image, credentials);
-    const pulled = await this.#image(image);
-    if (!pulled) throw new Error(`image "${image}" not present after its pull`);
-    return credentialIndex === undefined ? pulled : { ...pulled, credentialIndex };
-  }
-
-  async #image(image: string): Promise<ImageInfo | undefined> {
-    try {
-      const info = await this.#docker.getImage(image).inspect();
-      return { id: info.Id, user: info.Config?.User ?? '', sizeBytes: info.Size ?? 0 };
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return undefined;
-      throw err;
-    }
-  }
-
-  /**
-   * The kubelet's `PullImage`: anonymously without credentials, else with each in turn until one
-   * pull succeeds; when all fail, the error lists each failure (`[a, b]`, as Go's aggregate).
-   * Resolves to the index of the credential that pulled, undefined for an anonymous pull.
-   */
-  async #pullWith(image: string, credentials: readonly RegistryAuth[]): Promise<number | undefined> {
-    if (!credentials.length) {
-      await this.#pull(image, undefined);
-      return undefined;
-    }
-    const failures: string[] = [];
-    for (const [i, auth] of credentials.entries()) {
-      try {
-        await this.#pull(image, auth, i);
-        return i;
-      } catch (err) {
-        failures.push((err as Error).message);
-      }
-    }
-    throw new Error(aggregate(failures));
-  }
-
-  async #pull(image: string, auth: RegistryAuth | undefined, credential?: number): Promise<void> {
-    // Never the credentials themselves: which of the pod's credentials (by position) is tried.
-    const log = this.#opts.log.child({ image, ...(credential !== undefined ? { credential } : {}) });
-    log.info(auth ? 'Pulling image with credentials' : 'Pulling image');
-    // dockerode sends `authconfig` as the X-Registry-Auth header, never in the query.
-    const stream = await this.#docker.pull(image, auth ? { authconfig: { username: auth.username, password: auth.password, ...(auth.email ? { email: auth.email } : {}) } } : {});
-    let lastLogged = 0;
-    await new Promise<void>((resolve, reject) => {
-      this.#docker.modem.followProgress(
-        stream,
-        (err: Error | null) => (err ? reject(err) : resolve()),
-        (event: { status?: string; progress?: string; id?: string }) => {
-          // Progress events arrive many times a second; one line per second is plenty.
-          const now = Date.now();
-          if (now - lastLogged < 1000) return;
-          lastLogged = now;
-          log.info({ layer: event.id, progress: event.progress ?? event.status }, 'Pull progress');
-        },
-      );
-    });
-    log.info('Pulled image');
-  }
-
-  /** The sandbox's image, pulled when missing (as the CRI runtime does for its pause image). */
-  async #ensureInfraImage(): Promise<void> {
-    const image = this.#opts.infraImage;
-    if (await this.#image(image)) return;
-    try {
-      await this.#pull(image, undefined);
-    } catch (err) {
-      throw new Error(`failed to pull image "${image}": ${(err as Error).message}`, { cause: err });
-    }
-  }
-
-  /**
-   * Creates a sandbox container, its infra image made sure of first — once: after the image was
-   * found or pulled, sandboxes are created without asking for it again (as containerd's CRI,
-   * which looks the sandbox image up in its own image store, not the engine, per sandbox). An
-   * image removed behind nodelet's back fails the create with 404: the image is asked for (and
-   * pulled) again and the create retried once. Any other failure has the next sandbox ask again.
-   */
-  async #createSandbox(options: Docker.ContainerCreateOptions): Promise<Docker.Container> {
-    await this.#infraImage();
-    try {
-      return await this.#docker.createContainer(options);
-    } catch (err) {
-      this.#infraImageReady = undefined;
-      if (statusCodeOf(err) !== 404 || (await this.#image(this.#opts.infraImage))) throw err;
-      this.#opts.log.info({ image: this.#opts.infraImage }, 'The infra image is gone; pulling it again');
-      await this.#infraImage();
-      return this.#docker.createContainer(options);
-    }
-  }
-
-  /** `#ensureInfraImage`, one at a time for all the sandboxes of a burst, remembered once it succeeded. */
-  #infraImage(): Promise<void> {
-    const ready = (this.#infraImageReady ??= this.#ensureInfraImage());
-    ready.catch(() => {
-      if (this.#infraImageReady === ready) this.#infraImageReady = undefined;
-    });
-    return ready;
-  }
-
-  async runSandbox(pod: Pod, attempt: number, config?: SandboxConfig): Promise<StartedSandbox> {
-    const meta = pod.metadata ?? {};
-    const name = makeSandboxName({ pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
-    this.#inspections.startingNow(name);
-    try {
-      return await this.#runSandbox(pod, name, config);
-    } finally {
-      this.#inspections.started(name);
-    }
-  }
-
-  async #runSandbox(pod: Pod, name: string, config: SandboxConfig | undefined): Promise<StartedSandbox> {
-    const hostNetwork = pod.spec?.hostNetwork === true;
-    // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
-    const sysctls = sandboxSysctls(pod);
-    const ulimits = await this.#ulimitsConfig();
-    const created = await this.#createSandbox(createContainerOptions(name, {
-      Image: this.#opts.infraImage,
-      // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
-      ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
-      Labels: sandboxLabels(pod, this.#opts.nodeName, config?.podStartTime),
-      HostConfig: {
-        NetworkMode: hostNetwork ? 'host' : this.#opts.podNetwork,
-        IpcMode: pod.spec?.hostIPC ? 'host' : 'shareable',
-        ...(pod.spec?.hostPID ? { PidMode: 'host' } : {}),
-        ...(Object.keys(sysctls).length ? { Sysctls: sysctls } : {}),
-        ...ulimits,
-        ...cgroupHostConfig(config ?? {}),
-        RestartPolicy: { Name: 'no' },
-      },
-    }));
-    this.#newSandboxes.set(created.id, performance.now());
-    const network = this.#opts.network;
-    if (hostNetwork || !network) {
-      await this.#start(created);
-      return { id: created.id, ips: [] };
-    }
-    this.#settingUp.add(created.id);
-    try {
-      await this.#start(created);
-    } catch (err) {
-      this.#settingUp.delete(created.id);
-      throw err;
-    }
-    try {
-      const seq = this.#inspections.next();
-      const info = await created.inspect();
-      // The next listing shows it as this inspection did, unless an event says otherwise.
-      await this.#remember(created.id, info.State.Status, info, seq);
-      const netnsPath = netnsPathOf(info);
-      if (!netnsPath) throw new Error(`sandbox ${created.id} is not running (${info.State.Status})`);
-      const { ips } = await network.setUpPod({ ...networkIdentityOf(info), netnsPath, portMappings: portMappingsOf(pod) });
-      return { id: created.id, ips };
-    } catch (err) {
-      // cri-dockerd RunPodSandbox: DEL even after a failed ADD (a plugin may have half set up),
-      // then stop; nodelet also removes the sandbox, so a retry starts clean.
-      const failure = setUpFailure(created.id, pod, network.name, err);
-      await this.#tearDownNetwork(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Network teardown after a failed set-up failed'));
-      await this.removeContainer(created.id).catch((e: unknown) => this.#opts.log.warn({ err: e, sandbox: created.id }, 'Removing a sandbox whose network failed failed'));
-      throw failure;
-    } finally {
-      this.#settingUp.delete(created.id);
-    }
-  }
-
-  async stopSandbox(id: string): Promise<void> {
-    let teardown: unknown;
-    await this.#tearDownNetwork(id).catch((err: unknown) => (teardown = err));
-    await this.stopContainer(id, 0);
-    if (teardown !== undefined) throw teardown;
+  /** Tears down a sandbox's pod network, then stops it (sandbox.ts). */
+  stopSandbox(id: string): Promise<void> {
+    return this.#sandboxes.stopSandbox(id);
   }
 
   networkStatus(): RuntimeNetworkStatus {
-    const network = this.#opts.network;
-    if (!network) return { readiness: { ready: true }, hostPorts: false };
-    return { readiness: network.readiness(), hostPorts: network.hasCapability('portMappings') };
+    return this.#sandboxes.networkStatus();
   }
 
-  /**
-   * DEL of a sandbox's pod network (cri-dockerd `StopPodSandbox`), on its netns while it runs
-   * and without one after; nothing for host-network sandboxes, missing ones, or without a plugin.
-   */
-  async #tearDownNetwork(id: string): Promise<void> {
-    const network = this.#opts.network;
-    if (!network) return;
-    let info: Docker.ContainerInspectInfo;
-    try {
-      info = await this.#docker.getContainer(id).inspect();
-    } catch (err) {
-      if (statusCodeOf(err) !== 404) throw err;
-      // Gone already: the cached attachment (if any) says what to release.
-      if (network.podNetworkStatus(id)) await network.tearDownPod({ sandboxId: id, podName: '', podNamespace: '', podUID: '' });
-      return;
-    }
-    if (usesHostNetwork(info)) return;
-    const netnsPath = netnsPathOf(info);
-    await network.tearDownPod({ ...networkIdentityOf(info), ...(netnsPath ? { netnsPath } : {}) });
+  /** Creates and starts an app container in its pod's sandbox (containers.ts); resolves to its ID. */
+  startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
+    return this.#containers.startContainer(pod, container, sandbox, attempt, config);
   }
 
-  /**
-   * With a network plugin, a pod-network sandbox's IPs are its cached ADD result. One that runs
-   * without any (its ADD lost, e.g. the cache removed, or made before `--network-plugin`) is not
-   * ready, so the kubelet side replaces it (the kubelet's `podSandboxChanged`: "Sandbox for pod
-   * has no IP address"); one whose ADD is still running is ready, its IPs known to the caller.
-   */
-  #withNetworkIPs(sandbox: RuntimeSandbox, hostNetwork: boolean): RuntimeSandbox {
-    const network = this.#opts.network;
-    if (!network || hostNetwork || sandbox.ips.length) return sandbox;
-    const ips = network.podNetworkStatus(sandbox.id)?.ips;
-    if (ips?.length) return { ...sandbox, ips };
-    return sandbox.ready && !this.#settingUp.has(sandbox.id) ? { ...sandbox, ready: false } : sandbox;
+  stopContainer(id: string, graceSeconds: number): Promise<void> {
+    return this.#containers.stopContainer(id, graceSeconds);
   }
 
-  /**
-   * At most once per `networkGCPeriodMs`, in the background: releases the pod networks of
-   * sandboxes that no longer exist (removed behind nodelet's back, or while it was down). A
-   * sandbox created since the listing began is kept whether listed or not.
-   */
-  #maybeCollectNetwork(listed: readonly string[], listedAt: number): void {
-    const network = this.#opts.network;
-    const now = performance.now();
-    if (!network || this.#networkGC || now - this.#lastNetworkGC < (this.#opts.networkGCPeriodMs ?? 60_000)) return;
-    this.#lastNetworkGC = now;
-    const live = new Set(listed);
-    for (const [id, at] of this.#newSandboxes) {
-      if (at >= listedAt - 1000) live.add(id);
-      else if (now - at > NEW_SANDBOX_GRACE_MS) this.#newSandboxes.delete(id);
-    }
-    this.#networkGC = network
-      .garbageCollect(live)
-      .then((released) => {
-        if (released.length) this.#opts.log.info({ sandboxes: released }, 'Released the pod networks of sandboxes that no longer exist');
-      })
-      .catch((err: unknown) => this.#opts.log.warn({ err }, 'Pod network garbage collection failed'))
-      .finally(() => (this.#networkGC = undefined));
+  /** Removes a container; a sandbox's pod network is torn down first if it still holds one. */
+  removeContainer(id: string): Promise<void> {
+    return this.#containers.removeContainer(id);
   }
 
-  async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
-    const meta = pod.metadata ?? {};
-    const name = makeContainerName(container.name, { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
-    this.#inspections.startingNow(name);
-    try {
-      return await this.#startContainer(pod, container, sandbox, { name, attempt }, config);
-    } finally {
-      this.#inspections.started(name);
-    }
-  }
-
-  async #startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
-    const sandboxMode = `container:${sandbox.id}`;
-    const security = dockerSecurity(config.security);
-    const ulimits = await this.#ulimitsConfig();
-    const engine = (await this.#detect()).engine.name;
-    const create = async () => this.#docker.createContainer(createContainerOptions(name, {
-      Image: container.image,
-      // Kubernetes `command` replaces the image ENTRYPOINT and `args` its CMD; an explicit
-      // Entrypoint also stops Docker from appending the image's CMD, as Kubernetes specifies.
-      ...(config.command ? { Entrypoint: [...config.command] } : {}),
-      ...(config.args ? { Cmd: [...config.args] } : {}),
-      Env: [...config.env],
-      ...(security.User !== undefined ? { User: security.User } : {}),
-      ...(container.workingDir ? { WorkingDir: container.workingDir } : {}),
-      // ContainerStopSignals: the engine stops it with this signal instead of the image's STOPSIGNAL.
-      ...(container.lifecycle?.stopSignal ? { StopSignal: container.lifecycle.stopSignal } : {}),
-      Tty: container.tty === true,
-      OpenStdin: container.stdin === true,
-      StdinOnce: container.stdinOnce === true,
-      AttachStdin: false,
-      Labels: containerLabels(pod, container, {
-        node: this.#opts.nodeName,
-        sandboxID: sandbox.id,
-        hash: hashContainer(container),
-        restartCount: attempt,
-        logPath: containerLogPath(pod, container.name, attempt),
-      }),
-      HostConfig: {
-        ...(await this.#privileged.hostConfig(security.HostConfig, engine)),
-        NetworkMode: sandboxMode,
-        IpcMode: sandboxMode,
-        ...(config.pidNamespaceOf ? { PidMode: `container:${config.pidNamespaceOf}` } : pod.spec?.shareProcessNamespace ? { PidMode: sandboxMode } : pod.spec?.hostPID ? { PidMode: 'host' } : {}),
-        RestartPolicy: { Name: 'no' },
-        ...(config.mounts.length ? { Mounts: config.mounts.map(dockerMount) } : {}),
-        // A pod-level limit stands in for one the container does not set (getCPULimit/getMemoryLimit).
-        ...containerResourceConfig(withPodLevelLimits(pod, container)),
-        ...cgroupHostConfig(config),
-        ...ulimits,
-        ...logConfig(engine, this.#opts.containerLogs),
-      },
-    }));
-    let created: Docker.Container;
-    for (;;) {
-      try {
-        created = await create();
-        break;
-      } catch (err) {
-        // A capability the engine does not know (privileged.ts): asked again without it.
-        if (!this.#privileged.refused(err)) throw err;
-      }
-    }
-    await this.#start(created);
-    return created.id;
-  }
-
-  /** Starts a container nodelet just created. */
-  async #start(container: Docker.Container): Promise<void> {
-    try {
-      await container.start();
-    } catch (err) {
-      // Keep the failed container: its ContainerCannotRun state is what the status reports, so
-      // no inspection asked before the failure may stand for it.
-      this.#inspections.forget(container.id);
-      this.#inspections.changed(container.id);
-      throw err;
-    }
-  }
-
-  async stopContainer(id: string, graceSeconds: number): Promise<void> {
-    // A sandbox's port-forward helper would hold its network namespace open.
-    this.#dialers.release(id);
-    try {
-      await this.#docker.getContainer(id).stop({ t: Math.max(0, Math.floor(graceSeconds)) });
-    } catch (err) {
-      const code = statusCodeOf(err);
-      if (code !== 304 && code !== 404) throw err;
-    }
-  }
-
-  async removeContainer(id: string): Promise<void> {
-    this.#dialers.release(id);
-    // A sandbox removed without a stop first (a dead one, or garbage) still holds its network.
-    if (this.#opts.network?.podNetworkStatus(id)) await this.#tearDownNetwork(id);
-    try {
-      await this.#docker.getContainer(id).remove({ force: true, v: true });
-    } catch (err) {
-      const code = statusCodeOf(err);
-      // 409: removal already in progress.
-      if (code !== 404 && code !== 409) throw err;
-    }
-    this.#inspections.forget(id);
+  /** An in-place resize (`POST /containers/{id}/update`; containers.ts). */
+  updateContainerResources(containerId: string, container: Container): Promise<void> {
+    return this.#containers.updateContainerResources(containerId, container);
   }
 
   exec(containerId: string, cmd: string[], io: StreamIO | PendingStreamIO): Promise<CommandResult> {
@@ -711,11 +224,11 @@ export class DockerRuntime implements Runtime {
 
   async logs(containerId: string, opts: LogOptions, out: Writable, signal: AbortSignal): Promise<void> {
     // Whole-second stamps (Podman): keep every line of the second `since` falls in (engine.ts).
-    const wholeSeconds = this.#probe.current?.quirks.logTimestampsWholeSeconds === true;
+    const wholeSeconds = this.#engine.current?.quirks.logTimestampsWholeSeconds === true;
     const since = wholeSeconds && opts.since ? { since: new Date(Math.floor(opts.since.getTime() / 1000) * 1000) } : {};
     // Docker's json-file only (once the engine is known): Podman takes `json-file` as a name for
     // its own k8s-file format.
-    const readFiles = this.#opts.readLogFiles === true && this.#probe.current?.name === 'docker';
+    const readFiles = this.#opts.readLogFiles === true && this.#engine.current?.name === 'docker';
     return containerLogs(this.#docker, containerId, { ...opts, ...since }, out, signal, { readFiles });
   }
 
@@ -744,37 +257,12 @@ export class DockerRuntime implements Runtime {
    * they have exited; containers are left alone. Port-forwards afterwards are refused.
    */
   async close(): Promise<void> {
-    await this.#networkGC;
+    await this.#sandboxes.close();
     return this.#dialers.close();
   }
 
   containerStats(containerId: string): Promise<ContainerStatsSample> {
     return containerStats(this.#docker, containerId);
-  }
-
-  /**
-   * An in-place resize (`POST /containers/{id}/update`, the CRI's `UpdateContainerResources`):
-   * the same `CpuShares`, `NanoCpus` and `Memory` its creation set from the spec, and
-   * `MemorySwap` at twice the memory limit — the engine's default for a container created with a
-   * limit and no swap setting, which it also requires to stay at or above the new limit. The next
-   * listing inspects the container again, so the values read back are the engine's.
-   */
-  async updateContainerResources(containerId: string, container: Container): Promise<void> {
-    const resources = containerResourceConfig(container);
-    const update = { ...resources, ...(resources.Memory ? { MemorySwap: resources.Memory * 2 } : {}) };
-    try {
-      await this.#docker.getContainer(containerId).update(update);
-    } catch (err) {
-      // 404 for a container that exists: the engine has no such endpoint (Podman before its
-      // compat update), not a missing container.
-      if (statusCodeOf(err) === 404 && (await this.#docker.getContainer(containerId).inspect().then(() => true, () => false))) {
-        const engine = this.#probe.current;
-        throw new UpdateUnsupportedError(`the container engine${engine ? ` (${engine.name} ${engine.version})` : ''} has no container update (POST /containers/{id}/update answered 404): in-place resize is not supported on it`, { cause: err });
-      }
-      throw err;
-    } finally {
-      this.#inspections.changed(containerId);
-    }
   }
 
   watch(onChange: (podUID: string) => void): () => void {
@@ -788,62 +276,4 @@ export class DockerRuntime implements Runtime {
       if (uid) onChange(uid);
     });
   }
-}
-
-/**
- * A bind mount in Docker's `HostConfig.Mounts` form, private propagation (Kubernetes' `None`).
- * Read-only mounts say how submounts behave (Docker API 1.44+; older engines ignore the option
- * and keep submounts writable, which is Kubernetes' `Disabled`).
- */
-export function dockerMount(m: Mount): Docker.MountSettings {
-  const recursive = !m.readOnly ? {} : m.recursiveReadOnly === 'Enabled' ? { ReadOnlyForceRecursive: true } : m.recursiveReadOnly === 'IfPossible' ? {} : { ReadOnlyNonRecursive: true };
-  return {
-    Type: 'bind',
-    Source: m.hostPath,
-    Target: m.containerPath,
-    ReadOnly: m.readOnly,
-    BindOptions: { Propagation: 'rprivate', ...recursive } as Docker.MountSettings['BindOptions'],
-  };
-}
-
-/**
- * The cgroup settings a container gets from its spec's resources, at creation and at an in-place
- * resize alike: the memory limit in bytes, the cpu limit as `NanoCpus` (the engine sets the CFS
- * quota over a 100 ms period from it) and the shares of its cpu request.
- */
-export function containerResourceConfig(container: Container): { Memory?: number; NanoCpus?: number; CpuShares: number } {
-  const limits = container.resources?.limits ?? {};
-  return {
-    ...(limits.memory ? { Memory: Number(ceilUnits(quantityOf(limits.memory))) } : {}),
-    ...(limits.cpu ? { NanoCpus: Number(quantityOf(limits.cpu)) } : {}),
-    CpuShares: cpuShares(container),
-  };
-}
-
-/**
- * The kubelet's `MilliCPUToShares`: the CPU request (or, without one, the limit — the apiserver
- * defaults the request to it) as cgroup shares, 1024 per core, at least 2 (a BestEffort container).
- */
-export function cpuShares(container: Container): number {
-  const cpu = container.resources?.requests?.cpu ?? container.resources?.limits?.cpu;
-  if (cpu === undefined) return 2;
-  const milli = ceilDiv(quantityOf(cpu), 1_000_000n);
-  return Math.max(2, Number((milli * 1024n) / 1000n));
-}
-
-/** Whole units of a nano-unit quantity, rounded up (a memory limit of `1.5` bytes is 2). */
-function ceilUnits(nano: bigint): bigint {
-  return ceilDiv(nano, 1_000_000_000n);
-}
-
-function ceilDiv(a: bigint, b: bigint): bigint {
-  return (a + b - 1n) / b;
-}
-
-/** The pod's cgroup and the process's OOM score, where the kubelet side chose them. */
-function cgroupHostConfig(config: { readonly cgroupParent?: string; readonly oomScoreAdj?: number }): Pick<Docker.HostConfig, 'CgroupParent' | 'OomScoreAdj'> {
-  return {
-    ...(config.cgroupParent ? { CgroupParent: config.cgroupParent } : {}),
-    ...(config.oomScoreAdj !== undefined ? { OomScoreAdj: config.oomScoreAdj } : {}),
-  };
 }

@@ -9,7 +9,7 @@ import { containerResizeAction, planPodResize, podLevelResizeInProgress } from '
 import { applyPodResize, type ResizeExecutor } from '../../../src/kubelet/resize-apply.js';
 import { withPodLevelStatus } from '../../../src/kubelet/resize-status.js';
 import { podRequests } from '../../../src/kubelet/resource-fit.js';
-import { containerResourceConfig } from '../../../src/runtime/docker/runtime.js';
+import { containerResourceConfig } from '../../../src/runtime/docker/container-config.js';
 import { hashContainer } from '../../../src/runtime/hash.js';
 import type { RuntimeContainer, RuntimeContainerResources, RuntimePod } from '../../../src/runtime/types.js';
 
