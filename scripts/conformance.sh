@@ -67,6 +67,9 @@ BINARIES=(e2e.test ginkgo agnhost pause nnp sample-apiserver)
 # The images the suite names (manifest.go of $K8S_VERSION) that are built here. `images` checks
 # them against `e2e.test --list-images`, so a version bump that renames one fails loudly.
 AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.56
+# AgnhostPrev (manifest.go): the image update specs roll from (StatefulSet, Deployment, pod image
+# update); 1.34's suite does not name it.
+AGNHOST_PREV_IMAGE=
 BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-1
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 # The suite asks for nonewprivs 1.3; test/images/nonewprivs of this tag says 1.4, for a newer
@@ -110,6 +113,7 @@ case $K8S_VERSION in
   v1.34.*) ;;
   v1.37.*)
     AGNHOST_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.66.1
+    AGNHOST_PREV_IMAGE=registry.k8s.io/e2e-test-images/agnhost:2.55
     BUSYBOX_IMAGE=registry.k8s.io/e2e-test-images/busybox:1.37.0-2
     PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
     # The suite now asks for the 1.4 that test/images/nonewprivs builds.
@@ -129,7 +133,7 @@ case $K8S_VERSION in
   *) die "no image names for $K8S_VERSION: add them from its test/utils/image/manifest.go" ;;
 esac
 SUITE_IMAGES=()
-for img in "$AGNHOST_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NONROOT_IMAGE" "$NGINX_IMAGE" \
+for img in "$AGNHOST_IMAGE" "$AGNHOST_PREV_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NONROOT_IMAGE" "$NGINX_IMAGE" \
   "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE" \
   "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE"; do
   [ -z "$img" ] || SUITE_IMAGES+=("$img")
@@ -400,6 +404,15 @@ build_images() {
     log "building $AGNHOST_IMAGE from test/images/agnhost ($K8S_VERSION)"
     tar -C "$r" -c . | docker import --change "$path_env" --change 'ENTRYPOINT ["/agnhost"]' \
       --change 'CMD ["pause"]' --change 'EXPOSE 80 8080 8081 9376 5000' - "$AGNHOST_IMAGE" >/dev/null
+  fi
+
+  if [ -n "$AGNHOST_PREV_IMAGE" ] && ! image_present "$AGNHOST_PREV_IMAGE" && image_present "$AGNHOST_IMAGE"; then
+    # The previous agnhost release is not buildable from this module: the pinned agnhost under the
+    # previous tag, with a label of its own so the two are different images (the update specs
+    # check that pods move from one image to the other, not what the binary's version says).
+    log "building $AGNHOST_PREV_IMAGE: $AGNHOST_IMAGE under the previous tag, an image of its own"
+    printf 'FROM %s\nLABEL io.nodelet.conformance.image=%s\n' "$AGNHOST_IMAGE" "$AGNHOST_PREV_IMAGE" \
+      | docker build -q -t "$AGNHOST_PREV_IMAGE" - >/dev/null
   fi
 
   if ! image_present "$NONEWPRIVS_IMAGE"; then
