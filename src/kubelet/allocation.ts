@@ -210,9 +210,9 @@ export class AllocationManager {
   /**
    * Writes the whole state (a temporary file renamed over the checkpoint). Writes are chained and
    * coalesced: while one waits for the write in flight, further changes join it, and the state is
-   * serialised when it starts, so a burst of admissions costs two writes, not one per pod (the
-   * kubelet's `storeState` in pkg/kubelet/allocation/state/state_checkpoint.go writes per change,
-   * synchronously; the file ends the same). The directory is made before the first write and
+   * serialised when it starts, so changes made together (or during a write) cost one write, not
+   * one each (the kubelet's `storeState` in pkg/kubelet/allocation/state/state_checkpoint.go
+   * writes per change, synchronously; the file ends the same). The directory is made before the first write and
    * again after a failed one.
    */
   #save(): void {
