@@ -4,8 +4,8 @@
  * allocation keeps them, semantic equality of resource lists. Its state and checkpoint format are
  * allocation-state.ts; the decision on a resize (`canResizePod`) is resize-decision.ts.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Container, Pod } from '../api/types.js';
 import { quantityOf } from '../api/quantity.js';
@@ -30,6 +30,11 @@ export class AllocationManager {
   readonly #file: string | undefined;
   readonly #log: AllocationLogger | undefined;
   #writing: Promise<void> = Promise.resolve();
+  /** A write is chained behind the one in flight and has not serialised the state yet. */
+  #saveQueued = false;
+  #dirMade = false;
+  /** Checkpoint writes started or queued (tests read it). */
+  writes = 0;
 
   /** Reads the checkpoint under `rootDir` (none: in memory only); a damaged one is logged and ignored. */
   constructor(opts: { rootDir?: string; log?: AllocationLogger } = {}) {
@@ -202,19 +207,33 @@ export class AllocationManager {
     return this.#writing;
   }
 
-  /** Writes the whole state (a temporary file renamed over the checkpoint); writes are chained, the last one wins. */
+  /**
+   * Writes the whole state (a temporary file renamed over the checkpoint). Writes are chained and
+   * coalesced: while one waits for the write in flight, further changes join it, and the state is
+   * serialised when it starts, so changes made together (or during a write) cost one write, not
+   * one each (the kubelet's `storeState` in pkg/kubelet/allocation/state/state_checkpoint.go
+   * writes per change, synchronously; the file ends the same). The directory is made before the first write and
+   * again after a failed one.
+   */
   #save(): void {
     const file = this.#file;
-    if (!file) return;
-    const text = JSON.stringify({ version: 1, pods: Object.fromEntries(this.#pods) } satisfies Checkpoint);
+    if (!file || this.#saveQueued) return;
+    this.#saveQueued = true;
+    this.writes++;
     this.#writing = this.#writing
       .then(async () => {
-        mkdirSync(dirname(file), { recursive: true });
+        this.#saveQueued = false;
+        const text = JSON.stringify({ version: 1, pods: Object.fromEntries(this.#pods) } satisfies Checkpoint);
+        if (!this.#dirMade) await mkdir(dirname(file), { recursive: true });
+        this.#dirMade = true;
         const tmp = `${file}.tmp`;
         await writeFile(tmp, text, { mode: 0o600 });
         await rename(tmp, file);
       })
-      .catch((err: unknown) => this.#log?.warn({ err, file }, 'Cannot write the pod allocation checkpoint'));
+      .catch((err: unknown) => {
+        this.#dirMade = false;
+        this.#log?.warn({ err, file }, 'Cannot write the pod allocation checkpoint');
+      });
   }
 }
 

@@ -5,7 +5,7 @@ import { filterInvalidPods, incumbentsFirst, reportInvalidPod, uidErrors, type E
 import type { Logger } from '../logging/index.js';
 import { isMirrorPod, localAnnotations } from '../api/annotations.js';
 import type { PodManager } from './manager.js';
-import { canonicalJSON } from '../api/canonical-json.js';
+import { jsonEqual } from '../status/normalize.js';
 
 /** What one `PodConfig.update` changed, by UID. */
 export interface PodDiff {
@@ -110,7 +110,7 @@ export class PodConfig {
       } else {
         // Unchanged for the kubelet: keep the stored object (and so its first-seen time), as
         // checkAndUpdatePod does, but take a new status.
-        next.set(uid, canonicalJSON(old.status) === canonicalJSON(pod.status) ? old : { ...old, status: pod.status });
+        next.set(uid, jsonEqual(old.status, pod.status) ? old : { ...old, status: pod.status });
       }
     }
     for (const [uid, old] of previous) if (!next.has(uid)) diff.removed.push(old);
@@ -119,7 +119,10 @@ export class PodConfig {
 
     const m = this.#o.manager;
     for (const pod of diff.removed) m.deletePod(pod);
-    for (const pod of next.values()) m.updatePod(pod);
+    // Only what changed: a pod the manager holds as this very object stays (every watch event of a
+    // source re-delivers its whole set; re-adding each pod made every event cost O(pods) updates
+    // and change notifications).
+    for (const pod of next.values()) if (!m.holds(pod)) m.updatePod(pod);
     if (diff.added.length + diff.updated.length + diff.removed.length > 0) {
       this.#o.onChange(diff);
       for (const listener of this.#listeners) listener(diff);
@@ -160,16 +163,16 @@ export class PodConfig {
  * than the kubelet's own (source, seen, mirror) count; status and first-seen time do not.
  */
 export function podsDifferSemantically(a: Pod, b: Pod): boolean {
-  const view = (p: Pod) =>
-    canonicalJSON({
-      spec: p.spec,
-      labels: p.metadata?.labels ?? {},
-      deletionTimestamp: p.metadata?.deletionTimestamp,
-      deletionGracePeriodSeconds: p.metadata?.deletionGracePeriodSeconds,
-      annotations: Object.fromEntries(Object.entries(p.metadata?.annotations ?? {}).filter(([k]) => !localAnnotations.has(k))),
-      // Not compared by the kubelet (it never renames by UID), but a rename must reach the manager.
-      name: p.metadata?.name,
-      namespace: p.metadata?.namespace,
-    });
-  return view(a) !== view(b);
+  // Compared as JSON values (key order and undefined properties aside), without serialising both.
+  const view = (p: Pod) => ({
+    spec: p.spec,
+    labels: p.metadata?.labels ?? {},
+    deletionTimestamp: p.metadata?.deletionTimestamp,
+    deletionGracePeriodSeconds: p.metadata?.deletionGracePeriodSeconds,
+    annotations: Object.fromEntries(Object.entries(p.metadata?.annotations ?? {}).filter(([k]) => !localAnnotations.has(k))),
+    // Not compared by the kubelet (it never renames by UID), but a rename must reach the manager.
+    name: p.metadata?.name,
+    namespace: p.metadata?.namespace,
+  });
+  return !jsonEqual(view(a), view(b));
 }

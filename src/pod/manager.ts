@@ -49,6 +49,11 @@ export class PodManager {
     this.updatePod(pod);
   }
 
+  /** Whether the manager holds this very object (not an equal copy) under its UID. */
+  holds(pod: Pod): boolean {
+    return this.#mapsFor(pod)[0].get(uidOf(pod)) === pod;
+  }
+
   /** Adds or replaces the pod with this UID, in the mirror maps when it is a mirror pod. */
   updatePod(pod: Pod): void {
     this.#revision++;

@@ -1,7 +1,12 @@
+import { inspect } from 'node:util';
 import Docker from 'dockerode';
 
 /** A dockerode client for a `--docker-endpoint` value: `unix:///path`, `tcp://host:port`, `http(s)://…`. */
 export function dockerClient(endpoint: string): Docker {
+  return withCheapRequestInspection(dockerClientFor(endpoint));
+}
+
+function dockerClientFor(endpoint: string): Docker {
   const url = new URL(endpoint);
   switch (url.protocol) {
     case 'unix:':
@@ -14,6 +19,31 @@ export function dockerClient(endpoint: string): Docker {
     default:
       throw new Error(`unsupported Docker endpoint "${endpoint}": use unix:///path or tcp://host:port`);
   }
+}
+
+/** The request options docker-modem's `buildRequest` receives (those nodelet reads). */
+interface ModemRequestOptions {
+  method?: string;
+  path?: string;
+  [inspect.custom]?: () => string;
+}
+
+/**
+ * docker-modem's `buildRequest` formats every request's options with
+ * `util.inspect(options, { showHidden: true, depth: null })` for its `debug('Sending: %s')` line,
+ * whether that debug namespace is on or not: the argument is built before `debug` can drop it.
+ * Profiled over a 30-pod burst that was ≈ 1.5% of nodelet's main-thread time, for a line nobody
+ * reads. Each options object gets a custom inspection (`METHOD path`), so the call costs a string
+ * concatenation; with `DEBUG=modem` the line still names the request.
+ */
+export function withCheapRequestInspection(docker: Docker): Docker {
+  const modem = docker.modem as unknown as { buildRequest: (options: ModemRequestOptions, ...rest: unknown[]) => unknown };
+  const buildRequest = modem.buildRequest.bind(modem);
+  modem.buildRequest = (options, ...rest) => {
+    Object.defineProperty(options, inspect.custom, { value: () => `${options.method ?? 'GET'} ${options.path ?? ''}`, configurable: true });
+    return buildRequest(options, ...rest);
+  };
+  return docker;
 }
 
 /** Docker answers 404 for a missing object, 304 for "already in that state". */

@@ -29,13 +29,29 @@ export function makeSandboxName(parts: NameParts, attempt: number): string {
   return makeContainerName(SANDBOX_CONTAINER_NAME, parts, attempt);
 }
 
-/** Parses a Docker container name; undefined when it is not a Kubernetes-managed name. */
-export function parseContainerName(dockerName: string): ParsedName | undefined {
+/**
+ * Parses a Docker container name; undefined when it is not a Kubernetes-managed name. The result
+ * is frozen and remembered per name: every relist parses every container's name again, and a
+ * container keeps its name for life.
+ */
+export function parseContainerName(dockerName: string): Readonly<ParsedName> | undefined {
+  if (parsedNames.has(dockerName)) return parsedNames.get(dockerName);
+  const parsed = parseUncached(dockerName);
+  // Bounded: a node holds far fewer containers; past the bound the memo starts over.
+  if (parsedNames.size >= PARSED_NAMES_LIMIT) parsedNames.clear();
+  parsedNames.set(dockerName, parsed);
+  return parsed;
+}
+
+const PARSED_NAMES_LIMIT = 8192;
+const parsedNames = new Map<string, Readonly<ParsedName> | undefined>();
+
+function parseUncached(dockerName: string): Readonly<ParsedName> | undefined {
   const parts = dockerName.replace(/^\//, '').split(DELIMITER);
   if ((parts.length !== 6 && parts.length !== 7) || parts[0] !== PREFIX) return undefined;
   const [, container, pod, namespace, uid, attemptText] = parts as [string, string, string, string, string, string];
   if (!/^\d{1,10}$/.test(attemptText)) return undefined;
   const attempt = Number(attemptText);
   if (attempt > 0xffffffff) return undefined;
-  return { container, pod, namespace, uid, attempt };
+  return Object.freeze({ container, pod, namespace, uid, attempt });
 }

@@ -47,3 +47,51 @@ t.test('a failed run rejects its callers and does not block the next', async (t)
   fail = false;
   await t.resolves(c.run());
 });
+
+t.test('minGapMs: back-to-back runs are paced, calls during the gap share one run, a call after a quiet spell runs at once', async (t) => {
+  let clock = 0;
+  const started: number[] = [];
+  const c = new Coalescer(async () => {
+    started.push(clock);
+  }, { minGapMs: 20, now: () => clock });
+  await c.run();
+  t.same(started, [0], 'the first call runs at once');
+  const a = c.run();
+  const b = c.run();
+  t.equal(started.length, 1, 'a call right after a run waits for the gap');
+  t.equal(a, b, 'calls during the gap share one run');
+  await Promise.all([a, b]);
+  t.equal(started.length, 2, 'one run for both');
+  clock += 1000;
+  await c.run();
+  t.same(started, [0, 0, 1000]);
+  clock += 1000;
+  void c.run();
+  t.equal(started.length, 4, 'after a quiet spell the task starts synchronously, as without a gap');
+  await c.idle();
+});
+
+t.test('minGapMs: a burst during a run gets one follow-up after the gap; a failed run does not hold the next', async (t) => {
+  const g = gatedTask();
+  const c = new Coalescer(g.task, { minGapMs: 5 });
+  const first = c.run();
+  const follow = [c.run(), c.run(), c.run()];
+  g.release();
+  await first;
+  t.equal(g.runs(), 1, 'the follow-up waits for the gap');
+  // Poll (no fixed sleep): the follow-up starts once the gap is over.
+  const deadline = Date.now() + 5000;
+  while (g.runs() < 2 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+  t.equal(g.runs(), 2, 'one follow-up for the burst');
+  g.release();
+  await Promise.all(follow);
+  let fail = true;
+  const failing = new Coalescer(async () => {
+    if (fail) throw new Error('boom');
+  }, { minGapMs: 1 });
+  const failed = failing.run();
+  const after = failing.run();
+  await t.rejects(failed, { message: 'boom' });
+  fail = false;
+  await t.resolves(after, 'a caller queued behind a failed run gets a run of its own');
+});

@@ -142,3 +142,23 @@ t.test('the memory request a container runs with survives a restart, is kept by 
   await writeFile(join(dir, ALLOCATED_PODS_STATE_FILE), '{"version":1,"pods":{"u":{"containers":{},"actuatedMemoryRequests":{"a":"20Mi"}}}}');
   t.notOk(new AllocationManager({ rootDir: dir, log: { warn: () => undefined } }).isAllocated('u'), 'a request that is not a byte count: the checkpoint is refused');
 });
+
+t.test('a burst of changes is checkpointed in two writes, and the file ends with every change', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'alloc-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const m = new AllocationManager({ rootDir: join(dir, 'made-on-first-write') });
+  for (let i = 0; i < 30; i++) m.setAllocated(pod(`u${i}`, [ctr('a', { cpu: '100m' })]));
+  t.equal(m.writes, 1, 'the changes of one turn join the one queued write');
+  await m.flush();
+  const onDisk = async () => Object.keys((JSON.parse(await readFile(join(dir, 'made-on-first-write', ALLOCATED_PODS_STATE_FILE), 'utf8')) as { pods: Record<string, unknown> }).pods);
+  t.equal((await onDisk()).length, 30);
+  // A change while a write is in flight is written after it, by one more write.
+  m.removePod('u0');
+  await Promise.resolve();
+  m.removePod('u1');
+  m.setActuatedMemoryRequest('u2', 'a', 1 << 20);
+  await m.flush();
+  t.ok(m.writes <= 3, `${m.writes} writes for 33 changes`);
+  t.same((await onDisk()).sort(), Array.from({ length: 28 }, (_, i) => `u${i + 2}`).sort());
+  t.equal(new AllocationManager({ rootDir: join(dir, 'made-on-first-write') }).actuatedMemoryRequest('u2', 'a'), 1 << 20);
+});

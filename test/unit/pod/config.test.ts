@@ -193,3 +193,33 @@ t.test('a pod whose status changed once is still recognised when delivered again
   t.equal(reads, 0, 'the same object again: no spec read');
   t.equal(diffs.length, 1);
 });
+
+t.test('a snapshot touches only the pods it changed in the manager: unchanged ones are not re-added', async (t) => {
+  const { manager, config } = setup();
+  const many = Array.from({ length: 30 }, (_, i) => pod(`p${i}`, `u${i}`));
+  config.update('api', many);
+  let notifications = 0;
+  manager.onChange(() => notifications++);
+  const revision = manager.revision;
+  config.update('api', many);
+  t.equal(notifications, 0, 'the same objects again: no manager change');
+  t.equal(manager.revision, revision, 'and its revision (what readers cache by) stays');
+  // One pod's status changes (the echo of a status patch): one update, the others stay as they are.
+  const next = many.map((p, i) => (i === 7 ? { ...p, status: { phase: 'Running' as const } } : p));
+  config.update('api', next);
+  t.equal(notifications, 1, 'one change notification for the one changed pod');
+  t.equal(manager.getPodByUID('u7')?.status?.phase, 'Running');
+  t.equal(manager.getPodByUID('u8'), many[8], 'the others are the same objects');
+  // Equal statuses in another key order are not a change: the stored object stays.
+  const reordered = next.map((p, i) => (i === 7 ? { ...p, status: { phase: 'Running' as const } } : p));
+  config.update('api', reordered);
+  t.equal(notifications, 1);
+});
+
+t.test('podsDifferSemantically compares values, not key order', async (t) => {
+  const a: Pod = { metadata: { name: 'a', namespace: 'ns', uid: 'u', labels: { x: '1', y: '2' } }, spec: { containers: [{ name: 'c', image: 'i', args: ['1', '2'] }], restartPolicy: 'Always' } };
+  const b: Pod = { spec: { restartPolicy: 'Always', containers: [{ image: 'i', name: 'c', args: ['1', '2'] }] }, metadata: { uid: 'u', labels: { y: '2', x: '1' }, namespace: 'ns', name: 'a' } };
+  t.notOk(podsDifferSemantically(a, b));
+  t.ok(podsDifferSemantically(a, { ...b, spec: { ...b.spec!, containers: [{ image: 'i', name: 'c', args: ['2', '1'] }] } }), 'array order counts');
+  t.ok(podsDifferSemantically(a, { ...b, metadata: { ...b.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }));
+});

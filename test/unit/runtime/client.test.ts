@@ -1,6 +1,7 @@
 import t from 'tap';
+import { inspect } from 'node:util';
 import Docker from 'dockerode';
-import { createContainerOptions } from '../../../src/runtime/docker/client.js';
+import { createContainerOptions, withCheapRequestInspection } from '../../../src/runtime/docker/client.js';
 
 /**
  * A dockerode client whose transport records the request line and body docker-modem built and
@@ -43,4 +44,24 @@ t.test('the plain dockerode form put the config into the URL too: Docker answere
   const path = requests[0]?.path ?? '';
   t.ok(path.length > 1 << 20, `a request line of ${path.length} bytes`);
   t.equal(new URL(path, 'http://docker').searchParams.getAll('Env').length, 36_000);
+});
+
+t.test("docker-modem's debug formatting of each request's options is cheap: METHOD path, nothing walked", async (t) => {
+  const docker = new Docker({ socketPath: '/nonexistent/docker.sock' });
+  const seen: { options: Record<string, unknown>; formatted: string; keys: string[] }[] = [];
+  const modem = docker.modem as unknown as { buildRequest: (options: Record<string, unknown>, context: unknown, data: unknown, cb: (err: unknown, data?: unknown) => void) => void };
+  modem.buildRequest = (options, _context, _data, cb) => {
+    // What docker-modem's own buildRequest does first, whether `DEBUG=modem` is set or not.
+    seen.push({ options, formatted: inspect(options, { showHidden: true, depth: null }), keys: Object.keys(options) });
+    cb(null, []);
+  };
+  const plain = inspect({ path: '/containers/json', method: 'GET', headers: {} }, { showHidden: true, depth: null });
+  withCheapRequestInspection(docker);
+  await docker.listContainers({ all: true });
+  t.equal(seen.length, 1);
+  t.match(seen[0]!.formatted, /^GET \/containers\/json\?/);
+  t.notOk(seen[0]!.formatted.includes('headers'), `formatted as ${seen[0]!.formatted}, not as ${plain}`);
+  // The options http.request reads are unchanged: the inspection hook is not enumerable.
+  t.notOk(seen[0]!.keys.some((k) => k.includes('inspect')));
+  t.equal(seen[0]!.options.method, 'GET');
 });

@@ -22,3 +22,13 @@ t.test('container hash ignores key order and changes with the spec', async (t) =
   t.not(hashContainer({ name: 'a', image: 'i' }), hashContainer({ name: 'a', image: 'j' }));
   t.match(hashContainer({ name: 'a', image: 'i' }), /^[0-9a-f]{1,8}$/);
 });
+
+t.test('a parsed name is remembered: the same frozen result for the same name, every relist', async (t) => {
+  const name = '/k8s_app_web_default_uid-1_3';
+  const first = parseContainerName(name);
+  t.same(first, { container: 'app', pod: 'web', namespace: 'default', uid: 'uid-1', attempt: 3 });
+  t.equal(parseContainerName(name), first, 'the same object');
+  t.ok(Object.isFrozen(first), 'frozen, so no caller can change what the next one gets');
+  t.equal(parseContainerName('/not_k8s'), undefined);
+  t.equal(parseContainerName('/not_k8s'), undefined, 'a foreign name stays foreign');
+});
