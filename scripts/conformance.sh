@@ -84,6 +84,8 @@ NONROOT_IMAGE=registry.k8s.io/e2e-test-images/nonroot:1.4
 # configured as the official image: nginx -g 'daemon off;', port 80, /usr/share/nginx/html, the
 # logs on stdout/stderr.
 NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.14-4
+# NginxNew (manifest.go since 1.35, in place of httpd's new image): what update specs roll to.
+NGINX_NEW_IMAGE=
 # The suite's httpd images mirror the official httpd:2.4.38-alpine and httpd:2.4.39-alpine
 # (test/images/httpd, test/images/httpd-new). Here both are Debian's apache2 (one version, from the
 # machine's own suites) on busybox at Alpine's paths, laid out and configured as the official
@@ -121,6 +123,7 @@ case $K8S_VERSION in
     # Its runAsNonRoot specs are [NodeConformance] since 1.35.
     NONROOT_IMAGE=registry.k8s.io/e2e-test-images/nonroot:1.5
     NGINX_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.27.0-2
+    NGINX_NEW_IMAGE=registry.k8s.io/e2e-test-images/nginx:1.28.0-2
     # The httpd images are gone since 1.35 (their specs use nginx).
     HTTPD_IMAGE='' HTTPD_NEW_IMAGE=''
     # test/images/glibc-dns-testing replaces jessie-dnsutils: Debian (bookworm-slim) with dnsutils
@@ -133,7 +136,7 @@ case $K8S_VERSION in
   *) die "no image names for $K8S_VERSION: add them from its test/utils/image/manifest.go" ;;
 esac
 SUITE_IMAGES=()
-for img in "$AGNHOST_IMAGE" "$AGNHOST_PREV_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NONROOT_IMAGE" "$NGINX_IMAGE" \
+for img in "$AGNHOST_IMAGE" "$AGNHOST_PREV_IMAGE" "$BUSYBOX_IMAGE" "$PAUSE_IMAGE" "$NONEWPRIVS_IMAGE" "$NONROOT_IMAGE" "$NGINX_IMAGE" "$NGINX_NEW_IMAGE" \
   "$HTTPD_IMAGE" "$HTTPD_NEW_IMAGE" "$JESSIE_DNSUTILS_IMAGE" "$KITTEN_IMAGE" "$NAUTILUS_IMAGE" \
   "$SAMPLE_APISERVER_IMAGE" "$ETCD_IMAGE"; do
   [ -z "$img" ] || SUITE_IMAGES+=("$img")
@@ -272,6 +275,17 @@ import_busybox_image() {
   tar -C "$dir" -c . | docker import "$@" - "$image" >/dev/null
 }
 
+# retagged_image SRC DST: SRC under the tag DST, with a label of its own so the two are different
+# images. For the images update specs roll between (AgnhostPrev, NginxNew): they check that pods
+# move from one image to the other, not what the software's version says; the previous or next
+# release of that software is not buildable from this module.
+retagged_image() {
+  local src=$1 dst=$2
+  image_present "$src" || { log "WARNING: no $src: $dst not built"; return 0; }
+  log "building $dst: $src under that tag, an image of its own"
+  printf 'FROM %s\nLABEL io.nodelet.conformance.image=%s\n' "$src" "$dst" | docker build -q -t "$dst" - >/dev/null
+}
+
 # fake_registry_content DIR IMAGES_TXT: what test/images/agnhost/fakeregistryserver/prepare_registry.sh
 # puts at /var/registry of the agnhost image, for the images IMAGES_TXT names ("name tag internal_tag"
 # per line): per image a manifest list (linux only) behind a tag file named internal_tag, its
@@ -406,13 +420,8 @@ build_images() {
       --change 'CMD ["pause"]' --change 'EXPOSE 80 8080 8081 9376 5000' - "$AGNHOST_IMAGE" >/dev/null
   fi
 
-  if [ -n "$AGNHOST_PREV_IMAGE" ] && ! image_present "$AGNHOST_PREV_IMAGE" && image_present "$AGNHOST_IMAGE"; then
-    # The previous agnhost release is not buildable from this module: the pinned agnhost under the
-    # previous tag, with a label of its own so the two are different images (the update specs
-    # check that pods move from one image to the other, not what the binary's version says).
-    log "building $AGNHOST_PREV_IMAGE: $AGNHOST_IMAGE under the previous tag, an image of its own"
-    printf 'FROM %s\nLABEL io.nodelet.conformance.image=%s\n' "$AGNHOST_IMAGE" "$AGNHOST_PREV_IMAGE" \
-      | docker build -q -t "$AGNHOST_PREV_IMAGE" - >/dev/null
+  if [ -n "$AGNHOST_PREV_IMAGE" ] && ! image_present "$AGNHOST_PREV_IMAGE"; then
+    retagged_image "$AGNHOST_IMAGE" "$AGNHOST_PREV_IMAGE"
   fi
 
   if ! image_present "$NONEWPRIVS_IMAGE"; then
@@ -434,6 +443,9 @@ build_images() {
   fi
   if ! image_present "$NGINX_IMAGE"; then
     build_nginx_image "$ctx/nginx" "$path_env"
+  fi
+  if [ -n "$NGINX_NEW_IMAGE" ] && ! image_present "$NGINX_NEW_IMAGE"; then
+    retagged_image "$NGINX_IMAGE" "$NGINX_NEW_IMAGE"
   fi
   if [ -n "$HTTPD_IMAGE" ] && { ! image_present "$HTTPD_IMAGE" || ! image_present "$HTTPD_NEW_IMAGE"; }; then
     build_httpd_images "$ctx/httpd" "$path_env"
