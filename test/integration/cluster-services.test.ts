@@ -119,10 +119,15 @@ function get(host: string, port: number): Promise<string> {
   });
 }
 
-/** Names that answered within `tries` GETs, stopping once every one of `want` did. */
-async function backendsSeen(host: string, port: number, want: readonly string[], tries = 200): Promise<Set<string>> {
+/**
+ * Names that answered, asking until every one of `want` did or `ms` passed: the endpoints
+ * controller and kube-proxy add each Ready pod on their own schedule, so one backend can answer
+ * seconds before the other is programmed.
+ */
+async function backendsSeen(host: string, port: number, want: readonly string[], ms = 30_000): Promise<Set<string>> {
   const seen = new Set<string>();
-  for (let i = 0; i < tries && !want.every((w) => seen.has(w)); i++) seen.add(await get(host, port));
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline && !want.every((w) => seen.has(w))) seen.add(await get(host, port));
   return seen;
 }
 
