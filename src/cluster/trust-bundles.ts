@@ -11,13 +11,14 @@ export const TRUST_BUNDLE_VERSIONS = ['certificates.k8s.io/v1', 'certificates.k8
 /** How long the first use waits for the first list, as the kubelet's `WaitForCacheSync` (10 s). */
 const SYNC_WAIT_MS = 10_000;
 
+/** `synced` settles at the first list, or 10 s after the start, whichever comes first. */
 type State = { kind: 'unset' } | { kind: 'none' } | { kind: 'informer'; version: string; reflector: Reflector<ClusterTrustBundle>; synced: Promise<void> };
 
 /**
  * The kubelet's `LazyInformerManager` (pkg/kubelet/clustertrustbundle/clustertrustbundle_manager.go):
  * on first use, discovery picks the newest served version of certificates.k8s.io that has
  * `clustertrustbundles` and an informer (here a reflector) lists and watches every bundle; a use
- * waits up to 10 s for the first list. Without any version the projection fails for good, as the
+ * waits for the first list until 10 s after the start. Without any version the projection fails for good, as the
  * kubelet's NoopManager does. The Node authorizer lets a node get, list and watch them (the
  * `system:node` rules, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go). The projected
  * volume's refresh reads the store again, so changed bundles reach the files within a refresh
@@ -71,11 +72,9 @@ export class ClusterTrustBundles {
     const state = this.#state;
     if (state.kind === 'none') throw new Error('ClusterTrustBundle projection is not supported: the apiserver serves no version of the ClusterTrustBundle API');
     if (state.kind !== 'informer') throw new Error('ClusterTrustBundle informer has not yet started');
-    if (!state.reflector.hasSynced) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([state.synced, new Promise<void>((resolve) => (timer = setTimeout(resolve, SYNC_WAIT_MS)))]).finally(() => clearTimeout(timer));
-      if (!state.reflector.hasSynced) throw new Error('ClusterTrustBundle informer has not yet synced');
-    }
+    // Uses in the first 10 s wait for the first list; later ones fail at once until it arrives.
+    await state.synced;
+    if (!state.reflector.hasSynced) throw new Error('ClusterTrustBundle informer has not yet synced');
     return state.reflector;
   }
 
@@ -91,7 +90,14 @@ export class ClusterTrustBundles {
       if (!resources.resources.some((r) => r.name === 'clustertrustbundles')) continue;
       if (this.#stopped) throw new Error('stopped');
       let onSynced: () => void = () => undefined;
-      const synced = new Promise<void>((resolve) => (onSynced = resolve));
+      const synced = new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, SYNC_WAIT_MS);
+        timer.unref();
+        onSynced = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
       const reflector = new Reflector<ClusterTrustBundle>({
         client: this.#client,
         log: this.#log,
