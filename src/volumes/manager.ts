@@ -472,7 +472,7 @@ export class VolumeManager {
   /**
    * A `clusterTrustBundle` source's file (pkg/volume/projected/projected.go `collectData`): by
    * `name`, else by `signerName` and `labelSelector`; `optional` lets nothing be found (the file
-   * is then empty), never an error of the apiserver.
+   * is then empty) but hides no other failure (an apiserver that refuses, an informer not synced).
    */
   async #trustAnchors(ctb: ClusterTrustBundleProjection): Promise<string> {
     const objects = this.#o.objects;
