@@ -93,7 +93,13 @@ t.test('nothing found and not optional: the pod does not start, FailedMount says
   }, 60_000);
   t.match(event.message, /clustertrustbundle\.certificates\.k8s\.io "does-not-exist" not found/);
   t.match(event.message, /combination of signerName and labelSelector matched zero ClusterTrustBundles/);
-  const pod = await getPod('ctb-missing');
-  t.not(pod?.status?.phase, 'Running');
-  t.notOk(pod?.status?.containerStatuses?.[0]?.state?.running, 'the container never ran');
+  // What the conformance spec waits for: Ready False, ContainersNotReady, naming the container.
+  const pod = await node.waitFor('ctb-missing status', async () => {
+    const p = await getPod('ctb-missing');
+    return p?.status?.conditions?.some((c) => c.type === 'Ready') ? p : undefined;
+  }, 30_000);
+  t.not(pod.status?.phase, 'Running');
+  t.notOk(pod.status?.containerStatuses?.[0]?.state?.running, 'the container never ran');
+  const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
+  t.same([ready?.status, ready?.reason, ready?.message], ['False', 'ContainersNotReady', 'containers with unready status: [main]']);
 });
