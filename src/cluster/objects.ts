@@ -2,8 +2,10 @@ import type { ConfigMap, Pod, Secret, Service, ServiceList } from 'kubernetes-ty
 import type { TokenRequest } from 'kubernetes-types/authentication/v1.js';
 import { isNotFound, TransportError, type KubeClient } from '../apiserver/client.js';
 import type { Logger } from '../logging/index.js';
+import type { LabelSelector } from 'kubernetes-types/meta/v1.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import { Reflector } from './reflector.js';
+import { ClusterTrustBundles } from './trust-bundles.js';
 
 /** Namespaces whose last service list is kept for apiserver outages. */
 const MAX_REMEMBERED_NAMESPACES = 256;
@@ -13,7 +15,8 @@ const ns = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(names
 /**
  * The API objects a pod's volumes and environment refer to, read from the apiserver on demand.
  * The Node authorizer lets a node read exactly the secrets and configMaps its pods reference,
- * and request tokens only for their service accounts, bound to the pod.
+ * and request tokens only for their service accounts, bound to the pod; ClusterTrustBundles it may
+ * list and watch, and they are kept by an informer started on first use (trust-bundles.ts).
  */
 export class ApiserverObjects implements PodObjectSource {
   readonly #client: KubeClient;
@@ -25,6 +28,8 @@ export class ApiserverObjects implements PodObjectSource {
    * listed, a container start reads its environment from here instead of the apiserver.
    */
   readonly #services: Reflector<Service> | undefined;
+  /** Absent without a logger (the informer logs). */
+  readonly #trustBundles: ClusterTrustBundles | undefined;
 
   constructor(client: KubeClient, opts: { log?: Logger; minWatchTimeoutSeconds?: number } = {}) {
     this.#client = client;
@@ -38,6 +43,7 @@ export class ApiserverObjects implements PodObjectSource {
           ...(opts.minWatchTimeoutSeconds ? { minWatchTimeoutSeconds: opts.minWatchTimeoutSeconds } : {}),
         })
       : undefined;
+    this.#trustBundles = opts.log ? new ClusterTrustBundles(client, opts.log) : undefined;
   }
 
   /** Starts the service informer (without one, every container start reads the services). */
@@ -46,7 +52,17 @@ export class ApiserverObjects implements PodObjectSource {
   }
 
   async stop(): Promise<void> {
-    await this.#services?.stop();
+    await Promise.all([this.#services?.stop(), this.#trustBundles?.stop()]);
+  }
+
+  getTrustAnchorsByName(name: string, allowMissing: boolean): Promise<string> {
+    if (!this.#trustBundles) return Promise.reject(new Error('ClusterTrustBundle projection needs the ClusterTrustBundle informer'));
+    return this.#trustBundles.getTrustAnchorsByName(name, allowMissing);
+  }
+
+  getTrustAnchorsBySigner(signerName: string, labelSelector: LabelSelector | undefined, allowMissing: boolean): Promise<string> {
+    if (!this.#trustBundles) return Promise.reject(new Error('ClusterTrustBundle projection needs the ClusterTrustBundle informer'));
+    return this.#trustBundles.getTrustAnchorsBySigner(signerName, labelSelector, allowMissing);
   }
 
   async getSecret(namespace: string, name: string): Promise<Secret | undefined> {

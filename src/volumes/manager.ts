@@ -1,6 +1,6 @@
 import { chmod, lstat, mkdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ConfigMap, Container, Pod, Secret, Volume } from 'kubernetes-types/core/v1.js';
+import type { ClusterTrustBundleProjection, ConfigMap, Container, Pod, Secret, Volume } from 'kubernetes-types/core/v1.js';
 import { quantityOf } from '../api/quantity.js';
 import type { Logger } from '../logging/index.js';
 import type { Mount } from '../runtime/types.js';
@@ -16,6 +16,7 @@ import { setVolumeOwnership } from './ownership.js';
 import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } from './payloads.js';
 import { alwaysReadOnly, memoryBacked, mountRefusal, pluginDir, refreshable, tokenNeedsRefresh, volumeKindOf, volumeRefusal, type VolumeKind } from './plugins.js';
 import type { PodObjectSource } from './source.js';
+import { MAX_TRUST_ANCHORS_BYTES_PER_VOLUME } from './trust-anchors.js';
 import { bindSubPath, cleanSubPaths, safeMakeDir, SubPathError, subPathRefusal } from './subpath.js';
 
 export interface VolumeManagerOptions {
@@ -426,6 +427,7 @@ export class VolumeManager {
     const fsUser = podFsUser(pod);
     const payload = new Map<string, FileProjection>();
     const errors: string[] = [];
+    let trustAnchorBytes = 0;
     for (const source of v.projected?.sources ?? []) {
       try {
         let part: Map<string, FileProjection> = new Map();
@@ -447,6 +449,16 @@ export class VolumeManager {
           // The kubelet narrows the token to its owner when fsUser or fsGroup decide who reads it.
           const mode = fsUser !== undefined || sc?.fsGroup !== undefined ? 0o600 : defaultMode;
           part.set(tp.path, { data: token, mode, ...(fsUser !== undefined ? { fsUser } : {}) });
+        } else if (source.clusterTrustBundle) {
+          const ctb = source.clusterTrustBundle;
+          const anchors = await this.#trustAnchors(ctb);
+          trustAnchorBytes += Buffer.byteLength(anchors);
+          if (trustAnchorBytes > MAX_TRUST_ANCHORS_BYTES_PER_VOLUME) {
+            throw new Error(`clusterTrustBundle ${JSON.stringify(ctb.path)}: the volume's trust anchors exceed the ${MAX_TRUST_ANCHORS_BYTES_PER_VOLUME} bytes nodelet projects into one volume`);
+          }
+          // As for tokens: the kubelet narrows the file to its owner when fsUser or fsGroup decide who reads it.
+          const mode = fsUser !== undefined || sc?.fsGroup !== undefined ? 0o600 : defaultMode;
+          part.set(ctb.path, { data: anchors, mode, ...(fsUser !== undefined ? { fsUser } : {}) });
         }
         for (const [path, file] of part) payload.set(path, file);
       } catch (err) {
@@ -455,6 +467,26 @@ export class VolumeManager {
     }
     if (errors.length) throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
     return payload;
+  }
+
+  /**
+   * A `clusterTrustBundle` source's file (pkg/volume/projected/projected.go `collectData`): by
+   * `name`, else by `signerName` and `labelSelector`; `optional` lets nothing be found (the file
+   * is then empty) but hides no other failure (an apiserver that refuses, an informer not synced).
+   */
+  async #trustAnchors(ctb: ClusterTrustBundleProjection): Promise<string> {
+    const objects = this.#o.objects;
+    if (!objects) throw new Error(needsClusterMode('clusterTrustBundle'));
+    const allowEmpty = ctb.optional === true;
+    if (ctb.name !== undefined && ctb.name !== null) {
+      if (!objects.getTrustAnchorsByName) throw new Error('ClusterTrustBundle projection is not supported by this object source');
+      return objects.getTrustAnchorsByName(ctb.name, allowEmpty);
+    }
+    if (ctb.signerName !== undefined && ctb.signerName !== null) {
+      if (!objects.getTrustAnchorsBySigner) throw new Error('ClusterTrustBundle projection is not supported by this object source');
+      return objects.getTrustAnchorsBySigner(ctb.signerName, ctb.labelSelector ?? undefined, allowEmpty);
+    }
+    throw new Error('ClusterTrustBundle projection requires either name or signerName to be set');
   }
 
   async #get(kind: 'secret', ns: string, name: string): Promise<Secret | undefined>;

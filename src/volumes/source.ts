@@ -1,4 +1,5 @@
 import type { ConfigMap, Pod, Secret, Service } from 'kubernetes-types/core/v1.js';
+import type { LabelSelector } from 'kubernetes-types/meta/v1.js';
 
 /** Reads the API objects a pod's volumes and env refer to. Implemented by cluster mode; absent standalone. */
 export interface PodObjectSource {
@@ -13,4 +14,12 @@ export interface PodObjectSource {
   listServices?(namespace: string): Promise<Service[]>;
   /** A TokenRequest for `serviceAccountName`, bound to `pod`. */
   requestServiceAccountToken(pod: Pod, serviceAccountName: string, opts: { audience?: string; expirationSeconds: number }): Promise<{ token: string; expirationTimestamp: Date }>;
+  /**
+   * The kubelet's ClusterTrustBundle manager (pkg/kubelet/clustertrustbundle): the PEM file of a
+   * projection by bundle `name`, empty when it does not exist and `allowMissing`. Absent: the
+   * projection cannot be set up.
+   */
+  getTrustAnchorsByName?(name: string, allowMissing: boolean): Promise<string>;
+  /** The merged PEM file of the bundles of `signerName` whose labels match (undefined matches nothing). */
+  getTrustAnchorsBySigner?(signerName: string, labelSelector: LabelSelector | undefined, allowMissing: boolean): Promise<string>;
 }

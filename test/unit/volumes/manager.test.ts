@@ -9,6 +9,7 @@ import { VolumeManager } from '../../../src/volumes/manager.js';
 import { configMapPayload, downwardAPIPayload, secretPayload } from '../../../src/volumes/payloads.js';
 import type { PodObjectSource } from '../../../src/volumes/source.js';
 import type { PodRuntimeInfo } from '../../../src/volumes/downward-api.js';
+import { encodeCertificatePem, selectBySigner, trustAnchorsOfBundle, trustAnchorsOfSigner, type ClusterTrustBundle } from '../../../src/volumes/trust-anchors.js';
 
 const log = createLogger({ verbosity: 0, format: 'json' });
 const info: PodRuntimeInfo = { hostIPs: ['10.0.0.1'], podIPs: ['172.17.0.9'], allocatable: { cpuMilli: 2000n, memoryBytes: 1n << 30n, ephemeralStorageBytes: 0n } };
@@ -307,6 +308,64 @@ t.test('secret and projected volumes live on tmpfs; tokens are bound to the pod 
   const after = await mountPoints();
   t.notOk(after.some((m) => m.startsWith(join(rootDir, 'pods'))), 'every tmpfs unmounted');
   t.notOk(await lstat(join(rootDir, 'pods', 'uid-1')).catch(() => undefined));
+});
+
+t.test('clusterTrustBundle sources: by name and by signer, optional, refreshed, failing as FailedMount', { skip: !root && 'needs root (mount)' }, async (t) => {
+  const bundles = new Map<string, ClusterTrustBundle>();
+  const salt = Buffer.from('test');
+  const source: PodObjectSource = {
+    ...memorySource().source,
+    getTrustAnchorsByName: async (name, allowMissing) => trustAnchorsOfBundle(name, bundles.get(name), allowMissing, salt),
+    getTrustAnchorsBySigner: async (signer, selector, allowMissing) => trustAnchorsOfSigner(selectBySigner(bundles.values(), signer, selector), allowMissing, salt),
+  };
+  const cert = (s: string) => encodeCertificatePem(Buffer.from(s.repeat(30)));
+  bundles.set('root', { metadata: { name: 'root' }, spec: { trustBundle: cert('r') } });
+  bundles.set('one-a', { metadata: { name: 'one-a', labels: { live: 'true' } }, spec: { signerName: 'x/one', trustBundle: cert('a') + cert('r') } });
+  bundles.set('one-b', { metadata: { name: 'one-b', labels: { live: 'false' } }, spec: { signerName: 'x/one', trustBundle: cert('b') } });
+  const { vm, rootDir, setPod } = await setup(t, source);
+  const pod = podWith([
+    {
+      name: 'ctb',
+      projected: {
+        defaultMode: 0o640,
+        sources: [
+          { clusterTrustBundle: { name: 'root', path: 'root.pem' } },
+          { clusterTrustBundle: { signerName: 'x/one', labelSelector: { matchLabels: { live: 'true' } }, path: 'live.pem' } },
+          { clusterTrustBundle: { signerName: 'x/one', path: 'none.pem', optional: true } },
+          { clusterTrustBundle: { name: 'absent', path: 'absent.pem', optional: true } },
+        ],
+      },
+    },
+  ]);
+  setPod(pod);
+  await vm.setUpPod(pod, info);
+  const dir = join(rootDir, 'pods', 'uid-1', 'volumes', 'kubernetes.io~projected', 'ctb');
+  t.equal(await readFile(join(dir, 'root.pem'), 'utf8'), cert('r'));
+  t.equal((await stat(join(dir, 'root.pem'))).mode & 0o777, 0o640, 'the projected defaultMode');
+  const live = await readFile(join(dir, 'live.pem'), 'utf8');
+  t.equal(live.length, cert('a').length + cert('r').length, 'a and r, once each');
+  t.ok(live.includes(cert('a')) && live.includes(cert('r')));
+  t.equal(await readFile(join(dir, 'none.pem'), 'utf8'), '', 'nil selector + optional: an empty file');
+  t.equal(await readFile(join(dir, 'absent.pem'), 'utf8'), '', 'missing bundle + optional: an empty file');
+
+  bundles.set('one-b', { metadata: { name: 'one-b', labels: { live: 'true' } }, spec: { signerName: 'x/one', trustBundle: cert('b') } });
+  bundles.set('root', { metadata: { name: 'root' }, spec: { trustBundle: cert('n') } });
+  await vm.refresh();
+  t.equal(await readFile(join(dir, 'root.pem'), 'utf8'), cert('n'), 'a changed bundle reaches the file on refresh');
+  t.ok((await readFile(join(dir, 'live.pem'), 'utf8')).includes(cert('b')), 'a bundle whose labels now match joins');
+
+  const failing = { ...pod, metadata: { ...pod.metadata, uid: 'uid-2' } };
+  failing.spec = { ...pod.spec!, volumes: [{ name: 'bad', projected: { sources: [{ clusterTrustBundle: { name: 'does-not-exist', path: 'p' } }, { clusterTrustBundle: { signerName: 'x/none', labelSelector: {}, path: 'q' } }] } }] };
+  const err = await vm.setUpPod(failing, info).then(() => undefined, (e: unknown) => e as Error & { event?: string });
+  t.equal(err?.event, 'FailedMount');
+  t.equal(
+    err?.message,
+    'MountVolume.SetUp failed for volume "bad" : [while getting ClusterTrustBundle: clustertrustbundle.certificates.k8s.io "does-not-exist" not found, combination of signerName and labelSelector matched zero ClusterTrustBundles]',
+  );
+  await vm.tearDown('uid-2');
+  const standalone = await setup(t);
+  const refused = await standalone.vm.setUpPod(pod, info).then(() => undefined, (e: unknown) => e as Error);
+  t.match(refused?.message, /clusterTrustBundle needs cluster mode/);
 });
 
 t.test('a restarted nodelet adopts the volumes it finds and keeps refreshing them', async (t) => {
