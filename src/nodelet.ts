@@ -99,6 +99,8 @@ export interface StartOptions {
   statsPeriodMs?: number;
   /** How often the summary's disk figures are refreshed (default 1 min, the kubelet's `volumeStatsAggPeriod`). */
   diskStatsPeriodMs?: number;
+  /** How often configMap, secret and projected volumes are refreshed (default 1 min; tests: shorter). */
+  volumeRefreshMs?: number;
   /** Cluster-mode timing overrides for tests (status resync, mirror pod period, watch timeout). */
   clusterTiming?: { resyncMs?: number; mirrorPeriodMs?: number; minWatchTimeoutSeconds?: number };
   /** A network plugin instead of the one `--network-plugin` names (tests: a recording fake). */
@@ -369,6 +371,7 @@ function buildPodPipeline(config: Config, opts: StartOptions, api: ApiserverPart
     listPods: () => podManager.getPods(),
     podInfo: (pod): PodRuntimeInfo => podRuntimeInfo(pod, config.nodeIP, runtimePods.kubelet?.runtimePod(pod.metadata?.uid ?? '')?.sandboxes[0]?.ips ?? []),
     clusterDomain: config.clusterDomain,
+    ...(opts.volumeRefreshMs ? { refreshPeriodMs: opts.volumeRefreshMs } : {}),
   });
   const kubelet = new Kubelet({
     nodeName: config.nodeName,

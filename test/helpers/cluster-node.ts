@@ -26,7 +26,7 @@ export async function startClusterNode(
   t: Teardown,
   cp: ControlPlane,
   overrides: Partial<Config> = {},
-  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'evictionMonitoringPeriodMs'> = {},
+  start: Pick<StartOptions, 'streaming' | 'clusterTiming' | 'evictionMonitoringPeriodMs' | 'volumeRefreshMs'> = {},
 ): Promise<ClusterNode> {
   const nodeName = overrides.nodeName ?? `cn${Math.random().toString(16).slice(2, 10)}`;
   const kubeconfig = await cp.nodeKubeconfig(nodeName);
