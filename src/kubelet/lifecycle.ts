@@ -27,6 +27,18 @@ export async function terminationLogMount(rootDir: string, pod: Pod, container: 
 const MAX_HOOK_MS = 120_000;
 
 /**
+ * Resolves once at least `ms` have passed by `Date.now()`, the clock a hook's time is taken with
+ * (kill.ts subtracts it from the grace period): a timer may fire up to a millisecond early by that
+ * clock (libuv keeps its loop time in whole milliseconds), and a 1 s sleep hook measured as 999 ms
+ * would leave the whole grace period, as Go's `time.Since(…).Seconds()` truncation does upstream
+ * for a hook that really was shorter. The timers never hold the process.
+ */
+async function sleepAtLeast(ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  for (let left = ms; left > 0; left = end - Date.now()) await new Promise((resolve) => setTimeout(resolve, left).unref());
+}
+
+/**
  * Runs a lifecycle hook (the kubelet's `handlerRunner`): `exec` in the container, `httpGet` to the
  * pod's own loopback (as probes do), `sleep`. Resolves with undefined on success, else with the
  * kubelet's failure message. `tcpSocket` hooks are deprecated and refused, as the kubelet does.
@@ -34,7 +46,7 @@ const MAX_HOOK_MS = 120_000;
 export async function runHook(handler: LifecycleHandler, container: Container, io: ProbeIO, timeoutMs: number): Promise<string | undefined> {
   const budget = Math.max(1000, Math.min(timeoutMs, MAX_HOOK_MS));
   if (handler.sleep) {
-    await new Promise((resolve) => setTimeout(resolve, Math.min(handler.sleep!.seconds * 1000, budget)).unref());
+    await sleepAtLeast(Math.min(handler.sleep.seconds * 1000, budget));
     return undefined;
   }
   if (handler.tcpSocket) return 'TCPSocket handlers are not supported for lifecycle hooks';
