@@ -1,9 +1,7 @@
 import type Docker from 'dockerode';
 import type { Pod } from '../../api/types.js';
-import type { Logger } from '../../logging/index.js';
 import { podHostname } from '../../api/names.js';
 import type { RuntimeNetworkStatus, RuntimeSandbox, SandboxConfig, StartedSandbox } from '../types.js';
-import type { NetworkPlugin } from '../../network/types.js';
 import { sandboxSysctls } from '../sysctl.js';
 import { netnsPathOf, networkIdentityOf, portMappingsOf, setUpFailure, usesHostNetwork } from './pod-network.js';
 import { createContainerOptions, statusCodeOf } from './client.js';
@@ -14,6 +12,7 @@ import { rememberInspection } from './pod-list.js';
 import type { DockerImages } from './images.js';
 import type { DockerUlimit } from './engine.js';
 import type { DockerContainers } from './containers.js';
+import type { DockerRuntimeOptions } from './runtime.js';
 import { cgroupHostConfig } from './container-config.js';
 
 /**
@@ -26,17 +25,7 @@ import { cgroupHostConfig } from './container-config.js';
  */
 
 /** `DockerRuntimeOptions`' sandbox part, and what the runtime shares with its sandboxes. */
-export interface DockerSandboxesOptions {
-  docker: Docker;
-  nodeName: string;
-  infraImage: string;
-  /** Docker network of sandboxes (`none`, `bridge`, a user network); host-network pods use `host`. */
-  podNetwork: string;
-  /** `--network-plugin`: sets up each sandbox's pod network once it runs, tears it down before it stops. */
-  network?: NetworkPlugin;
-  /** How often sandboxes that no longer exist have their network released (default 1 min). */
-  networkGCPeriodMs?: number;
-  log: Logger;
+export interface DockerSandboxesOptions extends Pick<DockerRuntimeOptions, 'docker' | 'nodeName' | 'infraImage' | 'podNetwork' | 'network' | 'networkGCPeriodMs' | 'log'> {
   images: DockerImages;
   inspections: InspectCache;
   /** `HostConfig.Ulimits` for a new sandbox, or nothing (the engine's defaults; engine.ts). */
