@@ -402,7 +402,11 @@ async function main(): Promise<void> {
         dockerHost: engine.host,
         nodeArgs,
         cli: opts.nodeletCli,
-        args: opts.only.has('scale') ? ['--max-streaming-sessions', String(Math.max(opts.scaleSessions, 1000))] : [],
+        args: [
+          ...(opts.only.has('scale') ? ['--max-streaming-sessions', String(Math.max(opts.scaleSessions, 1000))] : []),
+          // The watch part's W watchers are one (anonymous) user: the per-user cap (default 100) must admit them.
+          ...(opts.only.has('watch') ? ['--max-watches', String(Math.max(opts.watchers, 1000)), '--max-watches-per-user', String(opts.watchers)] : []),
+        ],
         extraManifests: extraManifests(opts.only, { freshnessSamples: opts.freshnessSamples, pfBytes: opts.pfMib * MiB }),
       });
       cleanups.push(async () => {
