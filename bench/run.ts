@@ -85,7 +85,9 @@ interface Options {
   kubeletRounds: number;
   kubeletKills: number;
   kubeletIdleSeconds: number;
+  kubeletIdlePods: number[];
   kubeletExecMib: number;
+  kubeletLogMib: number;
   /** Where the chart goes ('' = nowhere). */
   svg: string;
 }
@@ -133,8 +135,12 @@ const USAGE = `usage: npm run bench -- [options]
   --kubelet-pods LIST pod batch sizes of the kubelet part's pod-start figure (default 1,30,100; 1,30 with --quick)
   --kubelet-rounds N  rounds of the kubelet part's pod starts and kubectl execs (default 2; 1 with --quick)
   --kubelet-kills N   container kills per node for the kubelet part's status freshness (default 20; 10 with --quick)
-  --kubelet-idle-seconds N  each idle window of the kubelet part's cost figure (default 60; 20 with --quick)
-  --kubelet-exec-mib N  MiB per kubectl exec stdout transfer in the kubelet part (default 256; 64 with --quick)
+  --kubelet-idle-seconds N  each idle window of the kubelet part's cost figure (default 300; 20 with --quick)
+  --kubelet-idle-pods LIST  pods per node of the kubelet part's idle windows after the empty one, ascending
+                      (default 30,110; 30 with --quick)
+  --kubelet-exec-mib N  MiB per kubectl exec stdout and stdin transfer and port-forward GET in the kubelet part
+                      (default 256; 64 with --quick)
+  --kubelet-log-mib N MiB of the kubelet part's kubectl logs figure (default 100, at most 1024; 16 with --quick)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --heap-snapshots DIR  a V8 heap snapshot of nodelet after each forced GC (memory figures), in DIR;
@@ -189,7 +195,9 @@ function parseOptions(argv: string[]): Options {
       'kubelet-rounds': { type: 'string' },
       'kubelet-kills': { type: 'string' },
       'kubelet-idle-seconds': { type: 'string' },
+      'kubelet-idle-pods': { type: 'string' },
       'kubelet-exec-mib': { type: 'string' },
+      'kubelet-log-mib': { type: 'string' },
       svg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -205,6 +213,10 @@ function parseOptions(argv: string[]): Options {
     const n = Number(v);
     if (!Number.isInteger(n) || n <= 0) throw new Error(`--${what} must be a positive integer`);
     return n;
+  };
+  const ascending = (xs: number[], what: string): number[] => {
+    if (xs.some((x, i) => i > 0 && x <= xs[i - 1]!)) throw new Error(`--${what} must be ascending`);
+    return xs;
   };
   const quick = values.quick ?? false;
   const only = new Set((values.only ?? ALL_PARTS.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
@@ -252,8 +264,10 @@ function parseOptions(argv: string[]): Options {
     kubeletPods: (values['kubelet-pods'] ?? (quick ? '1,30' : '1,30,100')).split(',').map((x) => int(x.trim(), 1, 'kubelet-pods')),
     kubeletRounds: int(values['kubelet-rounds'], quick ? 1 : 2, 'kubelet-rounds'),
     kubeletKills: int(values['kubelet-kills'], quick ? 10 : 20, 'kubelet-kills'),
-    kubeletIdleSeconds: int(values['kubelet-idle-seconds'], quick ? 20 : 60, 'kubelet-idle-seconds'),
+    kubeletIdleSeconds: int(values['kubelet-idle-seconds'], quick ? 20 : 300, 'kubelet-idle-seconds'),
+    kubeletIdlePods: ascending((values['kubelet-idle-pods'] ?? (quick ? '30' : '30,110')).split(',').map((x) => int(x.trim(), 1, 'kubelet-idle-pods')), 'kubelet-idle-pods'),
     kubeletExecMib: int(values['kubelet-exec-mib'], quick ? 64 : 256, 'kubelet-exec-mib'),
+    kubeletLogMib: Math.min(int(values['kubelet-log-mib'], quick ? 16 : 100, 'kubelet-log-mib'), 1024),
     svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
 }
@@ -350,8 +364,9 @@ async function main(): Promise<void> {
                   rounds: opts.kubeletRounds,
                   kills: opts.kubeletKills,
                   idleSeconds: opts.kubeletIdleSeconds,
-                  idlePods: 30,
+                  idlePods: opts.kubeletIdlePods,
                   execMib: opts.kubeletExecMib,
+                  logMib: opts.kubeletLogMib,
                 },
               }
             : {}),
@@ -387,7 +402,11 @@ async function main(): Promise<void> {
         dockerHost: engine.host,
         nodeArgs,
         cli: opts.nodeletCli,
-        args: opts.only.has('scale') ? ['--max-streaming-sessions', String(Math.max(opts.scaleSessions, 1000))] : [],
+        args: [
+          ...(opts.only.has('scale') ? ['--max-streaming-sessions', String(Math.max(opts.scaleSessions, 1000))] : []),
+          // The watch part's W watchers are one (anonymous) user: the per-user cap (default 100) must admit them.
+          ...(opts.only.has('watch') ? ['--max-watches', String(Math.max(opts.watchers, 1000)), '--max-watches-per-user', String(opts.watchers)] : []),
+        ],
         extraManifests: extraManifests(opts.only, { freshnessSamples: opts.freshnessSamples, pfBytes: opts.pfMib * MiB }),
       });
       cleanups.push(async () => {

@@ -296,6 +296,8 @@ export interface KubeletPeerOptions {
   /** Its node IP and serving address (an address on the sealed namespace's `lo`). */
   nodeIP: string;
   maxPods: number;
+  /** Its containers' log size before rotation (`containerLogMaxSize`), as nodelet's `--container-log-max-size`. */
+  containerLogMaxSize: string;
   log: Log;
 }
 
@@ -304,7 +306,7 @@ export interface KubeletPeerOptions {
  * (pkg/kubelet/apis/config/v1beta1/defaults.go) but for what this machine and the bench's control
  * plane need.
  */
-export function kubeletConfiguration(o: { nodeIP: string; port: number; healthzPort: number; caFile: string; cgroupRoot: string; runtimeAddress: string; podLogsDir: string; maxPods: number }): Record<string, unknown> {
+export function kubeletConfiguration(o: { nodeIP: string; port: number; healthzPort: number; caFile: string; cgroupRoot: string; runtimeAddress: string; podLogsDir: string; maxPods: number; containerLogMaxSize: string }): Record<string, unknown> {
   return {
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',
@@ -328,6 +330,7 @@ export function kubeletConfiguration(o: { nodeIP: string; port: number; healthzP
     // Not the machine's /var/log/pods.
     podLogsDir: o.podLogsDir,
     maxPods: o.maxPods,
+    containerLogMaxSize: o.containerLogMaxSize,
   };
 }
 
@@ -352,7 +355,7 @@ export class KubeletPeer {
     const cgroupRoot = `/nodelet-bench-kubelet-${process.pid}`;
     for (const m of cgroupMounts()) mkdirSync(join(m, cgroupRoot), { recursive: true });
     const config = join(dir, 'config.yaml');
-    await writeFile(config, JSON.stringify(kubeletConfiguration({ nodeIP: o.nodeIP, port, healthzPort, caFile: o.cp.caFile, cgroupRoot, runtimeAddress: o.containerd.address, podLogsDir: join(dir, 'pod-logs'), maxPods: o.maxPods })));
+    await writeFile(config, JSON.stringify(kubeletConfiguration({ nodeIP: o.nodeIP, port, healthzPort, caFile: o.cp.caFile, cgroupRoot, runtimeAddress: o.containerd.address, podLogsDir: join(dir, 'pod-logs'), maxPods: o.maxPods, containerLogMaxSize: o.containerLogMaxSize })));
     const logFile = join(dir, 'kubelet.log');
     const fd = openSync(logFile, 'a');
     const child = spawn(

@@ -16,17 +16,30 @@ const CLK_TCK = (() => {
  * when the process is gone. Resolution is one clock tick (10 ms).
  */
 export function cpuSecondsOf(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
+  return cpuTimesOf(pid).self;
+}
+
+/**
+ * A process's CPU seconds (`/proc/PID/stat` fields 14–17): `self` = its own user+system time,
+ * `withChildren` = that plus the user+system time of every child it has waited for (cutime,
+ * cstime; a child's own waited-for children included, as the kernel adds them up at each wait).
+ * Both NaN when the process is gone.
+ */
+export function cpuTimesOf(pid: number | undefined): { self: number; withChildren: number } {
+  if (pid === undefined) return { self: Number.NaN, withChildren: Number.NaN };
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const utime = Number(rest[11]);
-    const stime = Number(rest[12]);
-    return (utime + stime) / CLK_TCK;
+    return parseCpuTimes(readFileSync(`/proc/${pid}/stat`, 'utf8'), CLK_TCK);
   } catch {
-    return Number.NaN;
+    return { self: Number.NaN, withChildren: Number.NaN };
   }
+}
+
+/** `cpuTimesOf` of one `/proc/PID/stat` text, at `ticks` per second. */
+export function parseCpuTimes(stat: string, ticks: number): { self: number; withChildren: number } {
+  // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const [utime, stime, cutime, cstime] = rest.slice(11, 15).map(Number) as [number, number, number, number];
+  return { self: (utime + stime) / ticks, withChildren: (utime + stime + cutime + cstime) / ticks };
 }
 
 /** This process's own user+system CPU seconds. */

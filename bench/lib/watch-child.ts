@@ -41,7 +41,7 @@ function clonePods(template: Pod, n: number): Pod[] {
 export const wallMs = (): number => performance.timeOrigin + performance.now();
 
 async function main(): Promise<void> {
-  const [templateFile, count] = process.argv.slice(2);
+  const [templateFile, count, watchers] = process.argv.slice(2);
   const template = JSON.parse(readFileSync(templateFile!, 'utf8')) as Pod;
   const pods = clonePods(template, Number(count));
   const podManager = new PodManager();
@@ -57,7 +57,9 @@ async function main(): Promise<void> {
     recorder: new EventRecorder({ nodeName: 'bench' }),
     kubelet: unused as never,
   });
-  const app = buildServer({ host, logger: pino({ level: 'silent' }), version: { gitVersion: 'v0.0.0-bench' } });
+  // The bench's watchers are one (anonymous) user: both caps admit them all.
+  const caps = { maxWatches: Number(watchers), maxWatchesPerUser: Number(watchers) };
+  const app = buildServer({ host, logger: pino({ level: 'silent' }), version: { gitVersion: 'v0.0.0-bench' }, ...caps });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   process.stdout.write(`PORT ${typeof addr === 'object' && addr ? addr.port : 0}\n`);

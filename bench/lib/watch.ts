@@ -57,11 +57,12 @@ class WatchChild {
     return this.#proc.pid;
   }
 
-  static async start(template: string, pods: number): Promise<WatchChild> {
+  /** `watchers`: the caps of its server (`maxWatches`, `maxWatchesPerUser`: the bench's watchers are one user). */
+  static async start(template: string, pods: number, watchers: number): Promise<WatchChild> {
     const script = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'watch-child.js');
     // NODELET_BENCH_WATCH_CHILD_ARGS: extra node flags for the child (e.g. `--cpu-prof --cpu-prof-dir=DIR`).
     const extra = (process.env.NODELET_BENCH_WATCH_CHILD_ARGS ?? '').split(' ').filter(Boolean);
-    const proc = spawn(process.execPath, ['--expose-gc', ...extra, script, template, String(pods)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const proc = spawn(process.execPath, ['--expose-gc', ...extra, script, template, String(pods), String(watchers)], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines: string[] = [];
     let buf = '';
     let child: WatchChild | undefined;
@@ -207,7 +208,7 @@ export async function watchPart(o: WatchPartOptions): Promise<PartResult> {
   await writeFile(tpl, JSON.stringify(template));
   const eventBytes = JSON.stringify({ type: 'MODIFIED', object: template }).length + 1;
 
-  const child = await WatchChild.start(tpl, o.changes);
+  const child = await WatchChild.start(tpl, o.changes, o.watchers);
   let closeAll: (() => void) | undefined;
   try {
     const [rss0, heap0] = (await child.ask('rss', 'RSS')).map(Number) as [number, number];

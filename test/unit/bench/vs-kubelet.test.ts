@@ -43,7 +43,7 @@ t.test("containerd's config keeps everything below its directory and fits this m
 });
 
 t.test("the kubelet's configuration: the node's address, the CRI socket, cgroupfs, cgroup v1 allowed", async (t) => {
-  const c = kubeletConfiguration({ nodeIP: '10.200.0.2', port: 4000, healthzPort: 4001, caFile: '/cp/ca.crt', cgroupRoot: '/nodelet-bench-kubelet-1', runtimeAddress: '/tmp/nlk-ctd.x/c.sock', podLogsDir: '/tmp/nlk-kubelet.x/pod-logs', maxPods: 250 });
+  const c = kubeletConfiguration({ nodeIP: '10.200.0.2', port: 4000, healthzPort: 4001, caFile: '/cp/ca.crt', cgroupRoot: '/nodelet-bench-kubelet-1', runtimeAddress: '/tmp/nlk-ctd.x/c.sock', podLogsDir: '/tmp/nlk-kubelet.x/pod-logs', maxPods: 250, containerLogMaxSize: '2Gi' });
   t.equal(c.kind, 'KubeletConfiguration');
   t.equal(c.apiVersion, 'kubelet.config.k8s.io/v1beta1');
   t.equal(c.address, '10.200.0.2');
@@ -55,6 +55,7 @@ t.test("the kubelet's configuration: the node's address, the CRI socket, cgroupf
   t.equal(c.failCgroupV1, false);
   t.equal(c.failSwapOn, false);
   t.equal(c.podLogsDir, '/tmp/nlk-kubelet.x/pod-logs');
+  t.equal(c.containerLogMaxSize, '2Gi', "the same log rotation size as nodelet's --container-log-max-size");
   t.same(c.authentication, { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: '/cp/ca.crt' } });
   t.same(c.authorization, { mode: 'Webhook' });
 });
