@@ -12,6 +12,8 @@ export interface RelistHealth {
 
 /** The least time between the end of one relist and the start of the next. */
 export const MIN_RELIST_GAP_MS = 100;
+/** Relists that may follow each other without a gap after a quiet spell (see below). */
+export const RELIST_BURST = 3;
 
 /**
  * The Pod Lifecycle Event Generator: keeps the newest runtime snapshot of every pod and reports
@@ -22,7 +24,9 @@ export const MIN_RELIST_GAP_MS = 100;
  * stream reconnecting).
  *
  * Relists are paced: one starts at least `minRelistGapMs` (100 ms) after the previous one ended,
- * and every call meanwhile shares it. A quiet node still relists at once on an event; a burst of
+ * and every call meanwhile shares it — except that idle time is banked for `RELIST_BURST` (3)
+ * runs: the few relists one pod start asks for (its sandbox, its container, the sync's own) go at
+ * once after a quiet spell, so its status is not held back by a gap (`Coalescer` `burst`). A quiet node still relists at once on an event; a burst of
  * pod starts, whose syncs and Docker events asked for a relist back to back, lists the engine
  * less often (30 pods at once: 1.3 listings per pod start instead of 1.4–1.9; each costs nodelet
  * a parse of every container of the node, and dockerd as much again). The kubelet's generic PLEG lists once per `relistPeriod`, 1 s
@@ -47,7 +51,7 @@ export class PLEG {
     this.#runtime = opts.runtime;
     this.#log = opts.log;
     this.#periodMs = opts.relistPeriodMs ?? 1000;
-    this.#relisting = new Coalescer(() => this.#relistOnce(), { minGapMs: opts.minRelistGapMs ?? MIN_RELIST_GAP_MS });
+    this.#relisting = new Coalescer(() => this.#relistOnce(), { minGapMs: opts.minRelistGapMs ?? MIN_RELIST_GAP_MS, burst: RELIST_BURST });
   }
 
   start(onChange: (uid: string) => void): void {

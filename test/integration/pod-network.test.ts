@@ -53,6 +53,21 @@ t.test('pod IPs from CNI: status, downward API, /etc/hosts; reachable from the n
   t.match(inside, new RegExp(`eth0\\s+inet ${ip.replace(/\./g, '\\.')}/24`), 'eth0 holds the pod IP');
   t.match(inside, new RegExp(`\n${ip.replace(/\./g, '\\.')}\tweb-${a.nodeName}\n`), 'the /etc/hosts pod line has the pod IP');
 
+  // The sandbox has no libnetwork sandbox of the engine (engine.ts `netnsByHook`): no prestart
+  // hook made its namespace, and the engine wrote no resolv.conf or hosts file for it. CNI's
+  // loopback still brings lo up, and the containers get nodelet's resolv.conf and hosts file.
+  const [sandboxID] = await sandboxesOf(a, 'web');
+  const [sandboxInfo] = JSON.parse(await dockerCLI('inspect', sandboxID!)) as { Config: { NetworkDisabled?: boolean }; ResolvConfPath: string; NetworkSettings: { SandboxKey: string } }[];
+  t.equal(sandboxInfo!.Config.NetworkDisabled, true, 'the sandbox is created with NetworkDisabled');
+  t.same([sandboxInfo!.ResolvConfPath, sandboxInfo!.NetworkSettings.SandboxKey], ['', ''], 'no engine resolv.conf, no libnetwork namespace');
+  const [appInfo] = JSON.parse(await dockerCLI('inspect', idOf(web))) as { Mounts: { Destination: string; Source: string }[] }[];
+  for (const path of ['/etc/resolv.conf', '/etc/hosts']) {
+    t.match(appInfo!.Mounts.find((m) => m.Destination === path)?.Source, new RegExp(`/pods/${web.metadata?.uid}/`), `${path}: nodelet's file of the pod`);
+  }
+  const local = await dockerCLI('exec', idOf(web), 'sh', '-c', `ip -o link show lo; printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 5 127.0.0.1 8080`);
+  t.match(local, /^\d+: lo: <LOOPBACK,UP,LOWER_UP>/, 'lo is up');
+  t.match(local, /\r\n\r\nhello from nodelet\n$/, 'the pod reaches its own server on 127.0.0.1');
+
   t.equal((await get(`http://${ip}:8080/index.html`)).body, 'hello from nodelet\n', 'node → pod IP');
   t.equal((await get(`http://${NODE_A}:30080/index.html`)).body, 'hello from nodelet\n', 'node IP:hostPort → pod (portmap)');
   // busybox nc, not wget: the static busybox's wget crashes in its resolver (glibc NSS).

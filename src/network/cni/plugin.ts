@@ -186,9 +186,18 @@ export class CNINetworkPlugin implements NetworkPlugin {
       if (!net || !ready.ready) throw new Error(`network plugin cni not ready: ${ready.ready ? 'cni config uninitialized' : ready.message}`);
       const opts = { binDirs: this.#opts.binDirs, deadline: this.#deadline() };
       const args = cniArgsFor(pod);
-      await addNetworkList(LOOPBACK_NETWORK, { containerId: pod.sandboxId, netns: pod.netnsPath, ifName: LO_IFNAME, args, capabilityArgs: {} }, opts);
       const rt: RuntimeConf = { containerId: pod.sandboxId, netns: pod.netnsPath, ifName: POD_IFNAME, args, capabilityArgs: capabilityArgsFor(pod, this.#podCIDRs) };
-      const result = await addNetworkList(net, rt, opts);
+      // Loopback and the default network side by side, as containerd's go-cni attaches its
+      // networks (`attachNetworks`, one goroutine each): they touch different interfaces.
+      // cri-dockerd runs them one after the other, which adds a plugin run to every ADD. Both
+      // settle before a failure is thrown, so no plugin still runs when the caller tears down.
+      const [lo, main] = await Promise.allSettled([
+        addNetworkList(LOOPBACK_NETWORK, { containerId: pod.sandboxId, netns: pod.netnsPath, ifName: LO_IFNAME, args, capabilityArgs: {} }, opts),
+        addNetworkList(net, rt, opts),
+      ]);
+      if (lo.status === 'rejected') throw lo.reason;
+      if (main.status === 'rejected') throw main.reason;
+      const result = main.value;
       const ips = podIPsFromResult(result, pod.netnsPath);
       const entry: CacheEntry = { containerId: pod.sandboxId, config: net.bytes, ifName: POD_IFNAME, networkName: net.name, netns: pod.netnsPath, cniArgs: args, capabilityArgs: rt.capabilityArgs, result };
       await writeCacheEntry(this.#opts.cacheDir, entry);
@@ -205,11 +214,14 @@ export class CNINetworkPlugin implements NetworkPlugin {
       const netns = pod.netnsPath && (await exists(pod.netnsPath)) ? pod.netnsPath : '';
       const opts = { binDirs: this.#opts.binDirs, deadline: this.#deadline() };
       const args = cniArgsFor(pod);
-      await this.#delDefault(pod.sandboxId, netns, args, opts.deadline);
-      try {
-        await delNetworkList(LOOPBACK_NETWORK, { containerId: pod.sandboxId, netns, ifName: LO_IFNAME, args, capabilityArgs: {} }, undefined, opts);
-      } catch (err) {
+      // Side by side too (go-cni `Remove` runs its networks one by one, but they are independent).
+      const lo = delNetworkList(LOOPBACK_NETWORK, { containerId: pod.sandboxId, netns, ifName: LO_IFNAME, args, capabilityArgs: {} }, undefined, opts).catch((err: unknown) => {
         this.#log.warn({ sandbox: pod.sandboxId, err }, 'CNI: loopback DEL failed');
+      });
+      try {
+        await this.#delDefault(pod.sandboxId, netns, args, opts.deadline);
+      } finally {
+        await lo;
       }
     });
   }

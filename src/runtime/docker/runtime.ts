@@ -111,6 +111,7 @@ export class DockerRuntime implements Runtime {
       images: this.#images,
       inspections: this.#inspections,
       ulimits: () => this.#engine.ulimitsConfig(),
+      quirks: () => this.#engine.quirks(),
       containers: this.#containers,
     });
     this.#pods = new PodLister({ docker: opts.docker, nodeName: opts.nodeName, inspections: this.#inspections, sandboxes: this.#sandboxes });

@@ -10,7 +10,7 @@ import { makeSandboxName } from './naming.js';
 import type { InspectCache } from './inspect-cache.js';
 import { rememberInspection } from './pod-list.js';
 import type { DockerImages } from './images.js';
-import type { DockerUlimit } from './engine.js';
+import type { DockerUlimit, EngineQuirks } from './engine.js';
 import type { DockerContainers } from './containers.js';
 import type { DockerRuntimeOptions } from './runtime.js';
 import { cgroupHostConfig } from './container-config.js';
@@ -30,6 +30,8 @@ export interface DockerSandboxesOptions extends Pick<DockerRuntimeOptions, 'dock
   inspections: InspectCache;
   /** `HostConfig.Ulimits` for a new sandbox, or nothing (the engine's defaults; engine.ts). */
   ulimits(): Promise<{ Ulimits?: DockerUlimit[] }>;
+  /** The engine's quirks (engine.ts): whether a sandbox's network namespace comes from a libnetwork hook. */
+  quirks(): Promise<Pick<EngineQuirks, 'netnsByHook'>>;
   /** Start, stop and removal of the sandbox container (containers.ts). */
   containers: Pick<DockerContainers, 'start' | 'stopContainer' | 'removeContainer'>;
 }
@@ -90,8 +92,13 @@ export class DockerSandboxes {
     // Namespaced sysctls belong to the sandbox, whose network and IPC namespaces the containers join.
     const sysctls = sandboxSysctls(pod);
     const ulimits = await this.#opts.ulimits();
+    // With a network plugin the sandbox's namespace is the plugin's to set up (its loopback
+    // included, cri-dockerd's `getLoNetwork`), and the pod's resolv.conf and hosts file are
+    // nodelet's own bind mounts: the engine's libnetwork sandbox would only cost a start.
+    const networkDisabled = !hostNetwork && this.#opts.network !== undefined && (await this.#opts.quirks()).netnsByHook;
     const created = await this.#createSandbox(createContainerOptions(name, {
       Image: this.#opts.infraImage,
+      ...(networkDisabled ? { NetworkDisabled: true } : {}),
       // No Domainname: the CRI has no domain field, so under the kubelet `domainname` is unset too.
       ...(hostNetwork ? {} : { Hostname: config?.hostname ?? podHostname(pod) }),
       Labels: sandboxLabels(pod, this.#opts.nodeName, config?.podStartTime),

@@ -71,6 +71,40 @@ t.test('minGapMs: back-to-back runs are paced, calls during the gap share one ru
   await c.idle();
 });
 
+t.test('burst: after a quiet spell that many runs follow each other without a gap; sustained calls are paced as without it', async (t) => {
+  let clock = 0;
+  const started: number[] = [];
+  const c = new Coalescer(async () => {
+    started.push(clock);
+  }, { minGapMs: 100, burst: 3, now: () => clock });
+  for (let i = 0; i < 3; i++) {
+    void c.run();
+    await c.idle();
+    clock += 10;
+  }
+  t.same(started, [0, 10, 20], 'three back-to-back runs start at once');
+  void c.run();
+  t.equal(started.length, 3, 'the fourth waits: the bank is spent');
+  await c.idle();
+  t.equal(started.length, 4, 'it runs once the gap is over');
+  // The bank refills with idle time only: 250 ms idle buys two immediate runs, not three.
+  clock += 250;
+  void c.run();
+  await c.idle();
+  void c.run();
+  await c.idle();
+  t.equal(started.length, 6, 'two immediate runs after 250 ms idle');
+  const waiting = c.run();
+  t.equal(started.length, 6, 'the third waits');
+  await waiting;
+  const one = new Coalescer(async () => undefined, { minGapMs: 100, now: () => clock });
+  await one.run();
+  let ran = false;
+  void one.run().then(() => (ran = true));
+  t.notOk(ran, 'burst 1 (the default): a run right after another waits for the gap');
+  await one.idle();
+});
+
 t.test('minGapMs: a burst during a run gets one follow-up after the gap; a failed run does not hold the next', async (t) => {
   const g = gatedTask();
   const c = new Coalescer(g.task, { minGapMs: 5 });

@@ -11,17 +11,23 @@ import { KeyedMutex } from '../../../src/network/cni/keyed-mutex.js';
  * plugin runs, nothing touches a network.
  */
 
+// Runs may overlap (loopback beside the list): each takes the lock for its whole run, so the
+// calls are numbered in the order they ran; the pod IP counts the list's calls only, whenever
+// loopback ran.
 const FAKE = `#!/bin/sh
+exec 9>>"$ROOT/lock"
+flock 9
 type=$(basename "$0")
 calls="$ROOT/calls"
 n=$(( $(ls "$calls" | wc -l) / 2 ))
+m=$(( $(ls "$calls" | grep -vc -- -loopback-) / 2 + 1 ))
 f="$calls/$(printf %04d "$n")-$type-$CNI_COMMAND-$CNI_IFNAME"
 cat > "$f.json"
 printf '%s' "$CNI_NETNS" > "$f.netns"
 if [ -f "$ROOT/fail-$type-$CNI_COMMAND" ]; then cat "$ROOT/fail-$type-$CNI_COMMAND"; exit 1; fi
 [ "$CNI_COMMAND" = ADD ] || exit 0
 if [ "$CNI_IFNAME" = lo ]; then echo '{"cniVersion":"0.2.0","ip4":{"ip":"127.0.0.1/8"}}'; exit 0; fi
-printf '{"cniVersion":"1.0.0","interfaces":[{"name":"veth-host"},{"name":"eth0","sandbox":"%s"}],"ips":[{"interface":0,"address":"10.9.0.1/24"},{"interface":1,"address":"10.9.0.%s/24"}],"by":"%s"}' "$CNI_NETNS" "$n" "$type"
+printf '{"cniVersion":"1.0.0","interfaces":[{"name":"veth-host"},{"name":"eth0","sandbox":"%s"}],"ips":[{"interface":0,"address":"10.9.0.1/24"},{"interface":1,"address":"10.9.0.%s/24"}],"by":"%s"}' "$CNI_NETNS" "$m" "$type"
 `;
 
 interface Call {
@@ -73,15 +79,21 @@ const LIST = {
 };
 const pod = (sandboxId: string) => ({ sandboxId, podNamespace: 'ns', podName: 'p', podUID: 'u', netnsPath: '/proc/self/ns/net', portMappings: [{ hostPort: 81, containerPort: 80, protocol: 'tcp' as const }] });
 
-t.test('ADD: loopback, then the list in order, each plugin given the previous result', async (t) => {
+/** A sandbox's plugin calls split by network: loopback's, and the default list's in their order. */
+type Fixture = ReturnType<typeof fixture>;
+const byNetwork = (calls: ReturnType<Fixture['calls']>) => ({ lo: calls.filter((c) => c.type === 'loopback'), list: calls.filter((c) => c.type !== 'loopback') });
+const line = (c: ReturnType<Fixture['calls']>[number]) => `${c.command} ${c.type} ${c.ifName}`;
+
+t.test('ADD: loopback beside the list, the list in order, each plugin given the previous result', async (t) => {
   const f = fixture(t, LIST);
   await f.plugin.start();
   const st = await f.plugin.setUpPod(pod('s1'));
-  const calls = f.calls();
-  t.same(calls.map((c) => `${c.command} ${c.type} ${c.ifName}`), ['ADD loopback lo', 'ADD bridge eth0', 'ADD portmap eth0']);
-  t.same(calls[0]?.conf, { type: 'loopback', name: 'cni-loopback', cniVersion: '0.2.0' });
-  t.same(calls[1]?.conf, { type: 'bridge', bridge: 'x', name: 'fakenet', cniVersion: '1.0.0' }, 'first plugin: no prevResult, no runtimeConfig, no capabilities');
-  const portmap = calls[2]?.conf ?? {};
+  const { lo, list } = byNetwork(f.calls());
+  t.same(lo.map(line), ['ADD loopback lo']);
+  t.same(list.map(line), ['ADD bridge eth0', 'ADD portmap eth0'], 'the list in order');
+  t.same(lo[0]?.conf, { type: 'loopback', name: 'cni-loopback', cniVersion: '0.2.0' });
+  t.same(list[0]?.conf, { type: 'bridge', bridge: 'x', name: 'fakenet', cniVersion: '1.0.0' }, 'first plugin: no prevResult, no runtimeConfig, no capabilities');
+  const portmap = list[1]?.conf ?? {};
   t.equal((portmap.prevResult as { by?: string }).by, 'bridge', "portmap gets bridge's result");
   t.same(portmap.runtimeConfig, { portMappings: [{ hostPort: 81, containerPort: 80, protocol: 'tcp' }] });
   t.notOk('capabilities' in portmap);
@@ -89,7 +101,17 @@ t.test('ADD: loopback, then the list in order, each plugin given the previous re
   t.same(f.plugin.podNetworkStatus('s1'), st);
 });
 
-t.test('DEL: reverse order with the cached result as prevResult, then loopback; the cache goes', async (t) => {
+t.test('a failed loopback ADD fails the set-up once the list has settled too; nothing is cached', async (t) => {
+  const f = fixture(t, LIST);
+  await f.plugin.start();
+  f.fail('loopback', 'ADD', '{"code":11,"msg":"lo broke"}');
+  await t.rejects(f.plugin.setUpPod(pod('s1')), /lo broke/);
+  t.same(byNetwork(f.calls()).list.map(line), ['ADD bridge eth0', 'ADD portmap eth0'], 'the list ran to its end before the failure was thrown');
+  t.equal(f.plugin.podNetworkStatus('s1'), undefined);
+  t.notOk(existsSync(join(f.cacheDir, 'results', 'fakenet-s1-eth0')));
+});
+
+t.test('DEL: reverse order with the cached result as prevResult, loopback beside it; the cache goes', async (t) => {
   const f = fixture(t, LIST);
   await f.plugin.start();
   await f.plugin.setUpPod(pod('s1'));
@@ -98,11 +120,13 @@ t.test('DEL: reverse order with the cached result as prevResult, then loopback; 
   const before = f.calls().length;
   await f.plugin.tearDownPod({ ...pod('s1'), netnsPath: join(f.root, 'gone-netns') });
   const dels = f.calls().slice(before);
-  t.same(dels.map((c) => `${c.command} ${c.type} ${c.ifName}`), ['DEL portmap eth0', 'DEL bridge eth0', 'DEL loopback lo']);
-  for (const c of dels.slice(0, 2)) t.equal((c.conf.prevResult as { by?: string }).by, 'portmap', `${c.type}: prevResult is the final ADD result`);
-  t.notOk('prevResult' in (dels[2]?.conf ?? {}), 'loopback (0.2.0) gets no prevResult');
+  const { lo, list } = byNetwork(dels);
+  t.same(list.map(line), ['DEL portmap eth0', 'DEL bridge eth0']);
+  t.same(lo.map(line), ['DEL loopback lo']);
+  for (const c of list) t.equal((c.conf.prevResult as { by?: string }).by, 'portmap', `${c.type}: prevResult is the final ADD result`);
+  t.notOk('prevResult' in (lo[0]?.conf ?? {}), 'loopback (0.2.0) gets no prevResult');
   t.same(dels.map((c) => c.netns), ['', '', ''], 'a netns that is gone: CNI_NETNS is empty');
-  t.same(dels[0]?.conf.runtimeConfig, { portMappings: [{ hostPort: 81, containerPort: 80, protocol: 'tcp' }] }, 'DEL gets the cached capability args');
+  t.same(list[0]?.conf.runtimeConfig, { portMappings: [{ hostPort: 81, containerPort: 80, protocol: 'tcp' }] }, 'DEL gets the cached capability args');
   t.notOk(existsSync(cache));
   t.equal(f.plugin.podNetworkStatus('s1'), undefined);
 });
@@ -117,7 +141,8 @@ t.test('DEL uses the cached config when the conf dir changed; before 0.4.0 no pr
   const before = f.calls().length;
   await f.plugin.tearDownPod(pod('s1'));
   const dels = f.calls().slice(before);
-  t.same(dels.map((c) => `${c.type}:${String(c.conf.name)}:${String(c.conf.cniVersion)}`), ['portmap:fakenet:0.3.1', 'bridge:fakenet:0.3.1', 'loopback:cni-loopback:0.2.0']);
+  const { lo, list } = byNetwork(dels);
+  t.same([...list, ...lo].map((c) => `${c.type}:${String(c.conf.name)}:${String(c.conf.cniVersion)}`), ['portmap:fakenet:0.3.1', 'bridge:fakenet:0.3.1', 'loopback:cni-loopback:0.2.0']);
   t.notOk(dels.some((c) => 'prevResult' in c.conf));
   t.same(dels.map((c) => c.netns), ['/proc/self/ns/net', '/proc/self/ns/net', '/proc/self/ns/net'], 'an existing netns is passed');
 });
@@ -134,7 +159,7 @@ t.test('DEL errors: "no such file or directory" counts as done; others reject an
   t.ok(f.logs.some((l) => l.includes('loopback DEL failed') && l.includes('loopback DEL broke')), 'the loopback failure is logged');
   f.fail('bridge', 'DEL', '{"code":11,"msg":"device busy"}');
   await t.rejects(f.plugin.tearDownPod(pod('s2')), { message: 'plugin type="bridge" failed (del): device busy' });
-  t.same(f.plugin.podNetworkStatus('s2'), { ips: ['10.9.0.5'] }, 'still cached after a failed DEL');
+  t.same(f.plugin.podNetworkStatus('s2'), { ips: ['10.9.0.4'] }, 'still cached after a failed DEL');
   t.ok(existsSync(join(f.cacheDir, 'results', 'fakenet-s2-eth0')));
 });
 
@@ -153,10 +178,14 @@ t.test('operations of one sandbox are serialised', async (t) => {
   await f.plugin.start();
   const ops = [f.plugin.setUpPod(pod('s1')), f.plugin.tearDownPod(pod('s1')), f.plugin.setUpPod(pod('s1'))];
   await Promise.all(ops);
-  t.same(
-    f.calls().map((c) => `${c.command} ${c.type}`),
-    ['ADD loopback', 'ADD bridge', 'ADD portmap', 'DEL portmap', 'DEL bridge', 'DEL loopback', 'ADD loopback', 'ADD bridge', 'ADD portmap'],
-  );
+  // Each operation's three calls before the next one's (loopback's place among them may vary).
+  const calls = f.calls().map((c) => `${c.command} ${c.type}`);
+  t.same([0, 3, 6].map((i) => calls.slice(i, i + 3).sort()), [
+    ['ADD bridge', 'ADD loopback', 'ADD portmap'],
+    ['DEL bridge', 'DEL loopback', 'DEL portmap'],
+    ['ADD bridge', 'ADD loopback', 'ADD portmap'],
+  ]);
+  t.same(calls.filter((c) => !c.endsWith('loopback')), ['ADD bridge', 'ADD portmap', 'DEL portmap', 'DEL bridge', 'ADD bridge', 'ADD portmap'], 'each list in its order');
 });
 
 t.test('garbage collection with fake plugins: DEL without netns for dead sandboxes, in-flight ones kept', async (t) => {

@@ -48,6 +48,11 @@ t.test('the engine comes from /version: Podman by its components, else Docker', 
   t.equal(engineOf({ Version: '5.0.0', Platform: { Name: 'Podman Engine' } } as unknown as Docker.DockerVersion).name, 'podman');
 });
 
+t.test("Docker's sandboxes skip libnetwork's prestart hook under a network plugin; Podman has none to skip", async (t) => {
+  t.equal(engineOf(DOCKER_VERSION).quirks.netnsByHook, true);
+  t.equal(engineOf(PODMAN_VERSION).quirks.netnsByHook, false);
+});
+
 t.test('/proc/self/limits rows by Docker ulimit name, unlimited as -1', async (t) => {
   const limits = parseProcLimits(PROC_LIMITS);
   t.same(limits.nofile, { soft: 1024, hard: 20000 });
