@@ -36,6 +36,7 @@ import { clusterPart } from './lib/cluster.js';
 import { watchPart } from './lib/watch.js';
 import { evictionPart } from './lib/eviction.js';
 import { idle110Part } from './lib/idle110.js';
+import { nodes3Part } from './lib/nodes3.js';
 import { NETNS_PARTS, sealedParts, type SealedResult } from './lib/pod-network.js';
 import { buildKubelet } from './lib/kubelet-peer.js';
 import { KUBELET_PART_ADDRS } from './lib/vs-kubelet.js';
@@ -88,12 +89,13 @@ interface Options {
   kubeletIdlePods: number[];
   kubeletExecMib: number;
   kubeletLogMib: number;
+  nodes3Pods: number;
   /** Where the chart goes ('' = nowhere). */
   svg: string;
 }
 
 const EXEC_PARTS = ['stdout', 'stdin', 'setup'];
-const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'scale', 'cluster', 'watch', 'eviction', 'idle110'];
+const EXTRA_PARTS = ['http', 'freshness', 'portforward', 'slowreader', 'sessions', 'scale', 'cluster', 'watch', 'eviction', 'idle110', 'nodes3'];
 /** Parts run in the sealed network namespace: the pod-network ones and the kubelet peer (bench/lib/vs-kubelet.ts). */
 const SEALED_PARTS: readonly string[] = [...NETNS_PARTS, 'kubelet'];
 /** Every part; SEALED_PARTS run first, in a sealed network namespace of their own. */
@@ -108,7 +110,7 @@ const USAGE = `usage: npm run bench -- [options]
   --stdin-mib N       stdin transfer size in MiB (default 512)
   --stdin-chunk N     bytes per stdin write/message (default 32768, kubectl's io.Copy buffer)
   --only LIST         comma-separated subset of stdout,stdin,setup,http,freshness,portforward,slowreader,sessions,scale,cluster,watch,
-                      eviction,idle110,cni,podnet,kubelet (the last three run in a sealed network namespace of their own,
+                      eviction,idle110,nodes3,cni,podnet,kubelet (the last three run in a sealed network namespace of their own,
                       see bench/README.md)
   --http-seconds N    wrk duration per /pods, /podInfo measurement (default 3; 1 with --quick, no warm-up)
   --freshness-samples N  docker kill → status samples (default 12; 10 with --quick)
@@ -141,6 +143,7 @@ const USAGE = `usage: npm run bench -- [options]
   --kubelet-exec-mib N  MiB per kubectl exec stdout and stdin transfer and port-forward GET in the kubelet part
                       (default 256; 64 with --quick)
   --kubelet-log-mib N MiB of the kubelet part's kubectl logs figure (default 100, at most 1024; 16 with --quick)
+  --nodes3-pods N     pods per node of the nodes3 part (default 110, the kubelet's default maxPods; 30 with --quick)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
   --heap-snapshots DIR  a V8 heap snapshot of nodelet after each forced GC (memory figures), in DIR;
@@ -198,6 +201,7 @@ function parseOptions(argv: string[]): Options {
       'kubelet-idle-pods': { type: 'string' },
       'kubelet-exec-mib': { type: 'string' },
       'kubelet-log-mib': { type: 'string' },
+      'nodes3-pods': { type: 'string' },
       svg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -268,6 +272,7 @@ function parseOptions(argv: string[]): Options {
     kubeletIdlePods: ascending((values['kubelet-idle-pods'] ?? (quick ? '30' : '30,110')).split(',').map((x) => int(x.trim(), 1, 'kubelet-idle-pods')), 'kubelet-idle-pods'),
     kubeletExecMib: int(values['kubelet-exec-mib'], quick ? 64 : 256, 'kubelet-exec-mib'),
     kubeletLogMib: Math.min(int(values['kubelet-log-mib'], quick ? 16 : 100, 'kubelet-log-mib'), 1024),
+    nodes3Pods: int(values['nodes3-pods'], quick ? 30 : 110, 'nodes3-pods'),
     svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
 }
@@ -546,6 +551,11 @@ async function main(): Promise<void> {
       if (opts.only.has('idle110')) {
         log(`idle110: a second nodelet with ${opts.idlePods} idle static pods, CPU and RSS over ${opts.idleMinutes} min`);
         extra.push(await idle110Part({ root, dockerHost: engine.host, cli: opts.nodeletCli, pods: opts.idlePods, minutes: opts.idleMinutes, keepLogs: opts.keepLogs, log, defer: (fn) => void cleanups.push(fn) }));
+      }
+
+      if (opts.only.has('nodes3')) {
+        log(`nodes3: own control plane + 3 nodelet nodes; ${opts.nodes3Pods} pods on one node, then on each of the three`);
+        extra.push(await nodes3Part({ root, dockerHost: engine.host, cli: opts.nodeletCli, podsPerNode: opts.nodes3Pods, idleSeconds: opts.quick ? 10 : 60, keepLogs: opts.keepLogs, log, defer: (fn) => void cleanups.push(fn) }));
       }
 
     }
