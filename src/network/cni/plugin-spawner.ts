@@ -36,7 +36,7 @@ interface Failure {
   readonly plugin: boolean;
 }
 
-type Reply = { readonly id: number; readonly outcome: RunOutcome } | { readonly id: number; readonly failure: Failure };
+type Reply = { readonly id: number; readonly outcome: RunOutcome } | { readonly id: number; readonly failure: Failure } | { readonly ready: true };
 
 function toFailure(err: unknown): Failure {
   if (err instanceof PluginError) return { message: err.message, ...(err.code !== undefined ? { code: err.code } : {}), plugin: true };
@@ -63,6 +63,7 @@ if (process.argv.includes(ROLE) && process.send) {
   });
   // nodelet is gone (or ended this helper): nothing more to run.
   process.on('disconnect', () => process.exit(0));
+  send({ ready: true });
 }
 
 // ---- the caller's side ----------------------------------------------------------------------------
@@ -84,6 +85,8 @@ interface Pending {
 
 interface Spawner {
   readonly child: ChildProcess;
+  /** It has started and said so: until then its runs wait for its start-up (≈ 100 ms of a Node start). */
+  ready: boolean;
   readonly pending: Map<number, Pending>;
   idleTimer: NodeJS.Timeout | undefined;
 }
@@ -101,7 +104,7 @@ function helperExecArgv(): string[] {
 
 function startSpawner(): Spawner {
   const child = fork(entry, [ROLE], { execArgv: helperExecArgv(), serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const s: Spawner = { child, pending: new Map(), idleTimer: undefined };
+  const s: Spawner = { child, ready: false, pending: new Map(), idleTimer: undefined };
   const fail = (err: Error) => {
     spawners.delete(s);
     if (s.idleTimer) clearTimeout(s.idleTimer);
@@ -109,6 +112,10 @@ function startSpawner(): Spawner {
     s.pending.clear();
   };
   child.on('message', (reply: Reply) => {
+    if ('ready' in reply) {
+      s.ready = true;
+      return;
+    }
     const p = s.pending.get(reply.id);
     if (!p) return;
     s.pending.delete(reply.id);
@@ -134,12 +141,24 @@ function idle(s: Spawner): void {
   s.idleTimer.unref();
 }
 
-/** The least busy helper; a new one while every helper is busy and there are fewer than the maximum. */
+/**
+ * The least busy helper that is up; while every one that is up is busy and there are fewer than
+ * the maximum, another is started for the runs to come (a helper runs overlapping plugins side by
+ * side; a second one only spreads the forks). With none up, the one starting (or a new one): a
+ * run never starts a second helper while one is starting, so the overlapping runs of one pod
+ * after an idle spell (loopback beside the default network) wait for one start-up, not two.
+ */
 function pickSpawner(): Spawner {
   let best: Spawner | undefined;
-  for (const s of spawners) if (!best || s.pending.size < best.pending.size) best = s;
-  if (best && (best.pending.size === 0 || spawners.size >= MAX_PLUGIN_SPAWNERS)) return best;
-  return startSpawner();
+  let starting: Spawner | undefined;
+  for (const s of spawners) {
+    if (!s.ready) starting = s;
+    else if (!best || s.pending.size < best.pending.size) best = s;
+  }
+  if (!best) return starting ?? startSpawner();
+  // Started with nothing to run: it idles (unref'd, its idle timer on) until a run comes.
+  if (best.pending.size > 0 && !starting && spawners.size < MAX_PLUGIN_SPAWNERS) idle(startSpawner());
+  return best;
 }
 
 /** Helper processes alive now (for tests). */

@@ -24,6 +24,15 @@ const job = (path: string, over: Partial<PluginJob> = {}): PluginJob => ({
   ...over,
 });
 
+// First in the file: no helper runs yet.
+t.test('runs that overlap the first helper\'s start wait for it; no second one starts meanwhile', async (t) => {
+  t.equal(pluginSpawnerCount(), 0, 'no helper before the first run');
+  const p = script('first', 'cat');
+  const answers = await Promise.all([runInPluginSpawner(job(p, { stdin: Buffer.from('lo') })), runInPluginSpawner(job(p, { stdin: Buffer.from('eth0') }))]);
+  t.same(answers.map((a) => a.stdout), ['lo', 'eth0']);
+  t.equal(pluginSpawnerCount(), 1, 'one helper started for both');
+});
+
 t.test('the run: stdin, the given variables over the environment, stdout, stderr and exit come back', async (t) => {
   const p = script('echo', 'printf "%s|%s|" "$CNI_COMMAND" "$ONLY_HERE"; cat; echo warn >&2; exit 3');
   t.same(await runInPluginSpawner(job(p)), { stdout: 'ADD|x|{"a":1}', stderr: 'warn\n', exit: 'exit status 3', ok: false });
