@@ -1,7 +1,8 @@
 /**
  * The bench's report: the metric shape every part returns, the targets, text tables, the
  * markdown summary (the summary figures, in their order, ready for bench/README.md) and the chart
- * (`bench/results.svg`: each relay figure as a bar beside its direct baseline).
+ * (`bench/results.svg`: each relay figure as a bar beside its direct baseline, and the kubelet
+ * part's kubectl throughputs beside the kubelet's).
  */
 
 /** One JSON line of `--json`, and one row's worth of a table. */
@@ -189,6 +190,12 @@ function chartBars(ms: readonly Metric[]): { bars: Bar[]; targets: Map<string, n
   add('port-forward', 'client in the pod netns', 'MB/s', relays('portforward_throughput'));
   add('/pods, 110 pods', 'bare Fastify', 'req/s', relays('http_pods_rps'));
   add('/podInfo', 'bare Fastify', 'req/s', relays('http_podinfo_rps'));
+  // The kubelet part's throughputs: the kubelet's figure is the baseline, the target 1.0× of it.
+  const vsKubelet = (metric: string) => relays(metric).map((m) => ({ ...m, variant: 'via the apiserver', target: 1, target_of: 'ratio' as const, pass: m.ratio !== null && m.ratio >= 1 }));
+  add('kubectl exec stdout', 'the kubelet', 'MB/s', vsKubelet('vs_kubelet_exec_stdout_throughput'));
+  add('kubectl exec stdin', 'the kubelet', 'MB/s', vsKubelet('vs_kubelet_exec_stdin_throughput'));
+  add('kubectl logs', 'the kubelet', 'MB/s', vsKubelet('vs_kubelet_logs_throughput'));
+  add('kubectl port-forward', 'the kubelet', 'MB/s', vsKubelet('vs_kubelet_port_forward_throughput'));
   return { bars, targets };
 }
 
