@@ -153,7 +153,7 @@ export async function httpServing(nodelet: BenchNodelet, workDir: string, o: { r
         body_bytes: bytes,
         p99_ms: round(median(res[nv].map((x) => x.p99)), 3),
         baseline_p99_ms: round(median(res[bv].map((x) => x.p99)), 3),
-        ...target(TARGETS.servingRatio, '>=', 'ratio', rs.median),
+        ...target(TARGETS.servingRatio, '>=', 'ratio', rs.median, rs),
       };
       metrics.push(m);
       rows.push([`  bare Fastify ${label}`, f(median(b), 0), `[${f(Math.min(...b), 0)}–${f(Math.max(...b), 0)}]`, '1.00', '', '']);

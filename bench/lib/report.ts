@@ -21,6 +21,8 @@ export interface Metric {
   target_op?: '>=' | '<=';
   target_of?: 'ratio' | 'value';
   pass?: boolean;
+  /** PASS or MISS only when the whole spread over rounds is on that side of the target; UNSETTLED when it straddles it. */
+  verdict?: Verdict;
   [extra: string]: unknown;
 }
 
@@ -53,17 +55,33 @@ export const TARGETS = {
   slowReaderMiB: 64,
 } as const;
 
-/** The target fields of a metric: `op` applied to `of` (the ratio or the value). */
-export function target(target: number, op: '>=' | '<=', of: 'ratio' | 'value', actual: number | null): Pick<Metric, 'target' | 'target_op' | 'target_of' | 'pass'> {
-  const pass = actual !== null && Number.isFinite(actual) && (op === '>=' ? actual >= target : actual <= target);
-  return { target, target_op: op, target_of: of, pass };
+export type Verdict = 'PASS' | 'MISS' | 'UNSETTLED';
+
+/**
+ * The target fields of a metric: `op` applied to `of` (the ratio or the value). `pass` judges the
+ * median; `verdict` the spread over rounds (`spread`: the least and largest per-round value of
+ * the same quantity), so a figure that flips between rounds is UNSETTLED, not a PASS or a MISS.
+ */
+export function target(target: number, op: '>=' | '<=', of: 'ratio' | 'value', actual: number | null, spread?: { min: number; max: number }): Pick<Metric, 'target' | 'target_op' | 'target_of' | 'pass' | 'verdict'> {
+  const meets = (x: number | null): boolean => x !== null && Number.isFinite(x) && (op === '>=' ? x >= target : x <= target);
+  const pass = meets(actual);
+  let verdict: Verdict = pass ? 'PASS' : 'MISS';
+  if (spread && Number.isFinite(spread.min) && Number.isFinite(spread.max)) {
+    const low = meets(spread.min);
+    const high = meets(spread.max);
+    verdict = low && high ? 'PASS' : !low && !high ? 'MISS' : 'UNSETTLED';
+  }
+  return { target, target_op: op, target_of: of, pass, verdict };
 }
+
+/** PASS, MISS or UNSETTLED (the spread straddles the target); '' for a figure without a target. */
+export const verdictOf = (m: Metric | undefined): string => (m?.target === undefined ? '' : (m.verdict ?? (m.pass ? 'PASS' : 'MISS')));
 
 export const fmt = (x: number | null | undefined, digits = 2): string => (x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(digits));
 
 export function verdict(m: Metric): string {
   if (m.target === undefined) return '';
-  return `${m.target_op} ${m.target}${m.target_of === 'ratio' ? '×' : ''} ${m.pass ? 'PASS' : 'MISS'}`;
+  return `${m.target_op} ${m.target}${m.target_of === 'ratio' ? '×' : ''} ${verdictOf(m)}`;
 }
 
 /** Aligned text columns: the first left-aligned, the others right-aligned. */
@@ -77,7 +95,7 @@ export function table(rows: string[][]): string {
 const find = (ms: readonly Metric[], metric: string, variant?: string): Metric | undefined =>
   ms.find((m) => m.metric === metric && (variant === undefined || m.variant === variant));
 
-const passText = (m: Metric | undefined): string => (m?.target === undefined ? '' : m.pass ? 'PASS' : 'MISS');
+const passText = verdictOf;
 const num = (x: unknown): number | null => (typeof x === 'number' ? x : null);
 
 interface SummaryRow {
