@@ -17,15 +17,14 @@
  */
 import { rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import type { Pod } from 'kubernetes-types/core/v1.js';
 import { KubeClient, query } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { startControlPlane } from '../../test/helpers/control-plane.js';
 import { rssOf } from '../../test/helpers/proc.js';
 import { waitFor } from '../../test/helpers/wait.js';
 import { ApiPods, ClusterNodelet } from './cluster.js';
-import { BUSYBOX } from './env.js';
 import { cpuTimesOf } from './proc.js';
+import { allReady, benchPod } from './vs-kubelet.js';
 import { fmt as f, table, type Metric, type PartResult } from './report.js';
 import { median, percentile, round } from './stats.js';
 
@@ -47,23 +46,6 @@ export interface Nodes3Options {
   defer: (fn: () => Promise<void>) => void;
 }
 
-function pod(name: string, batch: string, node: string): Pod {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NS, labels: { 'bench-batch': batch } },
-    spec: {
-      nodeName: node,
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 5,
-      containers: [{ name: 'app', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', 'trap "exit 0" TERM; sleep 2147483647 & wait'] }],
-    },
-  };
-}
-
-const ready = (p: Pod): boolean =>
-  p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length === 1 && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-
 interface BatchResult {
   perPodMs: number[];
   totalMs: number;
@@ -76,7 +58,7 @@ interface BatchResult {
 }
 
 async function batch(client: KubeClient, api: ApiPods, nodes: ClusterNodelet[], names: string[], perNode: number, idleSeconds: number, tag: string): Promise<BatchResult> {
-  const pods = nodes.flatMap((_, n) => Array.from({ length: perNode }, (_x, i) => pod(`${tag}-${n}-${String(i).padStart(3, '0')}`, tag, names[n]!)));
+  const pods = nodes.flatMap((_, n) => Array.from({ length: perNode }, (_x, i) => benchPod(`${tag}-${n}-${String(i).padStart(3, '0')}`, tag, names[n]!)));
   const want = new Set(pods.map((p) => p.metadata!.name!));
   const at = new Map<string, number>();
   const cpu = () => nodes.reduce((a, x) => a + cpuTimesOf(x.pid).withChildren, 0);
@@ -84,7 +66,7 @@ async function batch(client: KubeClient, api: ApiPods, nodes: ClusterNodelet[], 
   const t0 = performance.now();
   const up = api.until(`${pods.length} pods of ${tag} Running and Ready`, (p, type, when) => {
     const name = p.metadata?.name ?? '';
-    if (type !== 'DELETED' && want.has(name) && !at.has(name) && ready(p)) at.set(name, when - t0);
+    if (type !== 'DELETED' && want.has(name) && !at.has(name) && allReady(p)) at.set(name, when - t0);
     return at.size === pods.length;
   }, 120_000 + pods.length * 2_000);
   up.catch(() => undefined);

@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Pod } from 'kubernetes-types/core/v1.js';
+import type { Container, Pod, PodSpec } from 'kubernetes-types/core/v1.js';
 import { BUSYBOX } from './env.js';
 
 const MB = 1e6;
@@ -147,41 +147,25 @@ export function portForwardGet(bin: string, kubeconfig: string, pod: string, byt
   });
 }
 
-/** A pod that writes `bytes` of log (whole 128-byte lines) and exits 0 (`restartPolicy: Never`). */
-export function logsPod(name: string, namespace: string, node: string, bytes: number): Pod {
+/** A busybox pod of the part pinned to `node`, labelled with its own name, no grace period; `container` and `spec` add to it. */
+function busyboxPod(name: string, namespace: string, node: string, container: Omit<Container, 'name' | 'image' | 'imagePullPolicy'>, spec: Partial<PodSpec> = {}): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace, labels: { 'bench-batch': name } },
-    spec: {
-      nodeName: node,
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 0,
-      restartPolicy: 'Never',
-      containers: [{ name: 'app', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', `yes ${'x'.repeat(LOG_LINE_CHARS)} | head -c ${bytes}`] }],
-    },
+    spec: { nodeName: node, automountServiceAccountToken: false, terminationGracePeriodSeconds: 0, ...spec, containers: [{ name: 'app', image: BUSYBOX, imagePullPolicy: 'Never', ...container }] },
   };
+}
+
+/** A pod that writes `bytes` of log (whole 128-byte lines) and exits 0 (`restartPolicy: Never`). */
+export function logsPod(name: string, namespace: string, node: string, bytes: number): Pod {
+  return busyboxPod(name, namespace, node, { command: ['sh', '-c', `yes ${'x'.repeat(LOG_LINE_CHARS)} | head -c ${bytes}`] }, { restartPolicy: 'Never' });
 }
 
 /** A pod whose busybox httpd serves `/blob` (`bytes` of zeros) on PF_PORT, Ready once it listens. */
 export function httpPod(name: string, namespace: string, node: string, bytes: number): Pod {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace, labels: { 'bench-batch': name } },
-    spec: {
-      nodeName: node,
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 0,
-      containers: [
-        {
-          name: 'app',
-          image: BUSYBOX,
-          imagePullPolicy: 'Never',
-          command: ['sh', '-c', `mkdir -p /www && dd if=/dev/zero of=/www/blob bs=65536 count=${bytes / 65536} 2>/dev/null && exec httpd -f -p ${PF_PORT} -h /www`],
-          readinessProbe: { tcpSocket: { port: PF_PORT }, periodSeconds: 1 },
-        },
-      ],
-    },
-  };
+  return busyboxPod(name, namespace, node, {
+    command: ['sh', '-c', `mkdir -p /www && dd if=/dev/zero of=/www/blob bs=65536 count=${bytes / 65536} 2>/dev/null && exec httpd -f -p ${PF_PORT} -h /www`],
+    readinessProbe: { tcpSocket: { port: PF_PORT }, periodSeconds: 1 },
+  });
 }

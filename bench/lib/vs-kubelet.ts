@@ -114,7 +114,7 @@ function perPodRequests(before: Map<string, number>, after: Map<string, number>,
   return `docker ${sum('docker ').toFixed(1)}/pod, apiserver ${sum('apiserver ').toFixed(1)}/pod: ${rows.map(([k, d]) => `${k} ×${d.toFixed(2)}`).join(', ')}`;
 }
 
-const allReady = (p: Pod | undefined): boolean => {
+export const allReady = (p: Pod | undefined): boolean => {
   const cs = p?.status?.containerStatuses ?? [];
   return (
     p?.status?.phase === 'Running' &&
@@ -125,8 +125,8 @@ const allReady = (p: Pod | undefined): boolean => {
   );
 };
 
-/** The bench pod of this part: busybox that exits on SIGTERM (so deletion is not padded by a grace period it would ignore). */
-function benchPod(name: string, batch: string, node: string): Pod {
+/** The bench pod of this part (and nodes3's): busybox that exits on SIGTERM (so deletion is not padded by a grace period it would ignore). */
+export function benchPod(name: string, batch: string, node: string): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
