@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as delay } from 'node:timers/promises';
-import { runInPluginSpawner } from './plugin-spawner.js';
+import { runPlugin } from './plugin-spawner.js';
 
 /**
  * Running one CNI plugin: libcni `pkg/invoke/raw_exec.go` (`ExecPlugin`, `pluginErr`) and
@@ -99,7 +99,8 @@ export interface PluginJob {
 /**
  * Runs the plugin process once: config on stdin, stdout and stderr collected (capped), killed
  * past its timeout. Rejects with a `PluginError` (timeout, output over the cap) or the spawn's
- * own error (`ENOENT`, `ETXTBSY`, with its `code`). Runs in a plugin helper process (`plugin-spawner.ts`).
+ * own error (`ENOENT`, `ETXTBSY`, with its `code`). Runs in a plugin helper process, or in nodelet
+ * while none is up (`plugin-spawner.ts`).
  */
 export function runPluginProcess(job: PluginJob): Promise<RunOutcome> {
   return new Promise((resolve, reject) => {
@@ -151,7 +152,7 @@ export function runPluginProcess(job: PluginJob): Promise<RunOutcome> {
 function runOnce(req: ExecRequest): Promise<RunOutcome> {
   const remaining = req.deadline - performance.now();
   if (remaining <= 0) return Promise.reject(new PluginError(`plugin type=${JSON.stringify(req.type)} failed (${req.command.toLowerCase()}): timed out`));
-  return runInPluginSpawner({
+  return runPlugin({
     path: req.path,
     type: req.type,
     command: req.command,

@@ -20,6 +20,13 @@ import { PluginError, type PluginJob, type RunOutcome, runPluginProcess } from '
  * without work (an idle node holds none); one holds nodelet alive only while its runs are
  * pending, and exits when nodelet does (its IPC channel closes). If one cannot start or dies, its
  * pending runs fail with the reason and later runs go to another.
+ *
+ * A helper pays for itself over a burst, not for one pod: its start is a fork of nodelet plus a
+ * Node start-up (≈ 100 ms and 0.1 CPU-s), where one plugin run started by nodelet is one fork
+ * (a few ms). So while no helper is up, up to MAX_DIRECT_RUNS runs at once start their plugin
+ * from nodelet itself (`runPlugin`): one pod's set-up after an idle spell (loopback beside the
+ * default network, then its chained plugins) starts no helper at all, and a burst starts one
+ * with its third overlapping run.
  */
 
 const ROLE = '--nodelet-cni-plugin-spawner';
@@ -164,6 +171,21 @@ function pickSpawner(): Spawner {
 /** Helper processes alive now (for tests). */
 export function pluginSpawnerCount(): number {
   return spawners.size;
+}
+
+/**
+ * With no helper up, at most this many plugin runs at once are started by nodelet itself: a
+ * burst's forks of the big process then stay bounded (the reason helpers exist), and one pod's
+ * two overlapping runs (loopback and the default network) need none.
+ */
+export const MAX_DIRECT_RUNS = 2;
+let directRuns = 0;
+
+/** Runs `job` as the file's comment says: from nodelet while no helper is up and few runs overlap, else in a helper. */
+export function runPlugin(job: PluginJob): Promise<RunOutcome> {
+  if (directRuns >= MAX_DIRECT_RUNS || [...spawners].some((s) => s.ready)) return runInPluginSpawner(job);
+  directRuns++;
+  return runPluginProcess(job).finally(() => directRuns--);
 }
 
 /** Runs `job` in a helper process (see the file's comment); resolves or rejects as `runPluginProcess`. */
