@@ -329,7 +329,7 @@ async function connectEngine(config: Config, opts: StartOptions, lifecycle: Life
       log,
     })
     : undefined;
-  if (podCgroups) lifecycle.add({ name: 'pod cgroups', stop: () => podCgroups.close() });
+  if (podCgroups) lifecycle.add({ name: 'pod cgroups', start: () => podCgroups.start(), stop: () => podCgroups.close() });
   const canLowerOOMScore = !(await ownCapabilityBounds()).missing.includes('SYS_RESOURCE');
   // KubeletEnsureSecretPulledImages (pkg/kubelet/kuberuntime/kuberuntime_manager.go makes it
   // beside the runtime): records under <root-dir>/image_manager, intents of an earlier run settled now.
@@ -476,6 +476,7 @@ function buildNodeParts(config: Config, opts: StartOptions, engine: EngineParts,
     ...(podCgroups
       ? {
         readPodCgroup: (uid: string) => readCgroup(podCgroups.statsLocation(uid, undefined, qosOf(uid))),
+        readContainerCgroup: (uid: string, id: string) => readCgroup(podCgroups.statsLocation(uid, id, qosOf(uid))),
         readContainerPressure: async (uid: string, id: string) => {
           const location = podCgroups.statsLocation(uid, id, qosOf(uid));
           return location ? readCgroupPressure(location, readText) : undefined;

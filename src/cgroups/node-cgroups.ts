@@ -35,6 +35,16 @@ export class NodeCgroups {
     this.#o = opts;
   }
 
+  /**
+   * Decides now, as the kubelet's container manager sets its cgroups up at start
+   * (pkg/kubelet/cm/container_manager_linux.go `Start`): pods found running after a restart, which
+   * no `ensurePod` touches, then have their cgroups known for stats and for removal. An engine that
+   * does not answer yet is asked again by the next call that needs the decision.
+   */
+  start(): void {
+    this.#decide().catch(() => undefined);
+  }
+
   /** Whether pods get cgroups of their own: undefined until decided. */
   get enabled(): boolean | undefined {
     return this.#decided === undefined ? undefined : this.#pods !== undefined;
@@ -65,6 +75,7 @@ export class NodeCgroups {
 
   /** Removes a torn-down pod's cgroup (nothing when pods have none). */
   async removePod(uid: string): Promise<void> {
+    await this.#decide().catch(() => undefined);
     await this.#pods?.removePod(uid);
   }
 
@@ -75,6 +86,7 @@ export class NodeCgroups {
 
   /** Where the stats readers find the pod's (or its container's) cgroup; undefined without one. */
   statsLocation(uid: string, containerID?: string, qos?: PodQOSClass): { version: 1 | 2; dir: (controller: string) => string } | undefined {
+    if (this.#decided === undefined) this.start();
     return this.#pods?.statsLocation(uid, containerID, qos);
   }
 

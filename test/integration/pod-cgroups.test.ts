@@ -3,6 +3,7 @@ import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import type { Pod } from '../../src/api/types.js';
+import type { Summary } from '../../src/stats/types.js';
 import { Cgroupfs } from '../../src/cgroups/cgroupfs.js';
 import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
@@ -123,4 +124,25 @@ ${podLevel}  containers:
   if (v1) t.same(await Promise.all([read('cpu', path, 'cpu.cfs_quota_us'), read('memory', path, 'memory.limit_in_bytes')]), ['30000', String(48 * 2 ** 20)], 'the pod cgroup has the pod-level limits');
   const done = await node.waitFor('the container ended', async () => (await node.pod('podlevel'))?.status?.containerStatuses?.[0]?.state?.terminated, 60_000);
   t.equal(done.exitCode, 137, `killed by the OOM killer (${done.reason})`);
+});
+
+t.test('a restart with the pod running: its cgroups are read for stats and removed with the pod, with no new sandbox', async (t) => {
+  const node = await startTestNode(t);
+  const kubepods = `/nodelet-test/${node.nodeName}/kubepods`;
+  await node.writeManifest('be.yaml', pod('survivor', '{}'));
+  const before = await running(node, 'survivor');
+  const path = `${kubepods}/besteffort/pod${before.metadata?.uid}`;
+  await node.stop();
+  await node.restart();
+  const summary = await node.waitFor('the summary with the pod\'s process count (read from its cgroup)', async () => {
+    const { body } = await node.get<Summary>('/stats/summary');
+    const p = body.pods.find((x) => x.podRef.name === `survivor-${node.nodeName}`);
+    return p?.process_stats?.process_count ? p : undefined;
+  }, 30_000);
+  t.equal(idOf(await running(node, 'survivor')), idOf(before), 'the same container: adopted, not restarted');
+  t.ok((summary.process_stats?.process_count ?? 0) >= 1, 'processes counted in the pod cgroup');
+  const metrics = await (await fetch(`${node.url}/metrics`)).text();
+  t.equal(Number(/^kubelet_runtime_operations_total\{operation_type="container_stats"\} (\S+)$/m.exec(metrics)?.[1] ?? 0), 0, 'no container stats asked of the engine: read from the cgroups');
+  await node.removeManifest('be.yaml');
+  await node.waitFor('the pod cgroup removed', async () => ((await stat(join(mount('memory'), path)).catch(() => undefined)) ? undefined : true), 30_000);
 });

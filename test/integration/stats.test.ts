@@ -2,7 +2,7 @@ import { readFile, stat, statfs } from 'node:fs/promises';
 import t from 'tap';
 import { Cgroupfs } from '../../src/cgroups/cgroupfs.js';
 import type { PodMetrics, Summary } from '../../src/stats/types.js';
-import { BUSYBOX } from '../helpers/docker.js';
+import { BUSYBOX, containersOfNode, testDocker } from '../helpers/docker.js';
 import { startTestNode } from '../helpers/nodelet.js';
 
 const pod = (name: string, command: string) => `apiVersion: v1
@@ -14,7 +14,7 @@ spec:
     - { name: main, image: ${BUSYBOX}, imagePullPolicy: Never, command: ["sh", "-c", "${command}"] }
 `;
 
-t.test('stats from Docker, sampled in the background and served from memory', async (t) => {
+t.test('stats from the containers\' cgroups (or the engine), sampled in the background and served from memory', async (t) => {
   const node = await startTestNode(t);
   await node.writeManifest('burn.yaml', pod('burn', 'while :; do :; done'));
   await node.writeManifest('idle.yaml', pod('idle', 'sleep 600'));
@@ -39,8 +39,20 @@ t.test('stats from Docker, sampled in the background and served from memory', as
     const text = await (await fetch(`${node.url}/metrics`)).text();
     return Number(/^kubelet_runtime_operations_total\{operation_type="container_stats"\} (\S+)$/m.exec(text)?.[1] ?? 0);
   };
+  // A container whose cgroup is `<pod cgroup>/<its ID>` (Docker's cgroupfs layout under the
+  // CgroupParent nodelet gives it) is read from its cgroup; any other (another engine's layout)
+  // from the engine's stats, once per round.
+  const own = await Promise.all(
+    (await containersOfNode(testDocker(), node.nodeName)).map(async (c) => {
+      const pid = (await testDocker().getContainer(c.Id).inspect()).State.Pid;
+      const cgroups = await readFile(`/proc/${pid}/cgroup`, 'utf8');
+      return cgroups.split('\n').some((l) => /^\d+:(memory)?:.*\/kubepods\/.*\/pod[^/]+\/([0-9a-f]{64})$/.exec(l)?.[2] === c.Id);
+    }),
+  );
+  t.equal(own.length, 4, 'two sandboxes and two containers');
+  if (process.env.NODELET_TEST_ENGINE !== 'podman') t.equal(own.filter(Boolean).length, 4, 'on Docker, each in its own cgroup below the pod\'s');
   const callsBefore = await statsCalls();
-  t.equal(callsBefore, 8, 'two rounds of two sandboxes and two containers');
+  t.equal(callsBefore, 2 * own.filter((x) => !x).length, 'two rounds, the engine asked only for the containers without a cgroup of their own');
 
   const { status, body: summary } = await node.get<Summary>('/stats/summary');
   t.equal(status, 200);

@@ -75,3 +75,31 @@ t.test('a cgroup filesystem nodelet may not write: pods without (default), the w
   t.equal(await cg.ensurePod(burstable('a', '1')), undefined);
   t.match(lines.find((l) => /without cgroups/.test(l.msg))?.reason, /ENOTDIR/);
 });
+
+t.test('a restart with pods still running: decided at start, so their cgroups are found for stats and removal, with no ensurePod', async (t) => {
+  const host = await fakeHost(t);
+  // What the run before left: a pod's cgroup below its class, in every controller.
+  const first = new NodeCgroups(base({ openCgroupfs: host.open }));
+  t.equal(await first.ensurePod({ metadata: { uid: 'u' }, spec: { containers: [{ name: 'c' }] } }), '/test/kubepods/besteffort/podu');
+  first.close();
+
+  const cg = new NodeCgroups(base({ openCgroupfs: host.open }));
+  t.equal(cg.statsLocation('u', 'cid', 'BestEffort'), undefined, 'nothing known before the decision');
+  cg.start();
+  await cg.removePod('elsewhere'); // awaits the decision start() began
+  t.equal(cg.enabled, true);
+  t.equal(cg.statsLocation('u', 'cid', 'BestEffort')?.dir('memory'), join(host.root, 'memory', 'test', 'kubepods', 'besteffort', 'podu', 'cid'), 'the container\'s cgroup below the pod\'s');
+  // A plain directory holding files stands in for the cgroup here, which rmdir refuses (cgroupfs
+  // does not): the refusal shows the removal was tried, where an undecided node did nothing.
+  await t.rejects(cg.removePod('u'), { code: 'ENOTEMPTY' }, 'the pod\'s cgroup removal is tried');
+  cg.close();
+});
+
+t.test('a stats look before any decision starts one', async (t) => {
+  const host = await fakeHost(t);
+  const cg = new NodeCgroups(base({ openCgroupfs: host.open }));
+  t.equal(cg.statsLocation('u', undefined, 'BestEffort'), undefined, 'not known yet');
+  await cg.removePod('none'); // joins the decision the look began
+  t.ok(cg.statsLocation('u', undefined, 'BestEffort'), 'known once decided');
+  cg.close();
+});

@@ -344,3 +344,42 @@ t.test('without cgroup readers the snapshot has no pod cgroups or pressure maps'
   const snap = sampler.snapshot();
   t.notOk('podCgroups' in snap || 'containerPressure' in snap || 'host' in snap);
 });
+
+t.test('containers with a cgroup are read from it, not the engine; those without fall back to the engine for good', async (t) => {
+  const runtime = new FakeStatsRuntime();
+  const pods = [pod('a', [container('c1', 'app'), container('c2', 'other')])];
+  const cgroupReads: string[] = [];
+  const pressureReads: string[] = [];
+  let usec = 0;
+  const psi = { cpu: { some: { avg10: 1, avg60: 0, avg300: 0, total: 5 }, full: { avg10: 0, avg60: 0, avg300: 0, total: 0 } } };
+  const sampler = new StatsSampler({
+    runtime,
+    pods: () => pods,
+    log,
+    // c2 is laid out as another engine does it: no cgroup where nodelet looks.
+    readContainerCgroup: async (uid, id) => {
+      cgroupReads.push(`${uid}/${id}`);
+      if (id === 'c2') throw new Error('ENOENT');
+      // The sandbox's pod class is not known in the first round: the engine's figures then.
+      if (id === 'sb-a' && runtime.reads.length === 0) return undefined;
+      usec += 1_000_000;
+      return { timestamp: new Date(t0.getTime() + usec / 1000), cpuUsageCoreNanoSeconds: usec * 1000, memoryUsageBytes: 3 << 20, memoryWorkingSetBytes: 2 << 20, memoryLimitBytes: 1 << 30, memoryRssBytes: 1 << 20, processes: 2, ...(id === 'c1' ? { psi } : {}) };
+    },
+    readContainerPressure: async (_uid, id) => {
+      pressureReads.push(id);
+      return undefined;
+    },
+  });
+  await sampler.sampleNow();
+  await sampler.sampleNow();
+  t.same([...runtime.reads].sort(), ['c2', 'c2', 'sb-a'], 'the engine is asked for the container without a cgroup, and once for the sandbox whose cgroup was not known yet');
+  t.equal(cgroupReads.filter((r) => r === 'a/sb-a').length, 2, 'a cgroup not known yet is tried again');
+  t.same(cgroupReads.filter((r) => r.endsWith('/c2')), ['a/c2'], 'its cgroup is not tried again');
+  t.equal(cgroupReads.filter((r) => r === 'a/c1').length, 2, 'c1 read from its cgroup each round');
+  const c1 = sampler.snapshot().containers.find((c) => c.target.id === 'c1');
+  t.same(c1?.latest, { timestamp: c1?.latest.timestamp, cpuUsageCoreNanoSeconds: c1?.latest.cpuUsageCoreNanoSeconds, memoryUsageBytes: 3 << 20, memoryWorkingSetBytes: 2 << 20, memoryRssBytes: 1 << 20 }, 'the figures a stats sample has, no more');
+  t.ok(c1?.usageNanoCores !== undefined && c1.usageNanoCores > 0, 'two readings give a rate');
+  t.same(sampler.snapshot().containerPressure?.get('c1'), psi, 'the pressure came with the cgroup reading');
+  t.same(pressureReads, ['c2', 'c2'], 'pressure read apart only for the container without a cgroup');
+  t.ok(sampler.snapshot().containers.some((c) => c.target.id === 'c2'), 'the other container is sampled from the engine');
+});
