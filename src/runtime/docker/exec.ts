@@ -54,12 +54,20 @@ export async function execInContainer(
   if (io.signal.aborted) throw new Error('client disconnected');
   const socket = (await exec.start({ hijack: true, stdin: io.stdin !== undefined, Tty: io.tty })) as Duplex;
   if (io.resizes) void followResizes(io, (size) => exec.resize({ h: size.height, w: size.width }));
-  if ((await relay(socket, io)) === 'aborted') {
-    const timer = setTimeout(() => void killExec(exec, containerId, opts.log), opts.disconnectGraceMs);
-    timer.unref();
-    throw new Error('client disconnected');
-  }
-  return { kind: 'exited', exitCode: await exitCodeOf(exec, opts.log) };
+  // The relay lasts as long as the session (hours for an idle one): continued by one reaction,
+  // not by this async function suspended on it (its generator and registers kept meanwhile).
+  return relay(socket, io).then((how) => (how === 'aborted' ? abandoned(exec, containerId, opts) : exited(exec, opts.log)));
+}
+
+/** The client went away: the process is killed if it still runs after the grace period. */
+function abandoned(exec: Docker.Exec, containerId: string, opts: ExecOptions): never {
+  const timer = setTimeout(() => void killExec(exec, containerId, opts.log), opts.disconnectGraceMs);
+  timer.unref();
+  throw new Error('client disconnected');
+}
+
+async function exited(exec: Docker.Exec, log: Logger): Promise<CommandResult> {
+  return { kind: 'exited', exitCode: await exitCodeOf(exec, log) };
 }
 
 /** Attaches to a container's main process; resolves when its streams end (the process exited). */
@@ -73,7 +81,12 @@ export async function attachToContainer(docker: Docker, containerId: string, io:
     stderr: io.stderr !== undefined && !io.tty,
   })) as Duplex;
   if (io.resizes) void followResizes(io, (size) => container.resize({ h: size.height, w: size.width }));
-  if ((await relay(socket, io)) === 'aborted') throw new Error('client disconnected');
+  // As exec's: one reaction for the session's length, no suspended frame.
+  return relay(socket, io).then(detached);
+}
+
+function detached(how: 'ended' | 'aborted'): CommandResult {
+  if (how === 'aborted') throw new Error('client disconnected');
   return { kind: 'detached' };
 }
 

@@ -71,8 +71,9 @@ export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex,
   // "Connected": one empty frame on the lowest writable requested channel (wsstream Open). Never on
   // channels the client did not request — kubectl logs those as unknown streams.
   conn.write(options.stdout ? STDOUT_CHANNEL : options.stderr ? STDERR_CHANNEL : ERROR_CHANNEL, EMPTY, noop);
-  try {
-    await command.serve({
+  // Returned, not awaited: no suspended frame of this function for the session's length.
+  return command
+    .serve({
       stdin,
       stdout: options.stdout ? channelWriter(conn, STDOUT_CHANNEL) : undefined,
       stderr: options.stderr && !options.tty ? channelWriter(conn, STDERR_CHANNEL) : undefined,
@@ -84,10 +85,8 @@ export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex,
         // kubectl hangs unless the server closes; with status + close 1000 it exits cleanly.
         if (!conn.isGone) await conn.closeAndWait(1000, '');
       },
-    });
-  } finally {
-    await conn.dispose();
-  }
+    })
+    .finally(() => conn.dispose());
 }
 
 /** A Writable framing its bytes on `channel`; writes queued behind a full socket go out as one frame. */
