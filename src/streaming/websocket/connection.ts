@@ -51,7 +51,9 @@ export class ChannelConnection {
   #lastActivity = Date.now();
   #idleTimer: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
-  readonly #closed: Promise<void>;
+  /** Resolves once `ws` emitted 'close'; made when first waited for (`#whenClosed`), not per session. */
+  #closed: Promise<void> | undefined;
+  #markClosed: (() => void) | undefined;
   readonly gone: Promise<void>;
   #markGone!: () => void;
 
@@ -60,10 +62,6 @@ export class ChannelConnection {
     this.#socket = socket;
     this.#opts = opts;
     this.gone = new Promise((resolve) => (this.#markGone = resolve));
-    this.#closed = new Promise((resolve) => {
-      if (ws.readyState === ws.CLOSED) resolve();
-      else ws.once('close', () => resolve());
-    });
     ws.on('message', this.#onMessage);
     ws.on('ping', this.#touch);
     ws.on('pong', this.#touch);
@@ -122,7 +120,7 @@ export class ChannelConnection {
     if (ws.readyState === ws.CLOSED) return;
     if (ws.readyState === ws.OPEN) ws.close(code, reason.slice(0, 120));
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.#closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#opts.closeWaitMs)))]);
+    await Promise.race([this.#whenClosed(), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#opts.closeWaitMs)))]);
     clearTimeout(timer);
     this.#terminate();
   }
@@ -132,7 +130,7 @@ export class ChannelConnection {
     if (this.#closing) await this.#closing;
     clearTimeout(this.#idleTimer);
     this.#terminate();
-    await this.#closed;
+    await this.#whenClosed();
     this.#clientGone('session over');
     const ws = this.#ws;
     ws.off('message', this.#onMessage);
@@ -192,7 +190,16 @@ export class ChannelConnection {
     this.#lastActivity = Date.now();
   };
 
-  readonly #onClose = (code: number): void => this.#clientGone(`client closed the connection (${code})`);
+  /** Resolves once `ws` closed (its 'close' is emitted once, after `readyState` became CLOSED). */
+  #whenClosed(): Promise<void> {
+    if (this.#ws.readyState === this.#ws.CLOSED) return Promise.resolve();
+    return (this.#closed ??= new Promise((resolve) => (this.#markClosed = resolve)));
+  }
+
+  readonly #onClose = (code: number): void => {
+    this.#markClosed?.();
+    this.#clientGone(`client closed the connection (${code})`);
+  };
   readonly #onError = (err: Error): void => this.#opts.log.debug({ err }, 'websocket: socket error');
 
   readonly #onDrain = (): void => {
