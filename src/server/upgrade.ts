@@ -6,6 +6,7 @@ import type { WebSocket } from 'ws';
 import { StatusError, badRequest } from '../api/errors.js';
 import type { StreamingUpgradeLabels } from '../metrics/registry.js';
 import { upgradeTransport, type Negotiated, type UpgradeRequest } from '../streaming/upgrade.js';
+import { stopSocketTimer } from '../streaming/socket-timer.js';
 import { acceptWebSocket, nativeUnmask } from '../streaming/websocket/handshake.js';
 import { whenAnswered } from './connections.js';
 import { statusFor } from './errors.js';
@@ -98,7 +99,7 @@ export function acceptWatchWebSocket(request: FastifyRequest, reply: FastifyRepl
 function takeOver(reply: FastifyReply, socket: Duplex): void {
   reply.hijack();
   if (reply.raw.socket === socket) reply.raw.detachSocket(socket as Socket);
-  (socket as Partial<Socket>).setTimeout?.(0);
+  stopSocketTimer(socket);
 }
 
 /**
