@@ -29,6 +29,10 @@ export interface ChannelConnectionOptions {
 
 type Callback = (err?: Error | null) => void;
 
+/** The connection a `ws` WebSocket or its socket belongs to, for the shared listeners. */
+const kConnection = Symbol('nodelet.channelConnection');
+type Owned = { [kConnection]?: ChannelConnection };
+
 /**
  * One `*.channel.k8s.io` WebSocket connection, shared by exec/attach and port-forward: channel
  * framing both ways, the idle timer, inbound flow control (`pause`/`resume` by key), outbound
@@ -62,12 +66,14 @@ export class ChannelConnection {
     this.#socket = socket;
     this.#opts = opts;
     this.gone = new Promise((resolve) => (this.#markGone = resolve));
-    ws.on('message', this.#onMessage);
-    ws.on('ping', this.#touch);
-    ws.on('pong', this.#touch);
-    ws.on('close', this.#onClose);
-    ws.on('error', this.#onError);
-    socket.on('drain', this.#onDrain);
+    (ws as Owned)[kConnection] = this;
+    (socket as Owned)[kConnection] = this;
+    ws.on('message', ChannelConnection.#onMessage);
+    ws.on('ping', ChannelConnection.#touch);
+    ws.on('pong', ChannelConnection.#touch);
+    ws.on('close', ChannelConnection.#onClose);
+    ws.on('error', ChannelConnection.#onError);
+    socket.on('drain', ChannelConnection.#onDrain);
     if (ws.readyState !== ws.OPEN) this.#clientGone('socket closed before the session started');
     else this.#armIdle(opts.idleTimeoutMs);
   }
@@ -133,12 +139,12 @@ export class ChannelConnection {
     await this.#whenClosed();
     this.#clientGone('session over');
     const ws = this.#ws;
-    ws.off('message', this.#onMessage);
-    ws.off('ping', this.#touch);
-    ws.off('pong', this.#touch);
-    ws.off('close', this.#onClose);
-    ws.off('error', this.#onError);
-    this.#socket.off('drain', this.#onDrain);
+    ws.off('message', ChannelConnection.#onMessage);
+    ws.off('ping', ChannelConnection.#touch);
+    ws.off('pong', ChannelConnection.#touch);
+    ws.off('close', ChannelConnection.#onClose);
+    ws.off('error', ChannelConnection.#onError);
+    this.#socket.off('drain', ChannelConnection.#onDrain);
   }
 
   /** A payload as frames of at most MAX_FRAME_PAYLOAD, each header + view in one gathered write. */
@@ -175,7 +181,31 @@ export class ChannelConnection {
     }
   }
 
-  readonly #onMessage = (data: WebSocket.RawData): void => {
+  // The listeners on `ws` and the socket are shared by every connection, each finding its own on
+  // the emitter (`kConnection`): an idle session keeps its connection for hours, and bound
+  // closures would be six more objects per session.
+  static #onMessage(this: object, data: WebSocket.RawData): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#message(data);
+  }
+  static #touch(this: object): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#lastActivity = Date.now();
+  }
+  static #onClose(this: object, code: number): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#closedBy(code);
+  }
+  static #onError(this: object, err: Error): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#opts.log.debug({ err }, 'websocket: socket error');
+  }
+  static #onDrain(this: object): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#drained();
+  }
+
+  #message(data: WebSocket.RawData): void {
     this.#lastActivity = Date.now();
     const frame = decodeFrame(toBuffer(data), this.#opts.framing);
     if (!frame) return;
@@ -184,11 +214,7 @@ export class ChannelConnection {
       this.fail('protocol violation', 1002, 'protocol violation');
     } else if (frame.kind === 'close') this.#opts.onHalfClose?.(frame.channel);
     else this.#opts.onData(frame.channel, frame.payload);
-  };
-
-  readonly #touch = (): void => {
-    this.#lastActivity = Date.now();
-  };
+  }
 
   /** Resolves once `ws` closed (its 'close' is emitted once, after `readyState` became CLOSED). */
   #whenClosed(): Promise<void> {
@@ -196,17 +222,16 @@ export class ChannelConnection {
     return (this.#closed ??= new Promise((resolve) => (this.#markClosed = resolve)));
   }
 
-  readonly #onClose = (code: number): void => {
+  #closedBy(code: number): void {
     this.#markClosed?.();
     this.#clientGone(`client closed the connection (${code})`);
-  };
-  readonly #onError = (err: Error): void => this.#opts.log.debug({ err }, 'websocket: socket error');
+  }
 
-  readonly #onDrain = (): void => {
+  #drained(): void {
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const cb of waiting) cb();
-  };
+  }
 
   #armIdle(delayMs: number): void {
     const { idleTimeoutMs } = this.#opts;
@@ -227,7 +252,7 @@ export class ChannelConnection {
     clearTimeout(this.#idleTimer);
     this.#opts.log.debug({ why }, 'websocket: connection over');
     this.#opts.onGone?.(why);
-    this.#onDrain();
+    this.#drained();
     this.#markGone();
   }
 
