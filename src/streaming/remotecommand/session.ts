@@ -110,9 +110,10 @@ export class RemoteCommand {
   /**
    * Runs the command over `t`; resolves (never rejects) once it settled and the connection is over.
    * While the command runs (hours for an idle exec) the session is held by reactions on the
-   * outcome and on `t.gone`, not by a suspended async frame; `#ended` continues it.
+   * outcome and on `t.gone`, not by a suspended async frame (nor by an async function's promise
+   * waiting on the one it returned); `#ended` continues it.
    */
-  async serve(t: CommandTransport): Promise<void> {
+  serve(t: CommandTransport): Promise<void> {
     const gone = t.gone.then(() => {
       this.#left = true;
       if (!this.#runDone) this.#abort.abort(new Error('client disconnected'));
@@ -151,11 +152,18 @@ export class RemoteCommand {
 
   /** The run's outcome, its failure included; not an async function: no suspended frame per open session. */
   #run(pending: PendingStreamIO): Promise<SessionOutcome> {
-    const failed = (error: unknown): SessionOutcome => ({ kind: 'error', error });
     try {
-      return this.spec.run(pending).then((result) => result, failed);
+      return this.spec.run(pending).then(succeeded, failed);
     } catch (error) {
       return Promise.resolve(failed(error));
     }
   }
+}
+
+/** The run's outcome handlers, shared (not closures per session). */
+function succeeded(result: CommandResult): SessionOutcome {
+  return result;
+}
+function failed(error: unknown): SessionOutcome {
+  return { kind: 'error', error };
 }
