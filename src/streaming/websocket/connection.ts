@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import type { Logger } from '../../logging/index.js';
 import { decodeFrame, type Framing } from './channels.js';
+import { IdleSweep, type IdleMember } from './idle.js';
 
 /**
  * Outbound backpressure: a channel write completes at once while the socket holds less than this
@@ -44,7 +45,7 @@ type Owned = { [kConnection]?: ChannelConnection };
  * `ws` (no permessage-deflate, no Blobs) writes every frame synchronously, so frames never
  * interleave. Base64 protocols go through `ws.send`.
  */
-export class ChannelConnection {
+export class ChannelConnection implements IdleMember {
   readonly #ws: WebSocket;
   readonly #socket: Duplex;
   readonly #opts: ChannelConnectionOptions;
@@ -53,7 +54,6 @@ export class ChannelConnection {
   #waiting: Callback[] = [];
   #gone = false;
   #lastActivity = Date.now();
-  #idleTimer: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
   /** Resolves once `ws` emitted 'close'; made when first waited for (`#whenClosed`), not per session. */
   #closed: Promise<void> | undefined;
@@ -75,7 +75,7 @@ export class ChannelConnection {
     ws.on('error', ChannelConnection.#onError);
     socket.on('drain', ChannelConnection.#onDrain);
     if (ws.readyState !== ws.OPEN) this.#clientGone('socket closed before the session started');
-    else this.#armIdle(opts.idleTimeoutMs);
+    else if (opts.idleTimeoutMs > 0) idleSweep.add(this);
   }
 
   get isGone(): boolean {
@@ -134,7 +134,7 @@ export class ChannelConnection {
   /** The session is over: waits for a close we started, drops the socket, detaches every listener. */
   async dispose(): Promise<void> {
     if (this.#closing) await this.#closing;
-    clearTimeout(this.#idleTimer);
+    idleSweep.delete(this);
     this.#terminate();
     await this.#whenClosed();
     this.#clientGone('session over');
@@ -233,23 +233,22 @@ export class ChannelConnection {
     for (const cb of waiting) cb();
   }
 
-  #armIdle(delayMs: number): void {
-    const { idleTimeoutMs } = this.#opts;
-    if (idleTimeoutMs <= 0) return;
-    this.#idleTimer = setTimeout(() => {
-      const idleFor = Date.now() - this.#lastActivity;
-      if (idleFor < idleTimeoutMs) return this.#armIdle(idleTimeoutMs - idleFor);
-      this.#opts.log.info({ idleTimeoutMs }, 'websocket: idle timeout, closing');
-      // 1001, not 1000: a normal close without status would make kubectl report success.
-      this.fail('stream idle timeout', 1001, 'idle timeout');
-    }, delayMs);
-    this.#idleTimer.unref();
+  /** For the idle sweep: no frame either way (pings count) until then ends the connection. */
+  idleDeadline(): number {
+    return this.#lastActivity + this.#opts.idleTimeoutMs;
+  }
+
+  /** For the idle sweep: the deadline passed. */
+  idleExpired(): void {
+    this.#opts.log.info({ idleTimeoutMs: this.#opts.idleTimeoutMs }, 'websocket: idle timeout, closing');
+    // 1001, not 1000: a normal close without status would make kubectl report success.
+    this.fail('stream idle timeout', 1001, 'idle timeout');
   }
 
   #clientGone(why: string): void {
     if (this.#gone) return;
     this.#gone = true;
-    clearTimeout(this.#idleTimer);
+    idleSweep.delete(this);
     this.#opts.log.debug({ why }, 'websocket: connection over');
     this.#opts.onGone?.(why);
     this.#drained();
@@ -260,6 +259,9 @@ export class ChannelConnection {
     if (this.#ws.readyState !== this.#ws.CLOSED) this.#ws.terminate();
   }
 }
+
+/** The idle timeouts of every connection, on one timer (an idle session keeps no Timeout of its own). */
+const idleSweep = new IdleSweep();
 
 /** Unmasked binary frame headers (FIN + opcode 2, length, channel byte), carved from a shared slab. */
 let slab = Buffer.allocUnsafeSlow(16 * 1024);
