@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Runtime } from '../runtime/types.js';
 import type { Metrics } from './registry.js';
 
@@ -27,21 +28,33 @@ type Timed = keyof typeof operationOf;
  * `watch` is a subscription and `networkStatus` a reading of memory, not operations: both pass through.
  */
 export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
+  // Not an async wrapper: an exec or attach is timed for as long as its session lasts (hours for an
+  // idle one), and a suspended async frame (its generator, context and promises) would be kept that
+  // long per session; one reaction on the call's own promise is all a call keeps here.
   const timed = <K extends Timed>(name: K): Runtime[K] => {
-    const operation_type = operationOf[name];
+    const labels = { operation_type: operationOf[name] };
     const fn = runtime[name] as unknown as (...args: unknown[]) => Promise<unknown>;
-    return (async (...args: unknown[]) => {
-      metrics.runtimeOperations.inc({ operation_type });
-      const end = metrics.runtimeOperationDuration.startTimer({ operation_type });
+    return ((...args: unknown[]): Promise<unknown> => {
+      metrics.runtimeOperations.inc(labels);
+      const start = performance.now();
+      let call: Promise<unknown>;
       try {
-        return await fn.apply(runtime, args);
+        call = Promise.resolve(fn.apply(runtime, args));
       } catch (err) {
-        metrics.runtimeOperationErrors.inc({ operation_type });
-        metrics.dockerErrors.inc({ operation_type });
-        throw err;
-      } finally {
-        end();
+        call = Promise.reject(err);
       }
+      return call.then(
+        (value) => {
+          metrics.runtimeOperationDuration.observe(labels, (performance.now() - start) / 1000);
+          return value;
+        },
+        (err: unknown) => {
+          metrics.runtimeOperationErrors.inc(labels);
+          metrics.dockerErrors.inc(labels);
+          metrics.runtimeOperationDuration.observe(labels, (performance.now() - start) / 1000);
+          throw err;
+        },
+      );
     }) as Runtime[K];
   };
   return {

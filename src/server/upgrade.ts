@@ -6,6 +6,7 @@ import type { WebSocket } from 'ws';
 import { StatusError, badRequest } from '../api/errors.js';
 import type { StreamingUpgradeLabels } from '../metrics/registry.js';
 import { upgradeTransport, type Negotiated, type UpgradeRequest } from '../streaming/upgrade.js';
+import { stopSocketTimer } from '../streaming/socket-timer.js';
 import { acceptWebSocket, nativeUnmask } from '../streaming/websocket/handshake.js';
 import { whenAnswered } from './connections.js';
 import { statusFor } from './errors.js';
@@ -61,13 +62,15 @@ export function acceptUpgrade(
   const { socket } = upgrade;
   const slot = streaming.sessions.reserve();
   if (!slot) throw new StatusError('TooManyRequests', 'too many streaming sessions in flight; retry later', { retryAfterSeconds: 60 });
-  socket.once('close', slot.release);
+  // 'close' is emitted once: `on` without `once`'s wrapper. This listener also ends a tracked slot.
+  socket.on('close', slot.release);
   takeOver(reply, socket);
   const upgraded = (): void => {
     slot.track(socket);
     streaming.upgraded({ path, transport: session.transport, protocol: session.protocol });
   };
-  void session.start(upgraded).finally(slot.release);
+  // `then`, not `finally` (which keeps two more closures per session); `start` never rejects.
+  void session.start(upgraded).then(slot.release, slot.release);
 }
 
 /**
@@ -97,7 +100,7 @@ export function acceptWatchWebSocket(request: FastifyRequest, reply: FastifyRepl
 function takeOver(reply: FastifyReply, socket: Duplex): void {
   reply.hijack();
   if (reply.raw.socket === socket) reply.raw.detachSocket(socket as Socket);
-  (socket as Partial<Socket>).setTimeout?.(0);
+  stopSocketTimer(socket);
 }
 
 /**
@@ -118,10 +121,7 @@ export function routeUpgrades(app: FastifyInstance, log: Logger): void {
     for (const socket of open) socket.destroy();
   });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
-    // Clients vanishing mid-handshake must not become uncaught errors.
-    socket.on('error', () => socket.destroy());
+    watchUpgradeSocket(open, socket);
     // Pipelined behind requests still being answered: its turn comes after theirs, as in Go's
     // net/http (an answer in progress owns the socket until it finishes).
     whenAnswered(socket, () => {
@@ -134,6 +134,24 @@ export function routeUpgrades(app: FastifyInstance, log: Logger): void {
       }
     });
   });
+}
+
+/**
+ * The listeners every upgrade socket keeps for its whole life: in `open` until it closes, and an
+ * error (a client vanishing mid-handshake) destroys it instead of becoming uncaught. Made here,
+ * not in the `upgrade` handler: closures share their function's context, so listeners made there
+ * would keep the request (its headers, URL and parser state: ≈ 2.5 KiB) alive as long as the
+ * session. 'close' is emitted once (`net.Socket` `destroy`), so `on` does what `once` would
+ * without its wrapper.
+ */
+function watchUpgradeSocket(open: Set<Duplex>, socket: Duplex): void {
+  open.add(socket);
+  socket.on('close', () => open.delete(socket));
+  socket.on('error', destroyOnError);
+}
+
+function destroyOnError(this: Duplex): void {
+  this.destroy();
 }
 
 /** Hands an Upgrade request to Fastify's router with a ServerResponse of its own on `socket`. */
@@ -199,7 +217,11 @@ export class StreamingSessions {
     return this.#open.size + this.#reserved;
   }
 
-  /** Reserves a slot before upgrading; undefined when the cap is reached (answer 429). */
+  /**
+   * Reserves a slot before upgrading; undefined when the cap is reached (answer 429). `track`
+   * counts the slot as the open `socket` (closed by `closeAll`); the caller calls `release` when
+   * the session is over and when that socket closes (both may happen: `release` is idempotent).
+   */
   reserve(): { track(socket: Duplex): void; release(): void } | undefined {
     if (this.size >= this.#max) return undefined;
     this.#reserved++;
@@ -217,7 +239,6 @@ export class StreamingSessions {
         state = 'tracked';
         tracked = socket;
         this.#open.add(socket);
-        socket.once('close', release);
       },
       release,
     };

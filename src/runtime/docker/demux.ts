@@ -16,8 +16,12 @@ export class StdcopyParser {
   #size = 0;
   #left = 0;
 
-  /** Feeds a chunk; calls `emit` for every payload piece, in order. Throws on an unknown stream id. */
-  push(chunk: Buffer, emit: (stream: StdStream, payload: Buffer) => void): void {
+  /**
+   * Feeds a chunk; calls `emit` for every payload piece, in order, with `self` as `this` (so a
+   * long-lived caller can pass a shared function, not a closure of its own). Throws on an unknown
+   * stream id.
+   */
+  push<T = undefined>(chunk: Buffer, emit: (this: T, stream: StdStream, payload: Buffer) => void, self?: T): void {
     let off = 0;
     while (off < chunk.length) {
       if (this.#left === 0) {
@@ -44,7 +48,7 @@ export class StdcopyParser {
       }
       const n = Math.min(this.#left, chunk.length - off);
       this.#left -= n;
-      emit(this.#stream as StdStream, chunk.subarray(off, off + n));
+      emit.call(self as T, this.#stream as StdStream, chunk.subarray(off, off + n));
       off += n;
     }
   }

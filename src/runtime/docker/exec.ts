@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
-import type { Socket } from 'node:net';
-import type { Duplex, Writable } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
 import { pendingStreams } from '../../streaming/pending.js';
+import { stopSocketTimer } from '../../streaming/socket-timer.js';
 import type { CommandResult, PendingStreamIO, StreamIO } from '../../streaming/types.js';
 import { StdcopyParser } from './demux.js';
 
@@ -54,12 +54,20 @@ export async function execInContainer(
   if (io.signal.aborted) throw new Error('client disconnected');
   const socket = (await exec.start({ hijack: true, stdin: io.stdin !== undefined, Tty: io.tty })) as Duplex;
   if (io.resizes) void followResizes(io, (size) => exec.resize({ h: size.height, w: size.width }));
-  if ((await relay(socket, io)) === 'aborted') {
-    const timer = setTimeout(() => void killExec(exec, containerId, opts.log), opts.disconnectGraceMs);
-    timer.unref();
-    throw new Error('client disconnected');
-  }
-  return { kind: 'exited', exitCode: await exitCodeOf(exec, opts.log) };
+  // The relay lasts as long as the session (hours for an idle one): continued by one reaction,
+  // not by this async function suspended on it (its generator and registers kept meanwhile).
+  return relay(socket, io).then((how) => (how === 'aborted' ? abandoned(exec, containerId, opts) : exited(exec, opts.log)));
+}
+
+/** The client went away: the process is killed if it still runs after the grace period. */
+function abandoned(exec: Docker.Exec, containerId: string, opts: ExecOptions): never {
+  const timer = setTimeout(() => void killExec(exec, containerId, opts.log), opts.disconnectGraceMs);
+  timer.unref();
+  throw new Error('client disconnected');
+}
+
+async function exited(exec: Docker.Exec, log: Logger): Promise<CommandResult> {
+  return { kind: 'exited', exitCode: await exitCodeOf(exec, log) };
 }
 
 /** Attaches to a container's main process; resolves when its streams end (the process exited). */
@@ -73,7 +81,12 @@ export async function attachToContainer(docker: Docker, containerId: string, io:
     stderr: io.stderr !== undefined && !io.tty,
   })) as Duplex;
   if (io.resizes) void followResizes(io, (size) => container.resize({ h: size.height, w: size.width }));
-  if ((await relay(socket, io)) === 'aborted') throw new Error('client disconnected');
+  // As exec's: one reaction for the session's length, no suspended frame.
+  return relay(socket, io).then(detached);
+}
+
+function detached(how: 'ended' | 'aborted'): CommandResult {
+  if (how === 'aborted') throw new Error('client disconnected');
   return { kind: 'detached' };
 }
 
@@ -91,80 +104,129 @@ function relay(socket: Duplex, io: StreamIO): Promise<'ended' | 'aborted'> {
   // Node's keep-alive agent armed an idle timer on this socket before Docker hijacked it; an exec
   // may idle for hours (the session's own idle timeout governs), and the timer would only be
   // refreshed on every read and write.
-  (socket as Partial<Socket>).setTimeout?.(0);
+  stopSocketTimer(socket);
   return new Promise((resolve) => {
-    let settled = false;
-    const finish = (how: 'ended' | 'aborted') => {
-      if (settled) return;
-      settled = true;
-      io.signal.removeEventListener('abort', onAbort);
-      if (how === 'aborted') socket.destroy();
-      resolve(how);
-    };
-    const onAbort = () => finish('aborted');
-    if (io.signal.aborted) return finish('aborted');
-    io.signal.addEventListener('abort', onAbort);
+    const r = new Relay(socket as RelaySocket, io, resolve);
+    if (io.signal.aborted) return r.finish('aborted');
+    io.signal.addEventListener('abort', r);
+    r.socket[kRelay] = r;
+    socket.on('data', io.tty ? onTtyData : onMultiplexedData);
+    socket.on('end', onDockerEnd);
+    socket.on('close', onDockerClose);
+    socket.on('error', onDockerClose);
+    if (io.stdin) feedStdin(socket, io.stdin);
+  });
+}
 
-    const { stdout, stderr } = io;
-    const resume = () => socket.resume();
-    const write = (dest: Writable | undefined, payload: Buffer) => {
-      if (!dest || dest.destroyed || dest.writableEnded) return;
-      if (!dest.write(payload) && !socket.isPaused()) {
-        socket.pause();
-        dest.once('drain', resume);
-      }
-    };
-    if (io.tty) {
-      socket.on('data', (chunk: Buffer) => write(stdout, chunk));
-    } else {
-      const parser = new StdcopyParser();
-      const emit = (stream: number, payload: Buffer) => write(stream === 1 ? stdout : stderr, payload);
-      socket.on('data', (chunk: Buffer) => {
-        stdout?.cork();
-        stderr?.cork();
-        try {
-          parser.push(chunk, emit);
-        } catch {
-          socket.destroy();
-        }
-        stdout?.uncork();
-        stderr?.uncork();
-      });
+const kRelay = Symbol('nodelet.dockerRelay');
+type RelaySocket = Duplex & { [kRelay]?: Relay };
+
+/**
+ * The state of one relay. An idle exec keeps it for hours, so the Docker socket's listeners are
+ * module functions that find it on the socket (`kRelay`), and it is the abort signal's listener
+ * itself (`handleEvent`): no closures per session for them.
+ */
+class Relay {
+  readonly socket: RelaySocket;
+  readonly io: StreamIO;
+  readonly parser: StdcopyParser | undefined;
+  #resolve: ((how: 'ended' | 'aborted') => void) | undefined;
+  /** Resumes the Docker socket at a destination's 'drain'; made at the first backpressure. */
+  #resume: (() => void) | undefined;
+
+  constructor(socket: RelaySocket, io: StreamIO, resolve: (how: 'ended' | 'aborted') => void) {
+    this.socket = socket;
+    this.io = io;
+    this.parser = io.tty ? undefined : new StdcopyParser();
+    this.#resolve = resolve;
+  }
+
+  /** The abort signal's listener: the client went away. */
+  handleEvent(): void {
+    this.finish('aborted');
+  }
+
+  finish(how: 'ended' | 'aborted'): void {
+    const resolve = this.#resolve;
+    if (!resolve) return;
+    this.#resolve = undefined;
+    this.io.signal.removeEventListener('abort', this);
+    if (how === 'aborted') this.socket.destroy();
+    resolve(how);
+  }
+
+  write(dest: Writable | undefined, payload: Buffer): void {
+    if (!dest || dest.destroyed || dest.writableEnded) return;
+    const socket = this.socket;
+    if (!dest.write(payload) && !socket.isPaused()) {
+      socket.pause();
+      dest.once('drain', (this.#resume ??= () => socket.resume()));
     }
-    socket.on('end', () => finish('ended'));
-    socket.on('close', () => finish(io.signal.aborted ? 'aborted' : 'ended'));
-    socket.on('error', () => finish(io.signal.aborted ? 'aborted' : 'ended'));
+  }
 
-    const stdin = io.stdin;
-    if (stdin) {
-      const resumeStdin = () => stdin.resume();
-      let corked = false;
-      const uncork = () => {
-        corked = false;
-        socket.uncork();
-      };
-      stdin.on('data', (chunk: Buffer) => {
-        // The transports parse a whole socket read at once, so its messages (two or more 32 KiB
-        // kubectl writes per 64 KiB read) arrive here back to back: held under cork until the
-        // tick ends, they reach Docker as one writev instead of one write each. Order, bytes and
-        // the backlog check below are unchanged (writableLength counts corked bytes).
-        if (!corked) {
-          corked = true;
-          socket.cork();
-          process.nextTick(uncork);
-        }
-        socket.write(chunk);
-        // Our own bound, not the socket's 16 KiB high-water mark: every 32 KiB client message
-        // would cross that and cost a pause, a 'drain' and a resume, while Docker keeps up.
-        if (socket.writableLength > STDIN_BACKLOG_LIMIT && !stdin.isPaused()) {
-          stdin.pause();
-          socket.once('drain', resumeStdin);
-        }
-      });
-      stdin.on('end', () => socket.end());
-      stdin.on('error', () => socket.end());
+  /** A demultiplexed payload (`StdcopyParser.push`'s callback, called with the relay as `this`). */
+  static emit(this: Relay, stream: number, payload: Buffer): void {
+    this.write(stream === 1 ? this.io.stdout : this.io.stderr, payload);
+  }
+}
+
+function onTtyData(this: RelaySocket, chunk: Buffer): void {
+  const r = this[kRelay];
+  r?.write(r.io.stdout, chunk);
+}
+
+function onMultiplexedData(this: RelaySocket, chunk: Buffer): void {
+  const r = this[kRelay];
+  if (!r?.parser) return;
+  const { stdout, stderr } = r.io;
+  stdout?.cork();
+  stderr?.cork();
+  try {
+    r.parser.push(chunk, Relay.emit, r);
+  } catch {
+    this.destroy();
+  }
+  stdout?.uncork();
+  stderr?.uncork();
+}
+
+function onDockerEnd(this: RelaySocket): void {
+  this[kRelay]?.finish('ended');
+}
+
+function onDockerClose(this: RelaySocket): void {
+  const r = this[kRelay];
+  r?.finish(r.io.signal.aborted ? 'aborted' : 'ended');
+}
+
+/** Client stdin → Docker, half-closed at EOF (or a stdin error) so the process sees EOF. */
+function feedStdin(socket: Duplex, stdin: Readable): void {
+  const resumeStdin = () => stdin.resume();
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    socket.uncork();
+  };
+  stdin.on('data', (chunk: Buffer) => {
+    // The transports parse a whole socket read at once, so its messages (two or more 32 KiB
+    // kubectl writes per 64 KiB read) arrive here back to back: held under cork until the
+    // tick ends, they reach Docker as one writev instead of one write each. Order, bytes and
+    // the backlog check below are unchanged (writableLength counts corked bytes).
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      process.nextTick(uncork);
+    }
+    socket.write(chunk);
+    // Our own bound, not the socket's 16 KiB high-water mark: every 32 KiB client message
+    // would cross that and cost a pause, a 'drain' and a resume, while Docker keeps up.
+    if (socket.writableLength > STDIN_BACKLOG_LIMIT && !stdin.isPaused()) {
+      stdin.pause();
+      socket.once('drain', resumeStdin);
     }
   });
+  stdin.on('end', () => socket.end());
+  stdin.on('error', () => socket.end());
 }
 
 async function followResizes(io: StreamIO, apply: (size: { width: number; height: number }) => Promise<unknown>): Promise<void> {

@@ -8,7 +8,7 @@ import { isUpgradeRequest } from '../upgrade.js';
 
 const kSeries = Symbol('nodelet.httpSeries');
 const kStarted = Symbol('nodelet.httpStarted');
-/** A response whose request is counted in flight. */
+/** A response (or an upgrade's socket) whose request is counted in flight. */
 type Timed = EventEmitter & { [kSeries]?: HttpSeries | undefined; [kStarted]?: number };
 
 /**
@@ -27,13 +27,17 @@ export function startHttpRequest(series: HttpSeries, request: FastifyRequest, re
   if (isUpgradeRequest(request.raw)) {
     // An upgrade's ServerResponse is detached from its socket at the 101 (upgrade.ts), so it never
     // closes: the session's end is its socket's close, as the kubelet counts the hijacked request.
-    request.raw.socket.once('close', () => ended(series, started));
+    // The state sits on the socket like a response's (an idle session keeps it for hours).
+    timeUntilClose(request.raw.socket, series, started);
     return;
   }
-  const res: Timed = reply.raw;
-  res[kSeries] = series;
-  res[kStarted] = started;
-  res.on('close', responseClosed);
+  timeUntilClose(reply.raw, series, started);
+}
+
+function timeUntilClose(emitter: Timed, series: HttpSeries, started: number): void {
+  emitter[kSeries] = series;
+  emitter[kStarted] = started;
+  emitter.on('close', responseClosed);
 }
 
 function responseClosed(this: Timed): void {

@@ -57,6 +57,8 @@ export class RemoteCommand {
   #decoder: ResizeDecoder | undefined;
   readonly #abort = new AbortController();
   #runDone = false;
+  /** The client left (`t.gone` resolved and its handler ran). */
+  #left = false;
   /** The run, from `prepare` on; its `pending.io` is settled by `serve` (resolved) or `abandon` (rejected). */
   #outcome: Promise<SessionOutcome> | undefined;
   /** Settles `pending.io`; dropped once used (an idle session keeps no closures for it). */
@@ -105,21 +107,30 @@ export class RemoteCommand {
     return connect;
   }
 
-  /** Runs the command over `t`; resolves (never rejects) once it settled and the connection is over. */
-  async serve(t: CommandTransport): Promise<void> {
-    const { spec } = this;
-    let left = false;
-    void t.gone.then(() => {
-      left = true;
+  /**
+   * Runs the command over `t`; resolves (never rejects) once it settled and the connection is over.
+   * While the command runs (hours for an idle exec) the session is held by reactions on the
+   * outcome and on `t.gone`, not by a suspended async frame (nor by an async function's promise
+   * waiting on the one it returned); `#ended` continues it.
+   */
+  serve(t: CommandTransport): Promise<void> {
+    const gone = t.gone.then(() => {
+      this.#left = true;
       if (!this.#runDone) this.#abort.abort(new Error('client disconnected'));
       t.endInput();
       this.resizes?.close();
+      return undefined;
     });
-    const io: StreamIO = { stdin: t.stdin, stdout: t.stdout, stderr: t.stderr, tty: spec.options.tty, resizes: this.resizes, signal: this.#abort.signal };
+    const io: StreamIO = { stdin: t.stdin, stdout: t.stdout, stderr: t.stderr, tty: this.spec.options.tty, resizes: this.resizes, signal: this.#abort.signal };
     this.prepare();
     this.#settle()?.resolve(io);
     const outcome = this.#outcome as Promise<SessionOutcome>;
-    const ended = await Promise.race([outcome, t.gone.then(() => undefined)]);
+    return Promise.race([outcome, gone]).then((ended) => this.#ended(t, outcome, ended));
+  }
+
+  /** The run ended (`ended`) or the client left first (undefined): outputs flushed, then the status. */
+  async #ended(t: CommandTransport, outcome: Promise<SessionOutcome>, ended: SessionOutcome | undefined): Promise<void> {
+    const { spec } = this;
     if (ended === undefined) {
       // Client gone mid-run: the runtime was aborted; let it finish.
       const late = await outcome;
@@ -135,17 +146,24 @@ export class RemoteCommand {
     for (const w of outputs) if (!w.writableEnded && !w.destroyed) w.end();
     // Only the writable side: a SPDY stream is a Duplex whose readable side the client may never end.
     await Promise.race([Promise.all(outputs.map((w) => finished(w, { readable: false }).catch(() => undefined))), t.gone]);
-    if (left) return;
+    if (this.#left) return;
     await t.finish(statusPayload(spec.version, spec.kind, spec.command, ended));
   }
 
   /** The run's outcome, its failure included; not an async function: no suspended frame per open session. */
   #run(pending: PendingStreamIO): Promise<SessionOutcome> {
-    const failed = (error: unknown): SessionOutcome => ({ kind: 'error', error });
     try {
-      return this.spec.run(pending).then((result) => result, failed);
+      return this.spec.run(pending).then(succeeded, failed);
     } catch (error) {
       return Promise.resolve(failed(error));
     }
   }
+}
+
+/** The run's outcome handlers, shared (not closures per session). */
+function succeeded(result: CommandResult): SessionOutcome {
+  return result;
+}
+function failed(error: unknown): SessionOutcome {
+  return { kind: 'error', error };
 }

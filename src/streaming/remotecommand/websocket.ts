@@ -30,7 +30,7 @@ const EMPTY = Buffer.alloc(0);
  * The caller creates the server with a bounded `maxPayload` — an oversized client frame then
  * closes the socket with 1009, which ends the session here. `ws` answers pings itself.
  */
-export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex, opts: WebSocketSessionOptions): Promise<void> {
+export function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex, opts: WebSocketSessionOptions): Promise<void> {
   const command = new RemoteCommand(opts);
   // The runtime prepares the command (Docker's exec create) while the rest of the session is set
   // up; the WebSocket's channels all exist with the handshake, so `serve` starts it at once.
@@ -71,8 +71,11 @@ export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex,
   // "Connected": one empty frame on the lowest writable requested channel (wsstream Open). Never on
   // channels the client did not request — kubectl logs those as unknown streams.
   conn.write(options.stdout ? STDOUT_CHANNEL : options.stderr ? STDERR_CHANNEL : ERROR_CHANNEL, EMPTY, noop);
-  try {
-    await command.serve({
+  // Returned, not awaited, by a plain function: nothing of this one (no suspended frame, no
+  // promise of its own waiting on the chain) is kept for the session's length.
+  const disposed = (): Promise<void> => conn.dispose();
+  return command
+    .serve({
       stdin,
       stdout: options.stdout ? channelWriter(conn, STDOUT_CHANNEL) : undefined,
       stderr: options.stderr && !options.tty ? channelWriter(conn, STDERR_CHANNEL) : undefined,
@@ -84,10 +87,8 @@ export async function serveWebSocketRemoteCommand(ws: WebSocket, socket: Duplex,
         // kubectl hangs unless the server closes; with status + close 1000 it exits cleanly.
         if (!conn.isGone) await conn.closeAndWait(1000, '');
       },
-    });
-  } finally {
-    await conn.dispose();
-  }
+    })
+    .then(disposed, disposed);
 }
 
 /** A Writable framing its bytes on `channel`; writes queued behind a full socket go out as one frame. */

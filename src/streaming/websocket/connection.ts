@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import type { Logger } from '../../logging/index.js';
 import { decodeFrame, type Framing } from './channels.js';
+import { IdleSweep, type IdleMember } from './idle.js';
 
 /**
  * Outbound backpressure: a channel write completes at once while the socket holds less than this
@@ -29,6 +30,10 @@ export interface ChannelConnectionOptions {
 
 type Callback = (err?: Error | null) => void;
 
+/** The connection a `ws` WebSocket or its socket belongs to, for the shared listeners. */
+const kConnection = Symbol('nodelet.channelConnection');
+type Owned = { [kConnection]?: ChannelConnection };
+
 /**
  * One `*.channel.k8s.io` WebSocket connection, shared by exec/attach and port-forward: channel
  * framing both ways, the idle timer, inbound flow control (`pause`/`resume` by key), outbound
@@ -40,7 +45,7 @@ type Callback = (err?: Error | null) => void;
  * `ws` (no permessage-deflate, no Blobs) writes every frame synchronously, so frames never
  * interleave. Base64 protocols go through `ws.send`.
  */
-export class ChannelConnection {
+export class ChannelConnection implements IdleMember {
   readonly #ws: WebSocket;
   readonly #socket: Duplex;
   readonly #opts: ChannelConnectionOptions;
@@ -49,9 +54,10 @@ export class ChannelConnection {
   #waiting: Callback[] = [];
   #gone = false;
   #lastActivity = Date.now();
-  #idleTimer: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
-  readonly #closed: Promise<void>;
+  /** Resolves once `ws` emitted 'close'; made when first waited for (`#whenClosed`), not per session. */
+  #closed: Promise<void> | undefined;
+  #markClosed: (() => void) | undefined;
   readonly gone: Promise<void>;
   #markGone!: () => void;
 
@@ -60,18 +66,16 @@ export class ChannelConnection {
     this.#socket = socket;
     this.#opts = opts;
     this.gone = new Promise((resolve) => (this.#markGone = resolve));
-    this.#closed = new Promise((resolve) => {
-      if (ws.readyState === ws.CLOSED) resolve();
-      else ws.once('close', () => resolve());
-    });
-    ws.on('message', this.#onMessage);
-    ws.on('ping', this.#touch);
-    ws.on('pong', this.#touch);
-    ws.on('close', this.#onClose);
-    ws.on('error', this.#onError);
-    socket.on('drain', this.#onDrain);
+    (ws as Owned)[kConnection] = this;
+    (socket as Owned)[kConnection] = this;
+    ws.on('message', ChannelConnection.#onMessage);
+    ws.on('ping', ChannelConnection.#touch);
+    ws.on('pong', ChannelConnection.#touch);
+    ws.on('close', ChannelConnection.#onClose);
+    ws.on('error', ChannelConnection.#onError);
+    socket.on('drain', ChannelConnection.#onDrain);
     if (ws.readyState !== ws.OPEN) this.#clientGone('socket closed before the session started');
-    else this.#armIdle(opts.idleTimeoutMs);
+    else if (opts.idleTimeoutMs > 0) idleSweep.add(this);
   }
 
   get isGone(): boolean {
@@ -122,7 +126,7 @@ export class ChannelConnection {
     if (ws.readyState === ws.CLOSED) return;
     if (ws.readyState === ws.OPEN) ws.close(code, reason.slice(0, 120));
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.#closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#opts.closeWaitMs)))]);
+    await Promise.race([this.#whenClosed(), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#opts.closeWaitMs)))]);
     clearTimeout(timer);
     this.#terminate();
   }
@@ -130,17 +134,17 @@ export class ChannelConnection {
   /** The session is over: waits for a close we started, drops the socket, detaches every listener. */
   async dispose(): Promise<void> {
     if (this.#closing) await this.#closing;
-    clearTimeout(this.#idleTimer);
+    idleSweep.delete(this);
     this.#terminate();
-    await this.#closed;
+    await this.#whenClosed();
     this.#clientGone('session over');
     const ws = this.#ws;
-    ws.off('message', this.#onMessage);
-    ws.off('ping', this.#touch);
-    ws.off('pong', this.#touch);
-    ws.off('close', this.#onClose);
-    ws.off('error', this.#onError);
-    this.#socket.off('drain', this.#onDrain);
+    ws.off('message', ChannelConnection.#onMessage);
+    ws.off('ping', ChannelConnection.#touch);
+    ws.off('pong', ChannelConnection.#touch);
+    ws.off('close', ChannelConnection.#onClose);
+    ws.off('error', ChannelConnection.#onError);
+    this.#socket.off('drain', ChannelConnection.#onDrain);
   }
 
   /** A payload as frames of at most MAX_FRAME_PAYLOAD, each header + view in one gathered write. */
@@ -177,7 +181,31 @@ export class ChannelConnection {
     }
   }
 
-  readonly #onMessage = (data: WebSocket.RawData): void => {
+  // The listeners on `ws` and the socket are shared by every connection, each finding its own on
+  // the emitter (`kConnection`): an idle session keeps its connection for hours, and bound
+  // closures would be six more objects per session.
+  static #onMessage(this: object, data: WebSocket.RawData): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#message(data);
+  }
+  static #touch(this: object): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#lastActivity = Date.now();
+  }
+  static #onClose(this: object, code: number): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#closedBy(code);
+  }
+  static #onError(this: object, err: Error): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#opts.log.debug({ err }, 'websocket: socket error');
+  }
+  static #onDrain(this: object): void {
+    const conn = (this as Owned)[kConnection];
+    if (conn) conn.#drained();
+  }
+
+  #message(data: WebSocket.RawData): void {
     this.#lastActivity = Date.now();
     const frame = decodeFrame(toBuffer(data), this.#opts.framing);
     if (!frame) return;
@@ -186,41 +214,44 @@ export class ChannelConnection {
       this.fail('protocol violation', 1002, 'protocol violation');
     } else if (frame.kind === 'close') this.#opts.onHalfClose?.(frame.channel);
     else this.#opts.onData(frame.channel, frame.payload);
-  };
+  }
 
-  readonly #touch = (): void => {
-    this.#lastActivity = Date.now();
-  };
+  /** Resolves once `ws` closed (its 'close' is emitted once, after `readyState` became CLOSED). */
+  #whenClosed(): Promise<void> {
+    if (this.#ws.readyState === this.#ws.CLOSED) return Promise.resolve();
+    return (this.#closed ??= new Promise((resolve) => (this.#markClosed = resolve)));
+  }
 
-  readonly #onClose = (code: number): void => this.#clientGone(`client closed the connection (${code})`);
-  readonly #onError = (err: Error): void => this.#opts.log.debug({ err }, 'websocket: socket error');
+  #closedBy(code: number): void {
+    this.#markClosed?.();
+    this.#clientGone(`client closed the connection (${code})`);
+  }
 
-  readonly #onDrain = (): void => {
+  #drained(): void {
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const cb of waiting) cb();
-  };
+  }
 
-  #armIdle(delayMs: number): void {
-    const { idleTimeoutMs } = this.#opts;
-    if (idleTimeoutMs <= 0) return;
-    this.#idleTimer = setTimeout(() => {
-      const idleFor = Date.now() - this.#lastActivity;
-      if (idleFor < idleTimeoutMs) return this.#armIdle(idleTimeoutMs - idleFor);
-      this.#opts.log.info({ idleTimeoutMs }, 'websocket: idle timeout, closing');
-      // 1001, not 1000: a normal close without status would make kubectl report success.
-      this.fail('stream idle timeout', 1001, 'idle timeout');
-    }, delayMs);
-    this.#idleTimer.unref();
+  /** For the idle sweep: no frame either way (pings count) until then ends the connection. */
+  idleDeadline(): number {
+    return this.#lastActivity + this.#opts.idleTimeoutMs;
+  }
+
+  /** For the idle sweep: the deadline passed. */
+  idleExpired(): void {
+    this.#opts.log.info({ idleTimeoutMs: this.#opts.idleTimeoutMs }, 'websocket: idle timeout, closing');
+    // 1001, not 1000: a normal close without status would make kubectl report success.
+    this.fail('stream idle timeout', 1001, 'idle timeout');
   }
 
   #clientGone(why: string): void {
     if (this.#gone) return;
     this.#gone = true;
-    clearTimeout(this.#idleTimer);
+    idleSweep.delete(this);
     this.#opts.log.debug({ why }, 'websocket: connection over');
     this.#opts.onGone?.(why);
-    this.#onDrain();
+    this.#drained();
     this.#markGone();
   }
 
@@ -228,6 +259,9 @@ export class ChannelConnection {
     if (this.#ws.readyState !== this.#ws.CLOSED) this.#ws.terminate();
   }
 }
+
+/** The idle timeouts of every connection, on one timer (an idle session keeps no Timeout of its own). */
+const idleSweep = new IdleSweep();
 
 /** Unmasked binary frame headers (FIN + opcode 2, length, channel byte), carved from a shared slab. */
 let slab = Buffer.allocUnsafeSlow(16 * 1024);

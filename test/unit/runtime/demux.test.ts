@@ -39,3 +39,16 @@ t.test('a truncated frame is not at a boundary; a bad stream id throws', async (
   t.notOk(parseAll([input.subarray(0, 10)]).parser.atBoundary);
   t.throws(() => parseAll([frame(7, 'x')]), /invalid Docker stream id 7/);
 });
+
+t.test('push calls emit with the given self as this', async (t) => {
+  const parser = new StdcopyParser();
+  const sink = { out: '', err: '' };
+  function collect(this: typeof sink, s: StdStream, p: Buffer): void {
+    if (s === 1) this.out += p.toString();
+    else this.err += p.toString();
+  }
+  parser.push(input.subarray(0, 11), collect, sink);
+  parser.push(input.subarray(11), collect, sink);
+  t.equal(sink.out, 'hello world\n');
+  t.equal(sink.err, 'oops\n' + 'x'.repeat(300));
+});

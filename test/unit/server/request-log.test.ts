@@ -83,3 +83,21 @@ t.test('a logger without serializers of its own gets Fastify\'s: a request line 
   t.same(lines.find((l) => l.msg === 'request completed')?.res, { statusCode: 200 });
   await app.close();
 });
+
+t.test('RequestLogger: a child without options is lazy too; its lines carry both bindings', async (t) => {
+  const { logger, lines } = collecting('info');
+  const request = requestChildLogger(logger, { reqId: 'req-9' }, {}) as RequestLogger;
+  const session = request.child({ pod: 'default/web', stream: 'exec' });
+  t.ok(session instanceof RequestLogger, 'a lazy child');
+  session.debug('dropped');
+  t.equal((session as RequestLogger).made, false, 'nothing made for a dropped line');
+  t.equal(request.made, false, 'nor for its parent');
+  session.warn({ reason: 'x' }, 'protocol violation');
+  request.info('request line');
+  t.match(lines, [
+    { level: 40, reqId: 'req-9', pod: 'default/web', stream: 'exec', reason: 'x', msg: 'protocol violation' },
+    { level: 30, reqId: 'req-9', msg: 'request line' },
+  ]);
+  t.notOk('pod' in (lines[1] ?? {}), 'the parent\'s lines carry only its own bindings');
+  t.equal(session.level, 'info');
+});
