@@ -14,6 +14,8 @@ export interface RelistHealth {
 export const MIN_RELIST_GAP_MS = 100;
 /** Relists that may follow each other without a gap after a quiet spell (see below). */
 export const RELIST_BURST = 3;
+/** The period while the runtime's event stream is up (see below). */
+export const EVENTED_RELIST_PERIOD_MS = 10_000;
 
 /**
  * The Pod Lifecycle Event Generator: keeps the newest runtime snapshot of every pod and reports
@@ -31,15 +33,28 @@ export const RELIST_BURST = 3;
  * less often (30 pods at once: 1.3 listings per pod start instead of 1.4–1.9; each costs nodelet
  * a parse of every container of the node, and dockerd as much again). The kubelet's generic PLEG lists once per `relistPeriod`, 1 s
  * (pkg/kubelet/pleg/generic.go), whatever happens meanwhile.
+ *
+ * While the runtime's event stream is up, every change is reported by it, so the period only
+ * guards against an event the engine dropped (Docker's event publisher drops one for a subscriber
+ * that fell 1024 events behind for 100 ms, moby daemon/events/events.go): it is then
+ * `EVENTED_RELIST_PERIOD_MS` (10 s), as the kubelet's Evented PLEG stretches the generic PLEG's to
+ * `eventedPlegRelistPeriod` (pkg/kubelet/kubelet.go: 300 s) while CRI events flow. A listing
+ * costs dockerd and nodelet a walk of every container of the node (≈ 5 ms of dockerd CPU at 60
+ * containers), which an idle node otherwise pays every second. When the stream ends the period
+ * is 1 s again until it is back, and a relist follows its return (what happened meanwhile).
  */
 export class PLEG {
   readonly #runtime: Runtime;
   readonly #log: Logger;
   readonly #periodMs: number;
+  readonly #eventedPeriodMs: number;
+  /** The runtime's event stream is up: the period is the evented one. */
+  #streamUp = false;
   #pods = new Map<string, RuntimePod>();
   #signatures = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #unwatch: (() => void) | undefined;
+  #stopped = true;
   readonly #relisting: Coalescer;
   #onChange: (uid: string) => void = () => {};
   #lastAttempt = 0;
@@ -47,24 +62,40 @@ export class PLEG {
   #lastError: string | undefined;
   #relists = 0;
 
-  constructor(opts: { runtime: Runtime; log: Logger; relistPeriodMs?: number; minRelistGapMs?: number }) {
+  constructor(opts: { runtime: Runtime; log: Logger; relistPeriodMs?: number; eventedRelistPeriodMs?: number; minRelistGapMs?: number }) {
     this.#runtime = opts.runtime;
     this.#log = opts.log;
     this.#periodMs = opts.relistPeriodMs ?? 1000;
+    this.#eventedPeriodMs = Math.max(this.#periodMs, opts.eventedRelistPeriodMs ?? EVENTED_RELIST_PERIOD_MS);
     this.#relisting = new Coalescer(() => this.#relistOnce(), { minGapMs: opts.minRelistGapMs ?? MIN_RELIST_GAP_MS, burst: RELIST_BURST });
   }
 
   start(onChange: (uid: string) => void): void {
     this.#onChange = onChange;
-    this.#unwatch = this.#runtime.watch(() => void this.relist());
-    const tick = () => {
-      this.#timer = setTimeout(() => void this.relist().finally(tick), this.#periodMs);
-      this.#timer.unref();
-    };
-    tick();
+    this.#stopped = false;
+    this.#unwatch = this.#runtime.watch(
+      () => void this.relist(),
+      (up) => {
+        if (up === this.#streamUp) return;
+        this.#streamUp = up;
+        // Up again: what changed while it was down. Down: back to the short period at once.
+        if (up) void this.relist();
+        else this.#schedule();
+      },
+    );
+    this.#schedule();
+  }
+
+  /** The next periodic relist, one period from now (any pending one replaced). */
+  #schedule(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => void this.relist().finally(() => this.#schedule()), this.#streamUp ? this.#eventedPeriodMs : this.#periodMs);
+    this.#timer.unref();
   }
 
   stop(): void {
+    this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#unwatch?.();

@@ -74,7 +74,7 @@ export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
     containerStats: timed('containerStats'),
     // Optional: a runtime without it refuses in-place resizes, and so does the wrapper.
     ...(runtime.updateContainerResources ? { updateContainerResources: timed('updateContainerResources') } : {}),
-    watch: (onChange) => runtime.watch(onChange),
+    watch: (onChange, onStream) => runtime.watch(onChange, onStream),
     networkStatus: () => runtime.networkStatus(),
   };
 }

@@ -11,7 +11,7 @@ export interface RelistHealth {
   readonly lastError: string | undefined;
 }
 
-/** The runtime counts as down when the PLEG has not relisted for this long (the kubelet's PLEG threshold is 3 min; nodelet relists every second). */
+/** The runtime counts as down when the PLEG has not relisted for this long (the kubelet's PLEG threshold is 3 min; nodelet relists every second, every 10 s while the engine's event stream is up). */
 export const RUNTIME_STALE_MS = 30_000;
 
 /** The runtime's `NetworkReady` condition (network/types.ts `NetworkReadiness`). */

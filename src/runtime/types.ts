@@ -263,8 +263,13 @@ export interface Runtime {
   stopContainer(id: string, graceSeconds: number): Promise<void>;
   /** Removes a stopped container; a missing one is fine. */
   removeContainer(id: string): Promise<void>;
-  /** Calls `onChange` with the pod UID whenever a container of a pod changes state. Returns a stop function. */
-  watch(onChange: (podUID: string) => void): () => void;
+  /**
+   * Calls `onChange` with the pod UID whenever a container of a pod changes state, and `onStream`
+   * (when given) with whether those calls can be relied on: true once the engine's event stream is
+   * up (every change from then on is reported), false when it ended (until it is up again, changes
+   * may go unreported). Returns a stop function.
+   */
+  watch(onChange: (podUID: string) => void, onStream?: (up: boolean) => void): () => void;
   /** Resolves when the runtime answers; rejects otherwise. */
   ping(): Promise<void>;
   /**

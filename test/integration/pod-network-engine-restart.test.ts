@@ -53,7 +53,8 @@ t.test('the runtime\'s event stream follows the engine through a restart', async
   const runtime = new DockerRuntime({ docker, nodeName, infraImage: 'registry.k8s.io/pause:3.10', podNetwork: 'none', log });
   t.teardown(() => removeNodeContainers(docker, nodeName));
   const seen = new Set<string>();
-  const unwatch = runtime.watch((uid) => seen.add(uid));
+  const stream: boolean[] = [];
+  const unwatch = runtime.watch((uid) => seen.add(uid), (up) => stream.push(up));
   t.teardown(unwatch);
   // A container of this node named by a fresh pod UID: its `create` event names that UID.
   let pokes = 0;
@@ -64,6 +65,7 @@ t.test('the runtime\'s event stream follows the engine through a restart', async
   };
   const first = await poke();
   await waitFor('the event of a container created before the restart', () => (seen.has(first) ? true : undefined), 10_000);
+  t.same(stream, [true], 'the stream said it was up (the PLEG relies on it, relisting every 10 s)');
   await ns.restartEngine({ liveRestore: true });
   const restartedAt = performance.now();
   // The stream reconnects on its own (a second after it ended); until then events are lost (the
@@ -75,6 +77,7 @@ t.test('the runtime\'s event stream follows the engine through a restart', async
     return undefined;
   }, 15_000, 250);
   t.pass(`events flow again ${((performance.now() - restartedAt) / 1000).toFixed(1)} s after the engine answered (${after.size} pokes)`);
+  t.same(stream, [true, false, true], 'it said it ended with the engine (the PLEG back to 1 s) and was up again');
   unwatch();
   const stopped = new Set(seen);
   await poke();

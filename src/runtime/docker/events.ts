@@ -4,15 +4,18 @@ import type { Logger } from '../../logging/index.js';
 const RECONNECT_MS = 1000;
 
 /**
- * Follows Docker's event stream for containers carrying `labelFilter`, calling `onEvent` with each
- * event's container ID, action (`die`, `exec_create: sh -c …`; empty when the engine gives none)
- * and actor attributes (the container's labels). The stream reconnects after Docker restarts;
- * events missed meanwhile are covered by the PLEG's periodic relist. Returns a stop function.
+ * Follows Docker's event stream for containers carrying `labelFilter` (filtered by the engine),
+ * calling `onEvent` with each event's container ID, action (`die`, `exec_create: sh -c …`; empty
+ * when the engine gives none) and actor attributes (the container's labels). The stream
+ * reconnects after Docker restarts; `onStream` hears when it is up (the engine answered the
+ * subscription: later events will come) and when it ended, so the PLEG can cover what was missed
+ * meanwhile with a relist. Returns a stop function.
  */
 export function watchContainerEvents(
   docker: Docker,
   labelFilter: string,
   log: Logger,
+  onStream: ((up: boolean) => void) | undefined,
   onEvent: (containerId: string, action: string, attributes: Record<string, string>) => void,
 ): () => void {
   let stopped = false;
@@ -25,6 +28,7 @@ export function watchContainerEvents(
       const stream = await docker.getEvents({ filters: { type: ['container'], label: [labelFilter] } });
       if (stopped) return destroy(stream);
       current = stream;
+      onStream?.(true);
       let pending = '';
       stream.on('data', (chunk: Buffer) => {
         pending += chunk.toString('utf8');
@@ -44,6 +48,7 @@ export function watchContainerEvents(
       const retry = () => {
         if (current !== stream) return;
         current = undefined;
+        if (!stopped) onStream?.(false);
         schedule();
       };
       stream.on('end', retry);

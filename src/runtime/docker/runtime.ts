@@ -266,8 +266,8 @@ export class DockerRuntime implements Runtime {
     return containerStats(this.#docker, containerId);
   }
 
-  watch(onChange: (podUID: string) => void): () => void {
-    return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, (id, action, attrs) => {
+  watch(onChange: (podUID: string) => void, onStream?: (up: boolean) => void): () => void {
+    return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, onStream, (id, action, attrs) => {
       if (!eventChangesStatus(action)) return;
       // Docker's container list lags some events (a `die` can still list as running for a
       // moment), so after those the next listing inspects this container whatever state the
