@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../logging/index.js';
 import { SpdyIdleTimeoutError, SpdyProtocolError } from './errors.js';
@@ -93,6 +94,12 @@ export interface SpdyConnection {
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class SpdyConnection extends EventEmitter {
   readonly #socket: Duplex;
+  /**
+   * The socket is a `net.Socket` (TCP or TLS): once its `writableLength` is 0 right after a write,
+   * the bytes are in the kernel (or in OpenSSL's copy), so a borrowed payload may be reused. A
+   * JavaScript Duplex (the WebSocket tunnel) may still hold the chunk after its callback.
+   */
+  readonly #borrowable: boolean;
   readonly #log: Logger | undefined;
   readonly #maxStreams: number;
   readonly #idleTimeoutMs: number;
@@ -117,6 +124,7 @@ export class SpdyConnection extends EventEmitter {
   constructor(socket: Duplex, opts: SpdyConnectionOptions = {}) {
     super();
     this.#socket = socket;
+    this.#borrowable = socket instanceof Socket;
     this.#log = opts.log;
     this.#maxStreams = opts.maxStreams ?? 1000;
     this.#idleTimeoutMs = opts.idleTimeoutMs ?? 0;
@@ -342,6 +350,7 @@ export class SpdyConnection extends EventEmitter {
   readonly #session: StreamSession = {
     reply: (id, headers) => this.#reply(id, headers),
     write: (id, chunk, fin) => this.#writeData(id, chunk, fin),
+    writeBorrowed: (id, chunk, released) => this.#writeBorrowed(id, chunk, released),
     reset: (id, status) => {
       const rec = this.#streams.get(id);
       if (rec) this.#resetStream(rec, status, false);
@@ -424,6 +433,35 @@ export class SpdyConnection extends EventEmitter {
       }
     } while (off < chunk.length);
     return undefined;
+  }
+
+  /**
+   * DATA frames of `chunk` (memory the caller reuses), corked into one writev. Released at once
+   * when the socket queued nothing afterwards (the common case: the kernel took every byte);
+   * otherwise `released` runs with the last frame's write callback — Node calls it once that
+   * frame left the socket's queue, or with an error when the socket is destroyed.
+   */
+  #writeBorrowed(id: number, chunk: Buffer, released: () => void): 'released' | 'queued' | 'unready' {
+    const rec = this.#streams.get(id);
+    if (!rec || rec.localFin || this.#closed) return 'released';
+    if (!rec.replied || !this.#borrowable) return 'unready';
+    const s = this.#socket;
+    if (s.destroyed || s.writableEnded || chunk.length === 0) return 'released';
+    let queued = false;
+    const onFlushed = (): void => {
+      if (queued) released();
+    };
+    s.cork();
+    for (let off = 0; off < chunk.length; ) {
+      const n = Math.min(MAX_OUTBOUND_DATA, chunk.length - off);
+      s.write(encodeDataHeader(id, n, false));
+      const last = off + n >= chunk.length;
+      s.write(n === chunk.length ? chunk : chunk.subarray(off, off + n), last ? onFlushed : undefined);
+      off += n;
+    }
+    s.uncork();
+    queued = s.writableLength > 0;
+    return queued ? 'queued' : 'released';
   }
 
   #resetStream(rec: StreamRecord, status: number, destroy = true): void {
