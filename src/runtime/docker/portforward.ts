@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
 import { writeBorrowed } from '../../streaming/borrowed.js';
+import { GrowingReadBuffer } from '../../streaming/read-buffer.js';
 import { DialError, type NetnsDialers } from './netns-dialer.js';
 
 /**
@@ -90,26 +91,32 @@ async function inspectPid(docker: Docker, sandboxId: string): Promise<number> {
 }
 
 /**
- * Bytes per read from the pod: one outbound SPDY DATA frame (MAX_OUTBOUND_DATA), and Node's own
- * read size, so nothing changes on the wire.
+ * Bytes per read from the pod: a connection starts with the smaller buffer and grows to the larger
+ * while reads fill it (GrowingReadBuffer). A 256 KiB read goes out as four DATA frames of
+ * MAX_OUTBOUND_DATA in one writev; against 64 KiB reads it took a fifth off nodelet's CPU per byte
+ * in the bench's port-forward download (bench/findings.md, "Port-forward").
  */
-export const POD_READ_BYTES = 64 * 1024;
+export const POD_READ_MIN_BYTES = 16 * 1024;
+export const POD_READ_MAX_BYTES = 256 * 1024;
 
 /**
  * The pod-to-client direction: the socket reads into one buffer per connection (Node's `onread`)
  * that is written to the stream with `writeBorrowed` (src/streaming/borrowed.ts), and reading stops
  * (the callback's `false`) until the stream released those bytes. A fresh buffer per read made the
- * kernel fault in and zero new pages on every read. At most `POD_READ_BYTES` are held per
+ * kernel fault in and zero new pages on every read. At most `POD_READ_MAX_BYTES` are held per
  * connection, in the buffer.
  */
 class PodReader {
   readonly onread: OnReadOpts;
   readonly #stream: Duplex;
+  readonly #buffer = new GrowingReadBuffer(POD_READ_MIN_BYTES, POD_READ_MAX_BYTES);
+  #last = 0;
   #socket: Socket | undefined;
 
   constructor(stream: Duplex) {
     this.#stream = stream;
-    this.onread = { buffer: Buffer.allocUnsafeSlow(POD_READ_BYTES), callback: (n, buf) => this.#onRead(n, buf) };
+    // Node calls `buffer` once when the socket is made, then after every read for the next one.
+    this.onread = { buffer: () => this.#buffer.next(this.#last), callback: (n, buf) => this.#onRead(n, buf) };
   }
 
   /** Starts reading `socket` (dialed with `onread`, so paused until now). */
@@ -119,6 +126,7 @@ class PodReader {
   }
 
   #onRead(n: number, buf: Uint8Array): boolean {
+    this.#last = n;
     const view = Buffer.from(buf.buffer, buf.byteOffset, n);
     return writeBorrowed(this.#stream, view, this.#released);
   }
