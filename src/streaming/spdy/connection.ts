@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../logging/index.js';
 import { SpdyIdleTimeoutError, SpdyProtocolError } from './errors.js';
@@ -95,11 +96,15 @@ export interface SpdyConnection {
 export class SpdyConnection extends EventEmitter {
   readonly #socket: Duplex;
   /**
-   * The socket is a `net.Socket` (TCP or TLS): once its `writableLength` is 0 right after a write,
-   * the bytes are in the kernel (or in OpenSSL's copy), so a borrowed payload may be reused. A
-   * JavaScript Duplex (the WebSocket tunnel) may still hold the chunk after its callback.
+   * When a borrowed payload (`#writeBorrowed`) is free again. `'tcp'`: a `net.Socket` whose
+   * `writableLength` is 0 right after the write — libuv wrote every byte into the kernel, else it
+   * keeps a pointer to the rest. `'tls'`: a `TLSSocket` that had nothing queued or corked, so the
+   * write reached its TLSWrap at once, whose DoWrite passes the bytes to SSL_write or copies them
+   * (Node's src/crypto/crypto_tls.cc); its callback only says the ciphertext left. Otherwise (a
+   * JavaScript Duplex such as the WebSocket tunnel may hold the chunk after its callback) the
+   * bytes are copied by the stream instead.
    */
-  readonly #borrowable: boolean;
+  readonly #borrow: 'tcp' | 'tls' | undefined;
   readonly #log: Logger | undefined;
   readonly #maxStreams: number;
   readonly #idleTimeoutMs: number;
@@ -124,7 +129,7 @@ export class SpdyConnection extends EventEmitter {
   constructor(socket: Duplex, opts: SpdyConnectionOptions = {}) {
     super();
     this.#socket = socket;
-    this.#borrowable = socket instanceof Socket;
+    this.#borrow = socket instanceof TLSSocket ? 'tls' : socket instanceof Socket ? 'tcp' : undefined;
     this.#log = opts.log;
     this.#maxStreams = opts.maxStreams ?? 1000;
     this.#idleTimeoutMs = opts.idleTimeoutMs ?? 0;
@@ -437,16 +442,16 @@ export class SpdyConnection extends EventEmitter {
 
   /**
    * DATA frames of `chunk` (memory the caller reuses), corked into one writev. Released at once
-   * when the socket queued nothing afterwards (the common case: the kernel took every byte);
-   * otherwise `released` runs with the last frame's write callback — Node calls it once that
+   * when the socket took the bytes (see `#borrow`; the common case); otherwise `released` runs with the last frame's write callback — Node calls it once that
    * frame left the socket's queue, or with an error when the socket is destroyed.
    */
   #writeBorrowed(id: number, chunk: Buffer, released: () => void): 'released' | 'queued' | 'unready' {
     const rec = this.#streams.get(id);
     if (!rec || rec.localFin || this.#closed) return 'released';
-    if (!rec.replied || !this.#borrowable) return 'unready';
+    if (!rec.replied || !this.#borrow) return 'unready';
     const s = this.#socket;
     if (s.destroyed || s.writableEnded || chunk.length === 0) return 'released';
+    const dispatched = s.writableLength === 0 && s.writableCorked === 0;
     let queued = false;
     const onFlushed = (): void => {
       if (queued) released();
@@ -460,7 +465,7 @@ export class SpdyConnection extends EventEmitter {
       off += n;
     }
     s.uncork();
-    queued = s.writableLength > 0;
+    queued = this.#borrow === 'tls' ? !dispatched : s.writableLength > 0;
     return queued ? 'queued' : 'released';
   }
 

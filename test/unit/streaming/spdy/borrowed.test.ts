@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, connect, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
-import t from 'tap';
+import { connect as tlsConnect, createServer as tlsCreateServer, type TLSSocket } from 'node:tls';
+import t, { type Test } from 'tap';
+import { selfSignedCertificate } from '../../../../src/server/tls.js';
 import { writeBorrowed } from '../../../../src/streaming/borrowed.js';
 import { SpdyConnection, type SpdyStream } from '../../../../src/streaming/spdy/index.js';
 import { TestClient, duplexPair, finOf } from './fixtures/helpers.js';
@@ -18,6 +20,20 @@ async function tcpPair(): Promise<[Socket, Socket]> {
   const accepted = once(server, 'connection') as Promise<[Socket]>;
   const client = connect(port, '127.0.0.1');
   const [serverSide] = await accepted;
+  server.close();
+  return [serverSide, client];
+}
+
+/** The same over TLS (nodelet's serving socket when the apiserver connects). */
+async function tlsPair(): Promise<[TLSSocket, TLSSocket]> {
+  const { cert, key } = await selfSignedCertificate({ nodeName: 'n', nodeIP: '127.0.0.1', address: '127.0.0.1' });
+  const server = tlsCreateServer({ cert, key });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  const accepted = once(server, 'secureConnection') as Promise<[TLSSocket]>;
+  const client = tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false });
+  const [[serverSide]] = await Promise.all([accepted, once(client, 'secureConnect')]);
   server.close();
   return [serverSide, client];
 }
@@ -54,6 +70,15 @@ async function openStream(conn: SpdyConnection, client: TestClient): Promise<{ i
 
 t.test('over TCP, DATA from one reused buffer arrives intact and in order, also when the socket queues', async (t) => {
   const [serverSock, clientSock] = await tcpPair();
+  await sendAndCheck(t, serverSock, clientSock);
+});
+
+t.test('over TLS, the same', async (t) => {
+  const [serverSock, clientSock] = await tlsPair();
+  await sendAndCheck(t, serverSock, clientSock);
+});
+
+async function sendAndCheck(t: Test, serverSock: Socket, clientSock: Socket): Promise<void> {
   const conn = new SpdyConnection(serverSock);
   const client = new TestClient(clientSock);
   t.teardown(() => {
@@ -73,7 +98,7 @@ t.test('over TCP, DATA from one reused buffer arrives intact and in order, also 
   t.equal(got.bytes.length, 512 * CHUNK);
   t.equal(createHash('sha256').update(got.bytes).digest('hex'), digest, 'every byte, in order');
   t.ok(queued > 0, `some writes waited for the socket (${queued})`);
-});
+}
 
 t.test('before the SYN_REPLY, and over a JavaScript duplex, the bytes are copied: the buffer is free at once', async (t) => {
   for (const transport of ['tcp', 'duplex'] as const) {
