@@ -1,4 +1,6 @@
-import type { Writable } from 'node:stream';
+import { Socket } from 'node:net';
+import type { Duplex, Writable } from 'node:stream';
+import { TLSSocket } from 'node:tls';
 
 /**
  * Writing bytes that live in a buffer the caller reuses: a relay that reads its socket into one
@@ -43,4 +45,38 @@ export function writeCopy(w: Writable, chunk: Buffer, released: () => void): boo
   w.on('drain', done);
   w.on('close', done);
   return false;
+}
+
+/**
+ * When bytes written to a socket are free again. `'tcp'`: a `net.Socket` whose `writableLength`
+ * is 0 right after the write — libuv wrote every byte into the kernel, else it keeps a pointer to
+ * the rest. `'tls'`: a `TLSSocket` that had nothing queued or corked, so the write reached its
+ * TLSWrap at once, whose DoWrite passes the bytes to SSL_write or copies them (Node's
+ * src/crypto/crypto_tls.cc); its callback only says the ciphertext left. `undefined`: anything
+ * else — a JavaScript Duplex (the WebSocket tunnel) may hold a chunk after its callback — where
+ * borrowed bytes must be copied instead.
+ */
+export type BorrowMode = 'tcp' | 'tls';
+
+export function borrowModeOf(socket: Duplex): BorrowMode | undefined {
+  return socket instanceof TLSSocket ? 'tls' : socket instanceof Socket ? 'tcp' : undefined;
+}
+
+/**
+ * Writes borrowed bytes onto socket `s` (of `mode`): `write` writes the frames under one cork
+ * (one writev), passing `onFlushed` as the callback of the write that carries the last borrowed
+ * byte. `'released'` when the socket took the bytes (see BorrowMode); else `'queued'`, and
+ * `released` runs once that last write left the socket's queue (Node calls a write's callback
+ * then, or with an error when the socket is destroyed).
+ */
+export function writeGathered(s: Writable, mode: BorrowMode, write: (onFlushed: () => void) => void, released: () => void): 'released' | 'queued' {
+  const dispatched = s.writableLength === 0 && s.writableCorked === 0;
+  let queued = false;
+  s.cork();
+  write(() => {
+    if (queued) released();
+  });
+  s.uncork();
+  queued = mode === 'tls' ? !dispatched : s.writableLength > 0;
+  return queued ? 'queued' : 'released';
 }

@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { Socket } from 'node:net';
-import { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../logging/index.js';
+import { borrowModeOf, writeGathered, type BorrowMode } from '../borrowed.js';
 import { SpdyIdleTimeoutError, SpdyProtocolError } from './errors.js';
 import {
   DEFAULT_WINDOW,
@@ -95,16 +94,8 @@ export interface SpdyConnection {
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class SpdyConnection extends EventEmitter {
   readonly #socket: Duplex;
-  /**
-   * When a borrowed payload (`#writeBorrowed`) is free again. `'tcp'`: a `net.Socket` whose
-   * `writableLength` is 0 right after the write — libuv wrote every byte into the kernel, else it
-   * keeps a pointer to the rest. `'tls'`: a `TLSSocket` that had nothing queued or corked, so the
-   * write reached its TLSWrap at once, whose DoWrite passes the bytes to SSL_write or copies them
-   * (Node's src/crypto/crypto_tls.cc); its callback only says the ciphertext left. Otherwise (a
-   * JavaScript Duplex such as the WebSocket tunnel may hold the chunk after its callback) the
-   * bytes are copied by the stream instead.
-   */
-  readonly #borrow: 'tcp' | 'tls' | undefined;
+  /** How borrowed DATA payloads are known to be free (`#writeBorrowed`); undefined: they are copied. */
+  readonly #borrow: BorrowMode | undefined;
   readonly #log: Logger | undefined;
   readonly #maxStreams: number;
   readonly #idleTimeoutMs: number;
@@ -129,7 +120,7 @@ export class SpdyConnection extends EventEmitter {
   constructor(socket: Duplex, opts: SpdyConnectionOptions = {}) {
     super();
     this.#socket = socket;
-    this.#borrow = socket instanceof TLSSocket ? 'tls' : socket instanceof Socket ? 'tcp' : undefined;
+    this.#borrow = borrowModeOf(socket);
     this.#log = opts.log;
     this.#maxStreams = opts.maxStreams ?? 1000;
     this.#idleTimeoutMs = opts.idleTimeoutMs ?? 0;
@@ -441,9 +432,8 @@ export class SpdyConnection extends EventEmitter {
   }
 
   /**
-   * DATA frames of `chunk` (memory the caller reuses), corked into one writev. Released at once
-   * when the socket took the bytes (see `#borrow`; the common case); otherwise `released` runs with the last frame's write callback — Node calls it once that
-   * frame left the socket's queue, or with an error when the socket is destroyed.
+   * DATA frames of `chunk` (memory the caller reuses) in one writev; `writeGathered` says whether
+   * the socket took them at once (the common case) or `released` follows.
    */
   #writeBorrowed(id: number, chunk: Buffer, released: () => void): 'released' | 'queued' | 'unready' {
     const rec = this.#streams.get(id);
@@ -451,22 +441,20 @@ export class SpdyConnection extends EventEmitter {
     if (!rec.replied || !this.#borrow) return 'unready';
     const s = this.#socket;
     if (s.destroyed || s.writableEnded || chunk.length === 0) return 'released';
-    const dispatched = s.writableLength === 0 && s.writableCorked === 0;
-    let queued = false;
-    const onFlushed = (): void => {
-      if (queued) released();
-    };
-    s.cork();
-    for (let off = 0; off < chunk.length; ) {
-      const n = Math.min(MAX_OUTBOUND_DATA, chunk.length - off);
-      s.write(encodeDataHeader(id, n, false));
-      const last = off + n >= chunk.length;
-      s.write(n === chunk.length ? chunk : chunk.subarray(off, off + n), last ? onFlushed : undefined);
-      off += n;
-    }
-    s.uncork();
-    queued = this.#borrow === 'tls' ? !dispatched : s.writableLength > 0;
-    return queued ? 'queued' : 'released';
+    return writeGathered(
+      s,
+      this.#borrow,
+      (onFlushed) => {
+        for (let off = 0; off < chunk.length; ) {
+          const n = Math.min(MAX_OUTBOUND_DATA, chunk.length - off);
+          s.write(encodeDataHeader(id, n, false));
+          const last = off + n >= chunk.length;
+          s.write(n === chunk.length ? chunk : chunk.subarray(off, off + n), last ? onFlushed : undefined);
+          off += n;
+        }
+      },
+      released,
+    );
   }
 
   #resetStream(rec: StreamRecord, status: number, destroy = true): void {
