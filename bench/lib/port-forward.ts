@@ -1,7 +1,9 @@
 /**
  * Part `portforward`: SPDY port-forward throughput through nodelet vs a direct TCP client inside the
  * pod's network namespace (bench/lib/pf-direct.ts under nsenter), both downloading from busybox
- * httpd in static pod PF_POD.
+ * httpd in static pod PF_POD. Beside MB/s, the CPU-seconds per GiB of each SPDY transfer: nodelet's
+ * (/proc/PID/stat), the client's (this process, which parses the SPDY frames) and the rest of the
+ * machine (httpd, the kernel's softirq work, whatever else runs).
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import type Docker from 'dockerode';
 import { SpdyExecClient } from '../../test/clients/spdy-client.js';
 import type { BenchNodelet } from './env.js';
 import { PF_POD } from './part-pods.js';
+import { cpuSecondsOf, selfCpuSeconds, systemBusySeconds } from './proc.js';
 import { TARGETS, fmt as f, table, target, verdict, type Metric, type PartResult } from './report.js';
 import { median, rotated, round, spread } from './stats.js';
 
@@ -68,14 +71,24 @@ export async function portForward(nodelet: BenchNodelet, docker: Docker, o: { ro
   }
   await spdyForward(nodelet, 0); // warm-up
   const res: Record<'direct' | 'spdy', number[]> = { direct: [], spdy: [] };
+  const cpu: Record<'nodelet' | 'client' | 'rest', number[]> = { nodelet: [], client: [], rest: [] };
   let reqId = 1;
   for (let r = 0; r < o.rounds; r++) {
     for (const v of rotated(['direct', 'spdy'] as const, r)) {
+      const before = { nodelet: cpuSecondsOf(nodelet.pid), client: selfCpuSeconds(), system: systemBusySeconds() };
       const x = v === 'direct' ? await directForward(pid) : await spdyForward(nodelet, reqId++);
       if (x.bytes < o.bytes) throw new Error(`port-forward ${v}: ${x.bytes} B < ${o.bytes}`);
       res[v].push(x.bytes / MB / (x.ms / 1000));
+      if (v === 'spdy') {
+        const gib = x.bytes / 1024 ** 3;
+        const n = cpuSecondsOf(nodelet.pid) - before.nodelet;
+        const c = selfCpuSeconds() - before.client;
+        cpu.nodelet.push(n / gib);
+        cpu.client.push(c / gib);
+        cpu.rest.push((systemBusySeconds() - before.system - n - c) / gib);
+      }
     }
-    o.log(`round ${r + 1}/${o.rounds} port-forward: direct ${f(res.direct.at(-1), 0)} MB/s, SPDY ${f(res.spdy.at(-1), 0)} MB/s`);
+    o.log(`round ${r + 1}/${o.rounds} port-forward: direct ${f(res.direct.at(-1), 0)} MB/s, SPDY ${f(res.spdy.at(-1), 0)} MB/s, nodelet ${f(cpu.nodelet.at(-1))} CPU-s/GiB`);
   }
   const ratios = res.spdy.map((x, i) => x / res.direct[i]!);
   const s = spread(res.spdy);
@@ -94,13 +107,22 @@ export async function portForward(nodelet: BenchNodelet, docker: Docker, o: { ro
     per_round: res.spdy.map((x) => round(x, 1)),
     baseline_per_round: res.direct.map((x) => round(x, 1)),
     bytes: o.bytes,
+    nodelet_cpu_per_gib: round(median(cpu.nodelet), 3),
+    nodelet_cpu_per_gib_per_round: cpu.nodelet.map((x) => round(x, 3)),
+    client_cpu_per_gib: round(median(cpu.client), 3),
+    rest_of_system_cpu_per_gib: round(median(cpu.rest), 3),
     ...target(TARGETS.portForwardRatio, '>=', 'ratio', rs.median, rs),
   };
+  const ns = spread(cpu.nodelet);
   const ds = spread(res.direct);
   const rows = [
     [`port-forward, GET of ${o.bytes / MiB} MiB from busybox httpd on 127.0.0.1:8080 in the pod — MB/s`, 'median', '[min–max]', '÷direct', '[min–max]', 'target'],
     ['  direct (client in the pod netns via nsenter)', f(ds.median, 0), `[${f(ds.min, 0)}–${f(ds.max, 0)}]`, '1.00', '', ''],
     ['  nodelet SPDY portforward.k8s.io', f(s.median, 0), `[${f(s.min, 0)}–${f(s.max, 0)}]`, f(rs.median), `[${f(rs.min)}–${f(rs.max)}]`, verdict(m)],
   ];
-  return { metrics: [m], lines: [table(rows), ''] };
+  const cpuRows = [
+    ['port-forward SPDY: CPU-seconds per GiB (median [min–max])', 'nodelet', '[min–max]', 'client', 'rest'],
+    ['  nodelet SPDY portforward.k8s.io', f(ns.median), `[${f(ns.min)}–${f(ns.max)}]`, f(median(cpu.client)), f(median(cpu.rest))],
+  ];
+  return { metrics: [m], lines: [table(rows), '', table(cpuRows), ''] };
 }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { Socket } from 'node:net';
+import { Socket, type OnReadOpts, type SocketConstructorOpts } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../logging/index.js';
 import { ANSWER_GRACE_MS, CONNECT_TIMEOUT_MS, parseDialAnswer, timeoutReason, type DialRequest } from './portforward-protocol.js';
@@ -67,11 +67,13 @@ export class NetnsDialers {
 
   /**
    * A socket connected to 127.0.0.1:`port` (or `host`:`port`, an IP literal) in the netns of process `pid` (the sandbox's), with
-   * `allowHalfOpen` set, not yet read from. Rejects with a `DialError` when nothing connected
+   * `allowHalfOpen` set, not yet read from. With `read` (Node's `onread`), the socket reads into
+   * `read.buffer` and hands each read to `read.callback` instead of emitting 'data', and starts
+   * paused: `resume()` starts it, and the callback's `false` pauses it again. Rejects with a `DialError` when nothing connected
    * (refused, timed out, the helper could not start, too many open requests, `signal` aborted).
    * A helper started for another pid of the same sandbox (it restarted) is replaced.
    */
-  dial(sandboxId: string, pid: number, port: number, signal: AbortSignal, host?: string): Promise<Socket> {
+  dial(sandboxId: string, pid: number, port: number, signal: AbortSignal, host?: string, read?: OnReadOpts): Promise<Socket> {
     if (this.#closed) return Promise.reject(new DialError('nodelet is stopping'));
     let helper = this.#helpers.get(sandboxId);
     if (helper && (helper.pid !== pid || helper.dead)) {
@@ -85,7 +87,7 @@ export class NetnsDialers {
       this.#helpers.set(sandboxId, h);
       helper = h;
     }
-    return helper.dial(port, signal, host);
+    return helper.dial(port, signal, host, read);
   }
 
   /** Stops the sandbox's helper, if any (idempotent); its open requests fail. */
@@ -109,6 +111,7 @@ export class NetnsDialers {
 
 interface Pending {
   readonly port: number;
+  readonly read: OnReadOpts | undefined;
   resolve(socket: Socket): void;
   reject(err: DialError): void;
 }
@@ -177,7 +180,7 @@ class Helper {
     return this.#child?.pid;
   }
 
-  dial(port: number, signal: AbortSignal, host?: string): Promise<Socket> {
+  dial(port: number, signal: AbortSignal, host?: string, read?: OnReadOpts): Promise<Socket> {
     return new Promise<Socket>((resolve, reject) => {
       const child = this.#child;
       if (this.#deadReason !== undefined || !child?.connected) return reject(new DialError(this.#deadReason ?? 'port-forward helper is gone'));
@@ -208,6 +211,7 @@ class Helper {
       signal.addEventListener('abort', onAbort, { once: true });
       this.#pending.set(id, {
         port,
+        read,
         resolve: (s) => {
           done();
           resolve(s);
@@ -238,9 +242,10 @@ class Helper {
   }
 
   #onAnswer(m: unknown, handle: unknown): void {
-    const socket = handle instanceof Socket ? handle : undefined;
     const a = parseDialAnswer(m);
     const p = a ? this.#pending.get(a.id) : undefined;
+    // Either side may half-close; the relay decides when the other side follows.
+    const socket = wrapHandle(handle, a?.op === 'dialed' ? p?.read : undefined);
     if (!a || !p) {
       // Late (timed out, aborted) or malformed: a connection nobody waits for is closed.
       socket?.destroy();
@@ -251,8 +256,6 @@ class Helper {
       return p.reject(new DialError(a.reason));
     }
     if (!socket) return p.reject(new DialError('port-forward helper: the connected socket did not arrive'));
-    // Either side may half-close; the relay decides when the other side follows.
-    socket.allowHalfOpen = true;
     p.resolve(socket);
   }
 
@@ -276,6 +279,30 @@ class Helper {
     this.#idleTimer = setTimeout(() => this.kill(), this.#opts.idleMs);
     this.#idleTimer.unref();
   }
+}
+
+/**
+ * The socket around a handle the helper sent: its raw TCP handle (`net.Native`, see
+ * portforward-helper.ts), wrapped here the way Node's own `child_process` wraps a received
+ * `net.Socket` (`new net.Socket({ handle })`, lib/internal/child_process.js), with half-open
+ * allowed and, when `read` is given, Node's `onread` (reads into `read.buffer`, delivered to
+ * `read.callback` only — no 'data' events — and paused until `resume()`). Anything else (a
+ * `net.Socket` is not what the helper sends) is closed: no socket.
+ */
+function wrapHandle(handle: unknown, read: OnReadOpts | undefined): Socket | undefined {
+  if (handle instanceof Socket) {
+    handle.destroy();
+    return undefined;
+  }
+  if (typeof handle !== 'object' || handle === null) return undefined;
+  const opts: SocketConstructorOpts & { handle: object; pauseOnCreate?: boolean; onread?: OnReadOpts } = {
+    handle,
+    allowHalfOpen: true,
+    readable: true,
+    writable: true,
+    ...(read ? { onread: read, pauseOnCreate: true } : {}),
+  };
+  return new Socket(opts);
 }
 
 /** Descriptors left free for the rest of nodelet beyond the sockets on their way in. */

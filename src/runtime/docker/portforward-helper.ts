@@ -27,15 +27,21 @@ process.on('message', (m: unknown) => {
   if (req) dial(req);
 });
 
+/**
+ * Sends the answer with the connected socket's raw libuv handle (Node's `net.Native` handle type,
+ * the TCP wrap inside the `net.Socket`), not the `net.Socket` itself: nodelet then wraps the
+ * descriptor in a socket of its own making, with options only the constructor takes (`onread`:
+ * reading into one reused buffer, netns-dialer.ts). The descriptor travels with the message
+ * (SCM_RIGHTS duplicates it), so this process's copy is closed once the message is written.
+ */
 function answer(a: DialAnswer, socket?: Socket): void {
   if (!send || !process.connected) {
     socket?.destroy();
     return;
   }
-  // The handle is closed here once nodelet acknowledged it (or failed to receive it).
-  send(a, socket, {}, (err: Error | null) => {
-    if (err) socket?.destroy();
-  });
+  const handle = socket ? (socket as unknown as { _handle?: object | null })._handle ?? undefined : undefined;
+  if (socket && !handle) return answer({ op: 'failed', id: a.id, reason: 'port-forward helper: the connected socket is gone' });
+  send(a, handle as Socket | undefined, {}, () => socket?.destroy());
 }
 
 function dial({ id, port, host = FORWARD_HOST }: DialRequest): void {

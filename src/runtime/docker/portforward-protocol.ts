@@ -3,7 +3,7 @@
  * pod running inside the pod's network namespace, over Node's IPC channel (JSON serialization).
  *
  *   nodelet → helper   `{ op: 'dial', id, port }`     connect to 127.0.0.1:port in the netns
- *   helper → nodelet   `{ op: 'dialed', id }` + the connected socket as the message's handle
+ *   helper → nodelet   `{ op: 'dialed', id }` + the connected socket's raw handle as the message's
  *                      `{ op: 'failed', id, reason }` nothing connected; `reason` is the client's text
  *   nodelet → helper   `{ op: 'dial', id, port, host }`  connect to host:port (an IP literal) in the netns
  *

@@ -1,7 +1,9 @@
-import type { Socket } from 'node:net';
+import type { OnReadOpts, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from '../../logging/index.js';
+import { writeBorrowed } from '../../streaming/borrowed.js';
+import { GrowingReadBuffer } from '../../streaming/read-buffer.js';
 import { DialError, type NetnsDialers } from './netns-dialer.js';
 
 /**
@@ -20,7 +22,8 @@ const CLIENT_LINGER_MS = 1000;
  *
  * Half-close both ways: the stream's EOF shuts down the socket's write side (the pod keeps
  * answering); the pod's EOF ends the stream, and the client may still send for
- * `CLIENT_LINGER_MS`. Backpressure through `pipe`.
+ * `CLIENT_LINGER_MS`. Backpressure: client to pod through `pipe`; pod to client the socket reads
+ * into one buffer of its own (`PodReader`) and stops reading while the stream holds those bytes.
  *
  * Rejects, with the CRI streaming server's text (`error forwarding port P to pod <sandbox>,
  * uid : <reason>`), when the connection cannot be made: sandbox not running, nothing listening
@@ -38,14 +41,15 @@ export async function forwardPort(docker: Docker, dialers: NetnsDialers, sandbox
     throw fail(err instanceof Error ? err.message : String(err));
   });
   if (signal.aborted) return;
+  const toClient = new PodReader(stream);
   let socket: Socket;
   try {
-    socket = await dialers.dial(sandboxId, pid, port, signal, host);
+    socket = await dialers.dial(sandboxId, pid, port, signal, host, toClient.onread);
   } catch (err) {
     if (signal.aborted) return;
     throw fail(err instanceof DialError ? err.message : String(err));
   }
-  const result = await relay(socket, stream, signal);
+  const result = await relay(socket, stream, toClient, signal);
   if (result.kind === 'broken') log.debug({ sandboxId, port, reason: result.reason }, 'port-forward: connection ended with an error');
 }
 
@@ -86,13 +90,60 @@ async function inspectPid(docker: Docker, sandboxId: string): Promise<number> {
   return pid;
 }
 
+/**
+ * Bytes per read from the pod: a connection starts with the smaller buffer and grows to the larger
+ * while reads fill it (GrowingReadBuffer). A 256 KiB read goes out as four DATA frames of
+ * MAX_OUTBOUND_DATA in one writev; against 64 KiB reads it took a fifth off nodelet's CPU per byte
+ * in the bench's port-forward download (bench/findings.md, "Port-forward").
+ */
+export const POD_READ_MIN_BYTES = 16 * 1024;
+export const POD_READ_MAX_BYTES = 256 * 1024;
+
+/**
+ * The pod-to-client direction: the socket reads into one buffer per connection (Node's `onread`)
+ * that is written to the stream with `writeBorrowed` (src/streaming/borrowed.ts), and reading stops
+ * (the callback's `false`) until the stream released those bytes. A fresh buffer per read made the
+ * kernel fault in and zero new pages on every read. At most `POD_READ_MAX_BYTES` are held per
+ * connection, in the buffer.
+ */
+class PodReader {
+  readonly onread: OnReadOpts;
+  readonly #stream: Duplex;
+  readonly #buffer = new GrowingReadBuffer(POD_READ_MIN_BYTES, POD_READ_MAX_BYTES);
+  #last = 0;
+  #socket: Socket | undefined;
+
+  constructor(stream: Duplex) {
+    this.#stream = stream;
+    // Node calls `buffer` once when the socket is made, then after every read for the next one.
+    this.onread = { buffer: () => this.#buffer.next(this.#last), callback: (n, buf) => this.#onRead(n, buf) };
+  }
+
+  /** Starts reading `socket` (dialed with `onread`, so paused until now). */
+  start(socket: Socket): void {
+    this.#socket = socket;
+    socket.resume();
+  }
+
+  #onRead(n: number, buf: Uint8Array): boolean {
+    this.#last = n;
+    const view = Buffer.from(buf.buffer, buf.byteOffset, n);
+    return writeBorrowed(this.#stream, view, this.#released);
+  }
+
+  readonly #released = (): void => {
+    const s = this.#socket;
+    if (s && !s.destroyed) s.resume();
+  };
+}
+
 type RelayResult =
   | { readonly kind: 'ok' }
   /** Connected, then failed. */
   | { readonly kind: 'broken'; readonly reason: string };
 
 /** Relays until the socket is closed (both directions done, a reset, `signal`, the stream gone). */
-function relay(socket: Socket, stream: Duplex, signal: AbortSignal): Promise<RelayResult> {
+function relay(socket: Socket, stream: Duplex, toClient: PodReader, signal: AbortSignal): Promise<RelayResult> {
   return new Promise((resolve) => {
     let error: Error | undefined;
     let lingerTimer: NodeJS.Timeout | undefined;
@@ -110,9 +161,11 @@ function relay(socket: Socket, stream: Duplex, signal: AbortSignal): Promise<Rel
     };
     // Client EOF → FIN to the pod (pipe ends the socket; allowHalfOpen keeps its read side).
     stream.pipe(socket);
-    // Pod EOF → the stream ends; the client gets a moment to finish sending, then EOF as well.
-    socket.pipe(stream);
+    // Pod → client; pod EOF → the stream ends; the client gets a moment to finish sending, then
+    // EOF as well.
+    toClient.start(socket);
     socket.once('end', () => {
+      if (!stream.destroyed && !stream.writableEnded) stream.end();
       lingerTimer = setTimeout(stopInput, CLIENT_LINGER_MS);
       lingerTimer.unref();
     });
@@ -128,7 +181,6 @@ function relay(socket: Socket, stream: Duplex, signal: AbortSignal): Promise<Rel
       signal.removeEventListener('abort', onAbort);
       stream.off('close', onStreamClose);
       stream.unpipe(socket);
-      socket.unpipe(stream);
       stream.resume();
       // A reset ends the stream too, as a killed socat's closed stdout did.
       if (!stream.destroyed && !stream.writableEnded) stream.end();

@@ -2,6 +2,7 @@ import { Duplex } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type WebSocket from 'ws';
 import type { Logger } from '../../logging/index.js';
+import { writeCopy, type BorrowingWriter } from '../borrowed.js';
 import { ChannelConnection } from '../websocket/connection.js';
 import { dataChannel, errorChannel, portPrefix } from './channels.js';
 import { tooManyOnNode, tooManyPerSession, type ForwardLimiter } from './limits.js';
@@ -59,17 +60,7 @@ export function serveWebSocketPortForward(ws: WebSocket, socket: Duplex, opts: W
     },
   });
   for (let index = 0; index < opts.ports.length; index++) {
-    streams.push(
-      new Duplex({
-        allowHalfOpen: true,
-        readableHighWaterMark: INBOUND_HIGH_WATER_MARK,
-        read: () => conn.resume(index),
-        write: (chunk: Buffer, _enc, cb) => conn.write(dataChannel(index), chunk, cb),
-        writev: (chunks, cb) => conn.write(dataChannel(index), chunks.map((c) => c.chunk as Buffer), cb),
-        // Channel mode cannot half-close a channel: the pod's EOF shows when the connection closes.
-        final: (cb) => cb(),
-      }),
-    );
+    streams.push(new ChannelStream(conn, index));
   }
 
   async function forward(index: number, port: number): Promise<void> {
@@ -122,3 +113,36 @@ export function serveWebSocketPortForward(ws: WebSocket, socket: Duplex, opts: W
 }
 
 const noop = (): void => undefined;
+
+/**
+ * One port's data channel as a Duplex, and a `BorrowingWriter`: the relay's reads from the pod go
+ * straight to the connection while nothing is queued here (the order of bytes never changes),
+ * else a copy takes the ordinary path.
+ */
+class ChannelStream extends Duplex implements BorrowingWriter {
+  readonly #conn: ChannelConnection;
+  readonly #channel: number;
+
+  constructor(conn: ChannelConnection, index: number) {
+    super({
+      allowHalfOpen: true,
+      readableHighWaterMark: INBOUND_HIGH_WATER_MARK,
+      read: () => conn.resume(index),
+      write: (chunk: Buffer, _enc, cb) => conn.write(dataChannel(index), chunk, cb),
+      writev: (chunks, cb) => conn.write(dataChannel(index), chunks.map((c) => c.chunk as Buffer), cb),
+      // Channel mode cannot half-close a channel: the pod's EOF shows when the connection closes.
+      final: (cb) => cb(),
+    });
+    this.#conn = conn;
+    this.#channel = dataChannel(index);
+  }
+
+  writeBorrowed(chunk: Buffer, released: () => void): boolean {
+    if (this.destroyed || this.writableEnded) return true;
+    if (this.writableLength === 0 && !this.writableCorked) {
+      const r = this.#conn.writeBorrowed(this.#channel, chunk, released);
+      if (r !== 'unready') return r === 'released';
+    }
+    return writeCopy(this, chunk, released);
+  }
+}

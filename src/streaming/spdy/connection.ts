@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../logging/index.js';
+import { borrowModeOf, writeGathered, type BorrowMode } from '../borrowed.js';
 import { SpdyIdleTimeoutError, SpdyProtocolError } from './errors.js';
 import {
   DEFAULT_WINDOW,
@@ -93,6 +94,8 @@ export interface SpdyConnection {
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- see the interface above
 export class SpdyConnection extends EventEmitter {
   readonly #socket: Duplex;
+  /** How borrowed DATA payloads are known to be free (`#writeBorrowed`); undefined: they are copied. */
+  readonly #borrow: BorrowMode | undefined;
   readonly #log: Logger | undefined;
   readonly #maxStreams: number;
   readonly #idleTimeoutMs: number;
@@ -117,6 +120,7 @@ export class SpdyConnection extends EventEmitter {
   constructor(socket: Duplex, opts: SpdyConnectionOptions = {}) {
     super();
     this.#socket = socket;
+    this.#borrow = borrowModeOf(socket);
     this.#log = opts.log;
     this.#maxStreams = opts.maxStreams ?? 1000;
     this.#idleTimeoutMs = opts.idleTimeoutMs ?? 0;
@@ -342,6 +346,7 @@ export class SpdyConnection extends EventEmitter {
   readonly #session: StreamSession = {
     reply: (id, headers) => this.#reply(id, headers),
     write: (id, chunk, fin) => this.#writeData(id, chunk, fin),
+    writeBorrowed: (id, chunk, released) => this.#writeBorrowed(id, chunk, released),
     reset: (id, status) => {
       const rec = this.#streams.get(id);
       if (rec) this.#resetStream(rec, status, false);
@@ -424,6 +429,32 @@ export class SpdyConnection extends EventEmitter {
       }
     } while (off < chunk.length);
     return undefined;
+  }
+
+  /**
+   * DATA frames of `chunk` (memory the caller reuses) in one writev; `writeGathered` says whether
+   * the socket took them at once (the common case) or `released` follows.
+   */
+  #writeBorrowed(id: number, chunk: Buffer, released: () => void): 'released' | 'queued' | 'unready' {
+    const rec = this.#streams.get(id);
+    if (!rec || rec.localFin || this.#closed) return 'released';
+    if (!rec.replied || !this.#borrow) return 'unready';
+    const s = this.#socket;
+    if (s.destroyed || s.writableEnded || chunk.length === 0) return 'released';
+    return writeGathered(
+      s,
+      this.#borrow,
+      (onFlushed) => {
+        for (let off = 0; off < chunk.length; ) {
+          const n = Math.min(MAX_OUTBOUND_DATA, chunk.length - off);
+          s.write(encodeDataHeader(id, n, false));
+          const last = off + n >= chunk.length;
+          s.write(n === chunk.length ? chunk : chunk.subarray(off, off + n), last ? onFlushed : undefined);
+          off += n;
+        }
+      },
+      released,
+    );
   }
 
   #resetStream(rec: StreamRecord, status: number, destroy = true): void {

@@ -1,4 +1,5 @@
 import { Duplex } from 'node:stream';
+import { writeCopy, type BorrowingWriter } from '../borrowed.js';
 import { RstStatus } from './frames.js';
 import { firstValues, type HeaderInput, type HeaderValues } from './headers.js';
 
@@ -12,6 +13,13 @@ export interface StreamSession {
   reply(id: number, headers: HeaderInput): Promise<void>;
   /** Undefined when the socket accepted the bytes at once; else resolves once it did (or the stream/session died); never rejects. */
   write(id: number, chunk: Buffer, fin: boolean): Promise<void> | undefined;
+  /**
+   * DATA from memory the caller reuses, straight onto the socket: `'released'` when the socket
+   * keeps no reference (or the stream is gone), `'queued'` when `released` will be called once it
+   * does not, `'unready'` when nothing was written (no SYN_REPLY yet, or a socket whose write
+   * completion does not prove the bytes were taken).
+   */
+  writeBorrowed(id: number, chunk: Buffer, released: () => void): 'released' | 'queued' | 'unready';
   reset(id: number, status: number): void;
   /** The reader wants more: lets the session resume reading if it paused for this stream. */
   read(id: number): void;
@@ -41,7 +49,7 @@ export interface StreamControl {
  * Every stream must be read (or `resume()`d, or `reset()`): the session stops reading its socket
  * while any stream's read buffer is full, like the kubelet's io.Pipe per stream.
  */
-export class SpdyStream extends Duplex {
+export class SpdyStream extends Duplex implements BorrowingWriter {
   readonly id: number;
   /** Lower-cased header names → first value (`streamtype`, `port`, `requestid`, …). */
   readonly headers: Readonly<Record<string, string>>;
@@ -95,6 +103,21 @@ export class SpdyStream extends Duplex {
     this.destroy();
   }
 
+  /**
+   * `BorrowingWriter`: the relay's hot path. While the writable side is idle (nothing buffered or
+   * in flight, not ending) the bytes go straight to the session as DATA, skipping the Writable's
+   * queue and callbacks; otherwise — or before the SYN_REPLY — a copy takes the ordinary path
+   * behind what is queued, so the order of bytes never changes.
+   */
+  writeBorrowed(chunk: Buffer, released: () => void): boolean {
+    if (this.destroyed || this.writableEnded) return true;
+    if (this.writableLength === 0 && !this.writableCorked) {
+      const r = this.#session.writeBorrowed(this.id, chunk, released);
+      if (r !== 'unready') return r === 'released';
+    }
+    return writeCopy(this, chunk, released);
+  }
+
   override _read(): void {
     this.#session.read(this.id);
   }
@@ -116,3 +139,4 @@ export class SpdyStream extends Duplex {
     cb(err);
   }
 }
+

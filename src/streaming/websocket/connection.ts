@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type WebSocket from 'ws';
 import type { Logger } from '../../logging/index.js';
+import { borrowModeOf, writeGathered, type BorrowMode } from '../borrowed.js';
 import { decodeFrame, type Framing } from './channels.js';
 import { IdleSweep, type IdleMember } from './idle.js';
 
@@ -48,6 +49,8 @@ type Owned = { [kConnection]?: ChannelConnection };
 export class ChannelConnection implements IdleMember {
   readonly #ws: WebSocket;
   readonly #socket: Duplex;
+  /** How borrowed payloads are known to be free (`writeBorrowed`); undefined: they are copied. */
+  readonly #borrow: BorrowMode | undefined;
   readonly #opts: ChannelConnectionOptions;
   readonly #pausedBy = new Set<number>();
   /** Write callbacks waiting for the socket's 'drain'; released at once when the client goes away. */
@@ -64,6 +67,7 @@ export class ChannelConnection implements IdleMember {
   constructor(ws: WebSocket, socket: Duplex, opts: ChannelConnectionOptions) {
     this.#ws = ws;
     this.#socket = socket;
+    this.#borrow = borrowModeOf(socket);
     this.#opts = opts;
     this.gone = new Promise((resolve) => (this.#markGone = resolve));
     (ws as Owned)[kConnection] = this;
@@ -96,6 +100,19 @@ export class ChannelConnection implements IdleMember {
     else this.#coalesced(channel, data);
     if (this.#socket.writableLength < OUTBOUND_HIGH_WATER_MARK) cb();
     else this.#waiting.push(cb);
+  }
+
+  /**
+   * `write` of bytes the caller reuses (src/streaming/borrowed.ts): `'released'` when the socket
+   * took them, `'queued'` when `released` follows once it did (which is also the backpressure),
+   * `'unready'` when nothing was written (base64 framing, or a socket that cannot tell) and the
+   * caller must copy. After the client left, the bytes are discarded: `'released'`.
+   */
+  writeBorrowed(channel: number, payload: Buffer, released: () => void): 'released' | 'queued' | 'unready' {
+    if (this.#gone || this.#ws.readyState !== this.#ws.OPEN) return 'released';
+    if (this.#opts.framing.base64 || !this.#borrow) return 'unready';
+    this.#lastActivity = Date.now();
+    return writeGathered(this.#socket, this.#borrow, (onFlushed) => this.#frames(channel, payload, onFlushed), released);
   }
 
   /** `write`, as a promise that resolves once the socket has room or the client went away. */
@@ -147,15 +164,18 @@ export class ChannelConnection implements IdleMember {
     this.#socket.off('drain', ChannelConnection.#onDrain);
   }
 
-  /** A payload as frames of at most MAX_FRAME_PAYLOAD, each header + view in one gathered write. */
-  #frames(channel: number, payload: Buffer): void {
+  /**
+   * A payload as frames of at most MAX_FRAME_PAYLOAD, each header + view in one gathered write;
+   * `onFlushed` is the callback of the write that carries the payload's last byte.
+   */
+  #frames(channel: number, payload: Buffer, onFlushed?: () => void): void {
     const s = this.#socket;
     s.cork();
-    if (payload.length === 0) s.write(frameHeader(channel, 0));
+    if (payload.length === 0) s.write(frameHeader(channel, 0), onFlushed);
     for (let off = 0; off < payload.length; off += MAX_FRAME_PAYLOAD) {
       const piece = off === 0 && payload.length <= MAX_FRAME_PAYLOAD ? payload : payload.subarray(off, off + MAX_FRAME_PAYLOAD);
       s.write(frameHeader(channel, piece.length));
-      s.write(piece);
+      s.write(piece, off + piece.length >= payload.length ? onFlushed : undefined);
     }
     s.uncork();
   }
