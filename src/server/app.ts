@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { developmentSecurity, type SecurityOptions } from '../auth/index.js';
 import { requestGuard } from './security.js';
 import { installRequestGate } from './gate.js';
-import { RequestLogController, requestLogging } from './request-log.js';
+import { rejectRouteLogOptions, requestLogging } from './request-log.js';
 import type { Logger } from '../logging/index.js';
 import { handleError, handleFrameworkError, handleNotFound } from './errors.js';
 import type { Host } from '../host/index.js';
@@ -93,8 +93,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
   const logging = requestLogging(opts.logger);
   const app: FastifyInstance = Fastify({
     logger: false,
-    logController: new RequestLogController(),
-    childLoggerFactory: logging.childLoggerFactory,
+    logController: logging.logController,
     bodyLimit: opts.bodyLimit ?? 64 * 1024,
     routerOptions: {
       // `/runningpods/` and `/runningpods` both match; Fastify never redirects between them.
@@ -119,6 +118,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
 
   // No client input may end the process: a throwing handler ends its own connection only.
   guardConnectionEvents(app.server, opts.logger);
+  app.addHook('onRoute', rejectRouteLogOptions);
   // The access log's completion lines at V(3): Fastify times a response and calls the log
   // controller's `requestCompleted` only when a route has an `onResponse` hook.
   if (logging.accessLog) app.addHook('onResponse', (_request, _reply, done) => done());

@@ -2,10 +2,33 @@ import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyR
 import { pino, type Bindings, type ChildLoggerOptions, type Level } from 'pino';
 import type { Logger } from '../logging/index.js';
 
-/** Per-request lines at debug: the kubelet logs HTTP requests at V(3) (httplog), not V(2). */
+/**
+ * Makes each request's logger, and writes the per-request lines at debug: the kubelet logs HTTP
+ * requests at V(3) (httplog), not V(2).
+ *
+ * Fastify calls `incomingRequest` once for every request it builds a `Request` and `Reply` for:
+ * routed ones, 404s and framework errors (fastify/lib/route.js `routeHandler`,
+ * lib/four-oh-four.js, fastify.js `onBadUrl`/`onMaxParamLength`/`onAsyncConstraintError`),
+ * before any hook runs. The request's logger (`request.log`, `reply.log`) is set here, a
+ * `RequestLogger` over `base` with the request id bound, rather than by a `childLoggerFactory`:
+ * with a factory of its own Fastify checks every request's logger for seven methods
+ * (lib/logger-factory.js `validateLogger`, an array and a closure per request); with its default
+ * factory and no logger it hands every request its null logger, replaced here.
+ * Routes cannot ask for a level or serializers of their own (`rejectRouteLogOptions`).
+ */
 export class RequestLogController extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
-    if (levelEnabled(request.log, 'debug') && !this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request');
+  readonly #base: LevelAware;
+
+  constructor(base: LevelAware) {
+    super();
+    this.#base = base;
+  }
+
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
+    const log = new RequestLogger(this.#base, { [this.requestIdLogLabel]: request.id });
+    request.log = log;
+    reply.log = log;
+    if (log.isLevelEnabled('debug') && !this.isLogDisabled(request)) log.debug({ req: request }, 'incoming request');
   }
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) {
@@ -13,6 +36,13 @@ export class RequestLogController extends LogController {
     } else if (levelEnabled(reply.log, 'debug') && !this.isLogDisabled(request)) {
       reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
     }
+  }
+  /**
+   * A request refused while the server closes (Fastify's 503, lib/route.js): Fastify hands it the
+   * null logger, as no `Request` was built; the line goes to `base` (without a request id).
+   */
+  override serviceUnavailable(): void {
+    this.#base.info({ res: { statusCode: 503 } }, 'request aborted - refusing to accept new requests as server is closing');
   }
 }
 
@@ -128,28 +158,26 @@ function serializersOf(logger: Logger): Readonly<Record<string, unknown>> {
  * no per-request child and sets no response listeners for logging): `base` is nodelet's logger
  * with Fastify's `req`, `res` and `err` serializers where the logger has none of its own (nodelet's
  * has `req`: `requestSummary`), as Fastify's `loggerInstance` would have made it.
- *   - `childLoggerFactory`: each request's `request.log` and `reply.log`, a `RequestLogger` over
- *     `base` made on its first line written (or `base`'s own child at once when the route asks for
- *     its own level or serializers; no nodelet route does). Fastify calls it for every request,
- *     404s and framework errors included.
+ *   - `logController`: Fastify's `logController` option; it gives each request its `request.log`
+ *     and `reply.log`, a `RequestLogger` over `base` made on its first line written.
  *   - `accessLog`: whether the access log's completion lines ("request completed") are written,
  *     i.e. `base` is at debug (V(3)): the caller then adds an `onResponse` hook, which makes
  *     Fastify time every response and call `RequestLogController.requestCompleted`.
  */
-export function requestLogging(logger: Logger): { base: Logger; childLoggerFactory: (logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions) => FastifyBaseLogger; accessLog: boolean } {
+export function requestLogging(logger: Logger): { base: Logger; logController: RequestLogController; accessLog: boolean } {
   // Fastify's serializers where the logger has none of its own (nodelet's has `req`), as Fastify merges them.
   const own = serializersOf(logger);
   const serializers: Record<string, pino.SerializerFn> = { req: requestValue, res: replySummary, err: pino.stdSerializers.err };
   for (const name of Object.keys(own)) delete serializers[name];
   const base = logger.child({}, { serializers });
-  return { base, childLoggerFactory: (_fastifyLogger, bindings, opts) => requestChildLogger(base, bindings, opts), accessLog: base.isLevelEnabled('debug') };
+  return { base, logController: new RequestLogController(base), accessLog: base.isLevelEnabled('debug') };
 }
 
 /**
- * A request's logger over `logger`: a `RequestLogger`, or `logger`'s own child at once when the
- * route asks for its own level or serializers.
+ * An `onRoute` hook: a route asking for its own log level or serializers is refused when it is
+ * registered. Every request's logger is `base`'s (`RequestLogController.incomingRequest`), so such
+ * options would be ignored silently; no nodelet route sets them.
  */
-export function requestChildLogger(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
-  if (opts.level !== undefined || opts.serializers !== undefined || !isLevelAware(logger)) return logger.child(bindings, opts);
-  return new RequestLogger(logger, bindings);
+export function rejectRouteLogOptions(route: { url: string; logLevel?: string; logSerializers?: unknown }): void {
+  if (route.logLevel || route.logSerializers) throw new Error(`route ${route.url}: per-route logLevel and logSerializers are not supported (src/server/request-log.ts)`);
 }

@@ -1,6 +1,7 @@
 import t from 'tap';
+import type { RouteShorthandOptions } from 'fastify';
 import { pino, type Logger } from 'pino';
-import { RequestLogger, requestChildLogger } from '../../../src/server/request-log.js';
+import { RequestLogger } from '../../../src/server/request-log.js';
 import { build, FakeHost, makePod } from './fixtures/fake-host.js';
 
 /** A pino logger at `level` whose lines are collected as parsed JSON. */
@@ -12,9 +13,8 @@ function collecting(level: pino.LevelWithSilent): { logger: Logger; lines: Recor
 
 t.test('RequestLogger: no child is made for lines below the level; a line at the level carries the bindings', async (t) => {
   const { logger, lines } = collecting('info');
-  const log = requestChildLogger(logger, { reqId: 'req-7' }, {});
-  t.ok(log instanceof RequestLogger, 'a lazy request logger');
-  const lazy = log as RequestLogger;
+  const log = new RequestLogger(logger, { reqId: 'req-7' });
+  const lazy = log;
   log.debug({ big: 'object' }, 'dropped');
   log.trace('dropped too');
   t.equal(lazy.made, false, 'nothing made for dropped lines');
@@ -31,10 +31,31 @@ t.test('RequestLogger: no child is made for lines below the level; a line at the
   t.equal(log.level, 'info');
 });
 
-t.test('RequestLogger: a route asking for its own level or serializers gets the logger\'s own child', async (t) => {
+t.test('a route asking for its own log level or serializers is refused when registered', async (t) => {
   const { logger } = collecting('info');
-  t.notOk(requestChildLogger(logger, { reqId: '1' }, { level: 'debug' }) instanceof RequestLogger);
-  t.notOk(requestChildLogger(logger, { reqId: '1' }, { serializers: {} }) instanceof RequestLogger);
+  const options: RouteShorthandOptions[] = [{ logLevel: 'debug' }, { logSerializers: { req: () => 'x' } }];
+  for (const option of options) {
+    const app = build(new FakeHost(), { logger });
+    t.throws(() => app.get('/own-logging', option, async () => 'x'), /per-route logLevel and logSerializers are not supported/);
+    await app.close();
+  }
+});
+
+t.test('each request gets a logger of its own with its id, made before any hook runs', async (t) => {
+  const { logger, lines } = collecting('debug');
+  const app = build(new FakeHost([makePod({ name: 'web' })]), { logger });
+  const seen: unknown[] = [];
+  app.addHook('onRequest', async (request, reply) => {
+    seen.push(request.log instanceof RequestLogger && request.log === reply.log);
+  });
+  t.equal((await app.inject('/podInfo?podID=web&podNamespace=default')).statusCode, 200);
+  // Refused by the gate before the hook above: its lines still carry its own id.
+  t.equal((await app.inject('/no-such-path')).statusCode, 404);
+  t.same(seen, [true], 'a hook sees the request\'s logger');
+  const ids = lines.filter((l) => l.msg === 'incoming request').map((l) => l.reqId);
+  t.equal(ids.length, 2, 'routed and unknown requests alike');
+  t.ok(ids[0] !== undefined && ids[1] !== undefined && ids[0] !== ids[1], 'each line names its own request');
+  await app.close();
 });
 
 t.test('the access log at debug (V(3)): incoming and completed lines with the request id and the status', async (t) => {
@@ -86,7 +107,7 @@ t.test('a logger without serializers of its own gets Fastify\'s: a request line 
 
 t.test('RequestLogger: a child without options is lazy too; its lines carry both bindings', async (t) => {
   const { logger, lines } = collecting('info');
-  const request = requestChildLogger(logger, { reqId: 'req-9' }, {}) as RequestLogger;
+  const request = new RequestLogger(logger, { reqId: 'req-9' });
   const session = request.child({ pod: 'default/web', stream: 'exec' });
   t.ok(session instanceof RequestLogger, 'a lazy child');
   session.debug('dropped');
