@@ -22,6 +22,7 @@ import { logsPlugin } from './plugins/logs.js';
 import { portForwardPlugin } from './plugins/port-forward.js';
 import { statsPlugin } from './plugins/stats.js';
 import { guardConnectionEvents } from './connections.js';
+import { InactivityLimit } from './inactivity.js';
 import { listenerOptions, type TlsMaterial } from './tls.js';
 import { nativeUnmask } from '../streaming/websocket/handshake.js';
 import { StreamingSessions, routeUpgrades } from './upgrade.js';
@@ -60,6 +61,9 @@ export interface ServerOptions {
   /** `/configz`, `/flagz`, `/statusz` (absent: not served, as on the read-only port). */
   zpages?: Omit<ZPagesOptions, 'paths'>;
 }
+
+/** Socket inactivity limit; the kubelet allows 4 h reads/writes for long log follows. */
+const CONNECTION_INACTIVITY_MS = 4 * 60 * 60 * 1000;
 
 /**
  * `application/json` exactly, as the apiserver and kubelet send it (Fastify would append
@@ -103,8 +107,9 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
     },
     // Slowloris guard: the whole request (headers and body) must arrive within 60 s.
     requestTimeout: 60_000,
-    // Socket inactivity limit; the kubelet allows 4 h reads/writes for long log follows.
-    connectionTimeout: 4 * 60 * 60 * 1000,
+    // No per-socket inactivity timer: Node would re-arm it on every request. The 4 h limit (the
+    // kubelet allows 4 h reads/writes for long log follows) is `InactivityLimit`'s, below.
+    connectionTimeout: 0,
     // The kubelet's `IdleTimeout` for keep-alive connections.
     keepAliveTimeout: 90_000,
     // Stopping must not wait for long answers such as a log follow of a silent container.
@@ -118,6 +123,7 @@ export function buildServer(opts: ServerOptions): FastifyInstance {
 
   // No client input may end the process: a throwing handler ends its own connection only.
   guardConnectionEvents(app.server, opts.logger);
+  new InactivityLimit(app.server, opts.tls ? 'secureConnection' : 'connection', CONNECTION_INACTIVITY_MS);
   app.addHook('onRoute', rejectRouteLogOptions);
   // The access log's completion lines at V(3): Fastify times a response and calls the log
   // controller's `requestCompleted` only when a route has an `onResponse` hook.
