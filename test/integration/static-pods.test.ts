@@ -3,6 +3,7 @@ import type { Pod, PodStatus } from '../../src/api/types.js';
 import { BUSYBOX, containersOfNode, dockerCLI, testDocker } from '../helpers/docker.js';
 import { startTestNode, type TestNode } from '../helpers/nodelet.js';
 import { rfc3339 } from '../../src/api/time.js';
+import { EVENTED_RELIST_PERIOD_MS } from '../../src/kubelet/pleg.js';
 
 const docker = testDocker();
 
@@ -168,9 +169,10 @@ t.test('a restarted nodelet adopts its containers without duplicates, keeping re
   });
   t.equal(adopted.metadata?.uid, pod.metadata?.uid);
   t.equal(adopted.status?.startTime, pod.status?.startTime, 'start time survives the restart');
-  // Give the restarted loop a few relists to do anything wrong: counted, not timed (every 500 ms here).
+  // Give the restarted loop a few relists to do anything wrong: counted, not timed (periodic ones
+  // every EVENTED_RELIST_PERIOD_MS while the engine's event stream is up, as it is here).
   const relists = node.nodelet.kubelet.relistHealth().relists;
-  await node.waitFor('three more relists', () => (node.nodelet.kubelet.relistHealth().relists >= relists + 3 ? true : undefined));
+  await node.waitFor('two more relists', () => (node.nodelet.kubelet.relistHealth().relists >= relists + 2 ? true : undefined), 2 * EVENTED_RELIST_PERIOD_MS + 10_000);
   const after = (await containersOfNode(docker, node.nodeName)).map((c) => c.Id).sort();
   t.same(after, before, 'no container created or removed');
 });
