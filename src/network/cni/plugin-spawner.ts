@@ -181,9 +181,15 @@ export function pluginSpawnerCount(): number {
 export const MAX_DIRECT_RUNS = 2;
 let directRuns = 0;
 
+/** A helper has started and can take runs. */
+function helperUp(): boolean {
+  for (const s of spawners) if (s.ready) return true;
+  return false;
+}
+
 /** Runs `job` as the file's comment says: from nodelet while no helper is up and few runs overlap, else in a helper. */
 export function runPlugin(job: PluginJob): Promise<RunOutcome> {
-  if (directRuns >= MAX_DIRECT_RUNS || [...spawners].some((s) => s.ready)) return runInPluginSpawner(job);
+  if (directRuns >= MAX_DIRECT_RUNS || helperUp()) return runInPluginSpawner(job);
   directRuns++;
   return runPluginProcess(job).finally(() => directRuns--);
 }

@@ -78,7 +78,8 @@ t.test('over TLS, the same', async (t) => {
   await sendAndCheck(t, serverSock, clientSock);
 });
 
-async function sendAndCheck(t: Test, serverSock: Socket, clientSock: Socket): Promise<void> {
+/** A server connection and a test client on a socket pair, both closed at the test's end. */
+function connected(t: Test, serverSock: Socket, clientSock: Socket): { conn: SpdyConnection; client: TestClient } {
   const conn = new SpdyConnection(serverSock);
   const client = new TestClient(clientSock);
   t.teardown(() => {
@@ -86,6 +87,11 @@ async function sendAndCheck(t: Test, serverSock: Socket, clientSock: Socket): Pr
     clientSock.destroy();
     client.close();
   });
+  return { conn, client };
+}
+
+async function sendAndCheck(t: Test, serverSock: Socket, clientSock: Socket): Promise<void> {
+  const { conn, client } = connected(t, serverSock, clientSock);
   const { id, stream } = await openStream(conn, client);
   await stream.reply();
   // 32 MiB written without yielding while the kernel takes it: the loopback buffers fill, so some
@@ -126,13 +132,7 @@ t.test('before the SYN_REPLY, and over a JavaScript duplex, the bytes are copied
 
 t.test('a written stream, or one that is gone, releases at once', async (t) => {
   const [serverSock, clientSock] = await tcpPair();
-  const conn = new SpdyConnection(serverSock);
-  const client = new TestClient(clientSock);
-  t.teardown(() => {
-    conn.close();
-    clientSock.destroy();
-    client.close();
-  });
+  const { conn, client } = connected(t, serverSock, clientSock);
   const { stream } = await openStream(conn, client);
   await stream.reply();
   stream.end();
