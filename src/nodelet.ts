@@ -29,7 +29,7 @@ import { instrumentRuntime } from './metrics/runtime.js';
 import { StreamingSessions } from './server/upgrade.js';
 import { StatusManager } from './status/manager.js';
 import { getPodQOS } from './api/qos.js';
-import { readCgroupPressure, readCgroupStats, type CgroupLocation } from './stats/cgroup-stats.js';
+import { readCgroupStats, type CgroupLocation } from './stats/cgroup-stats.js';
 import { DiskStatsCache } from './stats/disk-stats.js';
 import { hostReader } from './stats/host.js';
 import { readNodeStats, readText } from './stats/node.js';
@@ -477,10 +477,6 @@ function buildNodeParts(config: Config, opts: StartOptions, engine: EngineParts,
       ? {
         readPodCgroup: (uid: string) => readCgroup(podCgroups.statsLocation(uid, undefined, qosOf(uid))),
         readContainerCgroup: (uid: string, id: string) => readCgroup(podCgroups.statsLocation(uid, id, qosOf(uid))),
-        readContainerPressure: async (uid: string, id: string) => {
-          const location = podCgroups.statsLocation(uid, id, qosOf(uid));
-          return location ? readCgroupPressure(location, readText) : undefined;
-        },
       }
       : {}),
     ...(opts.statsPeriodMs ? { periodMs: opts.statsPeriodMs } : {}),

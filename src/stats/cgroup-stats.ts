@@ -57,14 +57,6 @@ const optional = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => und
  * Reads the cgroup; rejects when its CPU or memory files cannot be read (a cgroup gone, a
  * controller not mounted), so the caller falls back to the sum of the containers.
  */
-/** A container's pressure on v2 (nothing on v1: cadvisor reads no PSI there). */
-export async function readCgroupPressure(loc: CgroupLocation, read: ReadText): Promise<PressureReading | undefined> {
-  if (loc.version !== 2) return undefined;
-  const dir = loc.dir('memory');
-  const psi = await readPressure(read, (r) => `${dir}/${r}.pressure`);
-  return Object.keys(psi).length ? psi : undefined;
-}
-
 export async function readCgroupStats(loc: CgroupLocation, read: ReadText, now: () => Date = () => new Date()): Promise<CgroupReading> {
   const timestamp = now();
   const join = (dir: string, file: string) => `${dir}/${file}`;

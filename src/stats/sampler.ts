@@ -26,8 +26,6 @@ export interface StatsSamplerOptions {
    * figures are then the sum of its containers. A rejection counts as undefined.
    */
   readPodCgroup?: (uid: string) => Promise<CgroupReading | undefined>;
-  /** A container's pressure (cgroup v2 only); undefined where there is none. */
-  readContainerPressure?: (uid: string, containerID: string) => Promise<PressureReading | undefined>;
   /**
    * A container's (or sandbox's) own cgroup, read from its files as cadvisor reads them for the
    * kubelet (pkg/kubelet/stats/cadvisor_stats_provider.go), in place of the engine's
@@ -35,12 +33,13 @@ export interface StatsSamplerOptions {
    * container's shim (≈ 2 ms of dockerd CPU), every container every period. Undefined: not known
    * yet (a pod whose class nodelet has not learnt since it started), the engine's figures this
    * round. A rejection: the container has no cgroup where nodelet looks (another engine's
-   * layout), and its figures come from the engine from then on.
+   * layout), and its figures come from the engine from then on, without pressure (the engine's
+   * stats have none). A reading's `psi` (cgroup v2) is the container's pressure.
    */
   readContainerCgroup?: (uid: string, containerID: string) => Promise<CgroupReading | undefined>;
 }
 
-type OptionalReaders = 'readNode' | 'readHost' | 'readPodCgroup' | 'readContainerPressure' | 'readContainerCgroup';
+type OptionalReaders = 'readNode' | 'readHost' | 'readPodCgroup' | 'readContainerCgroup';
 
 interface Tracked {
   target: StatsTarget;
@@ -120,16 +119,15 @@ export class StatsSampler implements StatsSource {
     const live = new Set(targets.map((t) => t.id));
     for (const id of this.#tracked.keys()) if (!live.has(id)) this.#tracked.delete(id);
     for (const id of this.#engineOnly) if (!live.has(id)) this.#engineOnly.delete(id);
+    for (const id of this.#pressure.keys()) if (!live.has(id)) this.#pressure.delete(id);
 
     let read = 0;
-    /** Containers whose pressure came with their cgroup reading this round. */
-    const pressureRead = new Set<string>();
     let lastError: unknown;
     const node = this.#sampleNode();
     const host = this.#sampleHost();
     await forEachLimited(targets, this.#o.concurrency, async (target) => {
       try {
-        const sample = await this.#readContainer(target, pressureRead);
+        const sample = await this.#readContainer(target);
         read++;
         const before = this.#tracked.get(target.id);
         // A reading no newer than the last (Docker's cache) is no second point for a rate.
@@ -145,7 +143,7 @@ export class StatsSampler implements StatsSource {
     });
     // Pod cgroups after their containers: the counters only grow, so a pod's reading taken later
     // than its containers' is never below their sum.
-    await this.#samplePodCgroups(targets, pressureRead);
+    await this.#samplePodCgroups(targets);
     await Promise.all([node, host]);
     this.#rounds++;
 
@@ -161,7 +159,7 @@ export class StatsSampler implements StatsSource {
       ...(this.#node ? { node: nodeSample(this.#node.latest, this.#node.previous) } : {}),
       ...(this.#host ? { host: this.#host } : {}),
       ...(this.#o.readPodCgroup ? { podCgroups: podCgroupSamples(this.#podCgroups) } : {}),
-      ...(this.#o.readContainerPressure ? { containerPressure: new Map(this.#pressure) } : {}),
+      ...(this.#o.readContainerCgroup ? { containerPressure: new Map(this.#pressure) } : {}),
       ...(failed ? { failure: `no container stats could be read: ${lastError instanceof Error ? lastError.message : String(lastError)}` } : {}),
     };
   }
@@ -176,8 +174,11 @@ export class StatsSampler implements StatsSource {
     }
   }
 
-  /** One container's counters: from its cgroup when it has one where nodelet looks, else from the engine. */
-  async #readContainer(t: StatsTarget, pressureRead: Set<string>): Promise<ContainerStatsSample> {
+  /**
+   * One container's counters: from its cgroup when it has one where nodelet looks (with its
+   * pressure, on v2), else from the engine (no pressure).
+   */
+  async #readContainer(t: StatsTarget): Promise<ContainerStatsSample> {
     const readCgroup = this.#o.readContainerCgroup;
     if (readCgroup && !this.#engineOnly.has(t.id)) {
       const r = await readCgroup(t.podUID, t.id).catch(() => {
@@ -185,27 +186,22 @@ export class StatsSampler implements StatsSource {
         return undefined;
       });
       if (r) {
-        if (r.psi && !t.sandbox) {
-          this.#pressure.set(t.id, r.psi);
-          pressureRead.add(t.id);
-        }
+        if (r.psi && !t.sandbox) this.#pressure.set(t.id, r.psi);
+        else this.#pressure.delete(t.id);
         return sampleOfCgroup(r);
       }
     }
+    this.#pressure.delete(t.id);
     return this.#o.runtime.containerStats(t.id);
   }
 
-  /** Each pod's cgroup and its containers' pressure; pods and containers gone are forgotten. */
-  async #samplePodCgroups(targets: readonly StatsTarget[], pressureRead: ReadonlySet<string>): Promise<void> {
+  /** Each pod's own cgroup; pods gone are forgotten. */
+  async #samplePodCgroups(targets: readonly StatsTarget[]): Promise<void> {
     const readPod = this.#o.readPodCgroup;
-    const readPressure = this.#o.readContainerPressure;
-    if (!readPod && !readPressure) return;
+    if (!readPod) return;
     const uids = [...new Set(targets.map((t) => t.podUID))];
-    const liveIDs = new Set(targets.map((t) => t.id));
     for (const uid of this.#podCgroups.keys()) if (!uids.includes(uid)) this.#podCgroups.delete(uid);
-    for (const id of this.#pressure.keys()) if (!liveIDs.has(id)) this.#pressure.delete(id);
     await forEachLimited(uids, this.#o.concurrency, async (uid) => {
-      if (!readPod) return;
       const latest = await readPod(uid).catch((err: unknown) => {
         this.#o.log.debug({ podUID: uid, err }, 'Reading pod cgroup stats failed');
         return undefined;
@@ -213,12 +209,6 @@ export class StatsSampler implements StatsSource {
       const before = this.#podCgroups.get(uid);
       if (!latest) this.#podCgroups.delete(uid);
       else this.#podCgroups.set(uid, { latest, ...(before ? { previous: before.latest } : {}) });
-    });
-    if (!readPressure) return;
-    await forEachLimited(targets.filter((t) => !t.sandbox && !pressureRead.has(t.id)), this.#o.concurrency, async (t) => {
-      const psi = await readPressure(t.podUID, t.id).catch(() => undefined);
-      if (psi) this.#pressure.set(t.id, psi);
-      else this.#pressure.delete(t.id);
     });
   }
 

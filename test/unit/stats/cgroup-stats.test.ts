@@ -6,7 +6,7 @@ import t from 'tap';
 import type { Pod } from '../../../src/api/types.js';
 import { Cgroupfs } from '../../../src/cgroups/cgroupfs.js';
 import { PodCgroups } from '../../../src/cgroups/manager.js';
-import { readCgroupPressure, readCgroupStats } from '../../../src/stats/cgroup-stats.js';
+import { readCgroupStats } from '../../../src/stats/cgroup-stats.js';
 import { readText } from '../../../src/stats/node.js';
 import { parsePressure, readPressure } from '../../../src/stats/psi.js';
 
@@ -76,7 +76,7 @@ t.test('v1 pod cgroup on a fake tree: the pod\'s path under kubepods, cpuacct, m
   }, 'the limit nodelet wrote (64Mi) is the pod\'s');
   await writeFile(join(podDir('memory'), 'memory.limit_in_bytes'), '9223372036854771712\n');
   t.notOk('memoryLimitBytes' in (await readCgroupStats(loc, readText, now)), 'v1\'s "unlimited" is no limit');
-  t.equal(await readCgroupPressure(loc, readText), undefined, 'no container PSI on v1');
+  t.notOk('psi' in r, 'no PSI on v1 (cadvisor reads none there)');
   await rm(join(podDir('cpu'), 'cpuacct.usage'));
   await t.rejects(readCgroupStats(loc, readText, now), /ENOENT/, 'no CPU file: rejected, so the caller sums the containers');
 });
@@ -112,9 +112,10 @@ t.test('v2 pod and container cgroups on a fake tree: cpu.stat, memory.current, P
   const cLoc = cgroups.statsLocation('uid-1', 'abc123');
   t.equal(cLoc?.dir('memory'), join(podDir, 'abc123'), 'the engine\'s container cgroup below the pod\'s');
   if (!cLoc) return;
-  t.equal(await readCgroupPressure(cLoc, readText), undefined, 'no files, no PSI');
+  await files(join(podDir, 'abc123'), { 'cpu.stat': 'usage_usec 10\n', 'memory.current': '4096\n', 'memory.stat': 'anon 4096\ninactive_file 0\n' });
+  t.notOk('psi' in (await readCgroupStats(cLoc, readText, now)), 'no pressure files, no PSI');
   await files(join(podDir, 'abc123'), { 'io.pressure': PRESSURE(4) });
-  t.same(Object.keys((await readCgroupPressure(cLoc, readText)) ?? {}), ['io']);
+  t.same(Object.keys((await readCgroupStats(cLoc, readText, now)).psi ?? {}), ['io'], 'the container\'s pressure comes with its reading');
   await files(podDir, { 'memory.current': 'lots\n' });
   await t.rejects(readCgroupStats(loc, readText, now), /unexpected content in .*memory.current/);
 });

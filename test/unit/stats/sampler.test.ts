@@ -270,7 +270,6 @@ t.test('pod cgroups: two readings give the pod its rate; pods without one, gone 
   let pods = [pod('a', [container('c1', 'app')]), pod('b', [container('c2', 'app')])];
   let round = 0;
   const podReads: string[] = [];
-  const pressureReads: string[] = [];
   let failA = false;
   const sampler = new StatsSampler({
     runtime,
@@ -282,18 +281,12 @@ t.test('pod cgroups: two readings give the pod its rate; pods without one, gone 
       if (failA) throw new Error('cgroup gone');
       return { timestamp: new Date(t0.getTime() + round * 2000), cpuUsageCoreNanoSeconds: 1e9 * (round + 1), memoryUsageBytes: 10, memoryWorkingSetBytes: 8, processes: 2 + round };
     },
-    readContainerPressure: async (uid, id) => {
-      pressureReads.push(`${uid}/${id}`);
-      return id === 'c1' ? { io: { some: { avg10: 1, avg60: 1, avg300: 1, total: 5 }, full: { avg10: 0, avg60: 0, avg300: 0, total: 1 } } } : undefined;
-    },
     readHost: async () => ({ timestamp: new Date(t0.getTime() + round * 2000), rlimit: { maxpid: 100, curproc: 10 + round } }),
   });
   await sampler.sampleNow();
   let snap = sampler.snapshot();
   t.same([...(snap.podCgroups?.keys() ?? [])], ['a'], 'the pod without a cgroup is not in the map');
   t.equal(snap.podCgroups?.get('a')?.usageNanoCores, undefined, 'one reading: no rate');
-  t.same(pressureReads.sort(), ['a/c1', 'b/c2'], 'containers only, never the sandboxes');
-  t.same([...(snap.containerPressure?.keys() ?? [])], ['c1']);
   t.equal(snap.host?.rlimit?.curproc, 10);
 
   round = 1;
@@ -316,7 +309,6 @@ t.test('pod cgroups: two readings give the pod its rate; pods without one, gone 
   await sampler.sampleNow();
   snap = sampler.snapshot();
   t.same([...(snap.podCgroups?.keys() ?? [])], [], 'pod a is gone');
-  t.same([...(snap.containerPressure?.keys() ?? [])], [], 'so is its container\'s pressure');
   t.same(podReads.filter((u) => u === 'a').length, 3, 'a gone pod is not read');
 });
 
@@ -349,7 +341,6 @@ t.test('containers with a cgroup are read from it, not the engine; those without
   const runtime = new FakeStatsRuntime();
   const pods = [pod('a', [container('c1', 'app'), container('c2', 'other')])];
   const cgroupReads: string[] = [];
-  const pressureReads: string[] = [];
   let usec = 0;
   const psi = { cpu: { some: { avg10: 1, avg60: 0, avg300: 0, total: 5 }, full: { avg10: 0, avg60: 0, avg300: 0, total: 0 } } };
   const sampler = new StatsSampler({
@@ -363,11 +354,8 @@ t.test('containers with a cgroup are read from it, not the engine; those without
       // The sandbox's pod class is not known in the first round: the engine's figures then.
       if (id === 'sb-a' && runtime.reads.length === 0) return undefined;
       usec += 1_000_000;
-      return { timestamp: new Date(t0.getTime() + usec / 1000), cpuUsageCoreNanoSeconds: usec * 1000, memoryUsageBytes: 3 << 20, memoryWorkingSetBytes: 2 << 20, memoryLimitBytes: 1 << 30, memoryRssBytes: 1 << 20, processes: 2, ...(id === 'c1' ? { psi } : {}) };
-    },
-    readContainerPressure: async (_uid, id) => {
-      pressureReads.push(id);
-      return undefined;
+      // The sandbox's cgroup has pressure files too; the kubelet reports none for a sandbox.
+      return { timestamp: new Date(t0.getTime() + usec / 1000), cpuUsageCoreNanoSeconds: usec * 1000, memoryUsageBytes: 3 << 20, memoryWorkingSetBytes: 2 << 20, memoryLimitBytes: 1 << 30, memoryRssBytes: 1 << 20, processes: 2, ...(id !== 'c2' ? { psi } : {}) };
     },
   });
   await sampler.sampleNow();
@@ -380,6 +368,9 @@ t.test('containers with a cgroup are read from it, not the engine; those without
   t.same(c1?.latest, { timestamp: c1?.latest.timestamp, cpuUsageCoreNanoSeconds: c1?.latest.cpuUsageCoreNanoSeconds, memoryUsageBytes: 3 << 20, memoryWorkingSetBytes: 2 << 20, memoryRssBytes: 1 << 20 }, 'the figures a stats sample has, no more');
   t.ok(c1?.usageNanoCores !== undefined && c1.usageNanoCores > 0, 'two readings give a rate');
   t.same(sampler.snapshot().containerPressure?.get('c1'), psi, 'the pressure came with the cgroup reading');
-  t.same(pressureReads, ['c2', 'c2'], 'pressure read apart only for the container without a cgroup');
+  t.same([...(sampler.snapshot().containerPressure?.keys() ?? [])], ['c1'], 'no pressure for the sandbox, none for a container read from the engine');
   t.ok(sampler.snapshot().containers.some((c) => c.target.id === 'c2'), 'the other container is sampled from the engine');
+  pods[0] = pod('a', [container('c2', 'other')]);
+  await sampler.sampleNow();
+  t.same([...(sampler.snapshot().containerPressure?.keys() ?? [])], [], 'a container gone takes its pressure with it');
 });
