@@ -37,8 +37,9 @@ export class SandboxStarter {
    * was made and nothing starts this sync — the pod is refused before a sandbox exists (its
    * `starts` wait with `CreateContainerConfigError`), the runtime's network is not ready (tried
    * again in 2 s), or the creation failed (`FailedCreatePodSandBox`, held by the sandbox back-off).
+   * `onCreated` is the runtime's (`SandboxConfig.onCreated`): the sandbox exists, not yet started.
    */
-  async createSandbox(pod: Pod, runtimePod: RuntimePod | undefined, attempt: number, starts: readonly ContainerStart[], plog: Logger): Promise<RuntimeSandbox | undefined> {
+  async createSandbox(pod: Pod, runtimePod: RuntimePod | undefined, attempt: number, starts: readonly ContainerStart[], plog: Logger, onCreated?: (sandboxId: string) => void): Promise<RuntimeSandbox | undefined> {
     const { runtime, record } = this.#o;
     const refusal = sandboxRefusal(pod) ?? unsupportedFieldRefusal(pod, runtime.networkStatus());
     if (refusal) {
@@ -64,7 +65,7 @@ export class SandboxStarter {
       plog.info({ attempt }, 'Creating pod sandbox');
       const cgroupParent = await this.podCgroup(pod);
       const podStartTime = this.#podStartTime(pod, runtimePod);
-      const { id, ips } = await runtime.runSandbox(pod, attempt, { ...(await this.#sandboxConfig(pod)), ...cgroupParent, ...this.oomScore(POD_INFRA_OOM_ADJ), podStartTime });
+      const { id, ips } = await runtime.runSandbox(pod, attempt, { ...(await this.#sandboxConfig(pod)), ...cgroupParent, ...this.oomScore(POD_INFRA_OOM_ADJ), podStartTime, ...(onCreated ? { onCreated } : {}) });
       this.#o.metrics?.startedPods.inc();
       this.#o.failures.sandboxCreated(pod.metadata?.uid ?? '');
       if (attempt > 0) record(pod, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');

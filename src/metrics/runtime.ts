@@ -10,6 +10,8 @@ const operationOf = {
   runSandbox: 'run_podsandbox',
   stopSandbox: 'stop_podsandbox',
   startContainer: 'start_container',
+  createContainer: 'create_container',
+  startCreatedContainer: 'start_container',
   stopContainer: 'stop_container',
   removeContainer: 'remove_container',
   ping: 'version',
@@ -74,6 +76,7 @@ export function instrumentRuntime(runtime: Runtime, metrics: Metrics): Runtime {
     containerStats: timed('containerStats'),
     // Optional: a runtime without it refuses in-place resizes, and so does the wrapper.
     ...(runtime.updateContainerResources ? { updateContainerResources: timed('updateContainerResources') } : {}),
+    ...(runtime.createContainer && runtime.startCreatedContainer ? { createContainer: timed('createContainer'), startCreatedContainer: timed('startCreatedContainer') } : {}),
     watch: (onChange, onStream) => runtime.watch(onChange, onStream),
     networkStatus: () => runtime.networkStatus(),
   };

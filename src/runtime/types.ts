@@ -209,6 +209,12 @@ export interface SandboxConfig {
   readonly oomScoreAdj?: number;
   /** The pod's `status.startTime`, recorded on the sandbox (see `RuntimeSandbox.podStartTime`). */
   readonly podStartTime?: Date;
+  /**
+   * Called once with the sandbox's ID when its container exists and before it starts (a runtime
+   * whose sandbox is one call calls it never): the caller may create the pod's first container
+   * (`Runtime.createContainer`) while the sandbox starts and its network is set up.
+   */
+  readonly onCreated?: (sandboxId: string) => void;
 }
 
 /** What the node reports of its container engine: `docker://<version>` (or `podman://…`) and its images. */
@@ -259,6 +265,15 @@ export interface Runtime {
    * `env`, `command`, `args` and volume mounts are not read again); returns its ID.
    */
   startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string>;
+  /**
+   * `startContainer` in two steps (CRI `CreateContainer`, then `StartContainer`): creates the
+   * container and resolves to its ID; `startCreatedContainer` starts it. The sandbox need only
+   * exist, not run, so a new pod's first container can be created while its sandbox starts. A
+   * created container that is not to be started is removed with `removeContainer`. Optional: a
+   * runtime without them is only asked for `startContainer`.
+   */
+  createContainer?(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string>;
+  startCreatedContainer?(id: string): Promise<void>;
   /** SIGTERM, then SIGKILL after `graceSeconds`; a missing or stopped container is fine. */
   stopContainer(id: string, graceSeconds: number): Promise<void>;
   /** Removes a stopped container; a missing one is fine. */

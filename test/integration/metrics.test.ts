@@ -29,6 +29,7 @@ spec:
   t.equal(value('kubelet_started_containers_total\\{container_type="container"\\}'), 2);
   t.ok((value('kubelet_runtime_operations_total\\{operation_type="list_containers"\\}') ?? 0) >= 1);
   t.ok((value('kubelet_runtime_operations_total\\{operation_type="start_container"\\}') ?? 0) === 2);
+  t.equal(value('kubelet_runtime_operations_total\\{operation_type="create_container"\\}'), 1, 'the first container created apart, while its sandbox started');
   t.equal(value('kubelet_pod_start_duration_seconds_count'), 1);
   t.ok((value('kubelet_http_requests_total\\{method="GET",path="pods",server_type="readwrite",long_running="false"\\}') ?? 0) >= 1);
   t.equal(value('nodelet_streaming_sessions'), 0);

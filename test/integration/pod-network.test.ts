@@ -74,6 +74,24 @@ t.test('pod IPs from CNI: status, downward API, /etc/hosts; reachable from the n
   const fromPod = await dockerCLI('exec', idOf(client), 'sh', '-c', `printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${ip} 8080`);
   t.match(fromPod, /^HTTP\/1\.[01] 200 OK\r\n[^]*\r\n\r\nhello from nodelet\n$/, 'a pod on node B → the pod on node A');
 
+  // A pod that reads no IP of its own has its first container created while its sandbox starts
+  // (src/kubelet/start.ts `#createsEarly`), its hosts file written before the IP is known: it is
+  // written again, with the IP, before the container starts.
+  await b.writeManifest('plain.yaml', `apiVersion: v1
+kind: Pod
+metadata: { name: plain }
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+    - { name: main, image: ${BUSYBOX}, imagePullPolicy: Never, command: ["sleep", "600"] }
+`);
+  const plain = await runningPod(b, 'plain');
+  const plainIP = plain.status?.podIP ?? '';
+  t.match(plainIP, /^10\.244\.2\.\d+$/);
+  t.match(await dockerCLI('exec', idOf(plain), 'cat', '/etc/hosts'), new RegExp(`\n${plainIP.replace(/\./g, '\\.')}\tplain-${b.nodeName}\n`), 'the early-created container\'s /etc/hosts has the pod IP');
+  await b.removeManifest('plain.yaml');
+  await b.waitFor('plain gone', async () => ((await sandboxesOf(b, 'plain')).length === 0 && veths() === vethsOfBoth ? true : undefined), 30_000);
+
   // A second pod asking for the taken hostPort is refused at admission, as the kubelet does
   // (pkg/kubelet/lifecycle/predicate.go: the scheduler's NodePorts filter), never started.
   await a.writeManifest('web2.yaml', webPod('web2', 30080));

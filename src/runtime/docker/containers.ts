@@ -51,18 +51,51 @@ export class DockerContainers {
     this.#privileged = new PrivilegedMode(opts.log);
   }
 
+  /** Names of the containers `createContainer` made and `startCreatedContainer` has not started (nor `removeContainer` removed), by ID. */
+  readonly #created = new Map<string, string>();
+
   async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
+    const id = await this.createContainer(pod, container, sandbox, attempt, config);
+    await this.startCreatedContainer(id);
+    return id;
+  }
+
+  /**
+   * Creates an app container (cri-dockerd `CreateContainer`); the engine only needs its sandbox to
+   * exist (`container:<id>` namespaces are joined at the start). Until it is started or removed,
+   * listings report it from the list (the inspect cache's `startingNow`).
+   */
+  async createContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
     const meta = pod.metadata ?? {};
     const name = makeContainerName(container.name, { pod: meta.name ?? '', namespace: meta.namespace ?? '', uid: meta.uid ?? '' }, attempt);
     this.#inspections.startingNow(name);
     try {
-      return await this.#startContainer(pod, container, sandbox, { name, attempt }, config);
-    } finally {
+      const id = await this.#createContainer(pod, container, sandbox, { name, attempt }, config);
+      this.#created.set(id, name);
+      return id;
+    } catch (err) {
       this.#inspections.started(name);
+      throw err;
     }
   }
 
-  async #startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
+  /** Starts a container `createContainer` made (cri-dockerd `StartContainer`). */
+  async startCreatedContainer(id: string): Promise<void> {
+    try {
+      await this.start(this.#docker.getContainer(id));
+    } finally {
+      this.#settled(id);
+    }
+  }
+
+  #settled(id: string): void {
+    const name = this.#created.get(id);
+    if (name === undefined) return;
+    this.#created.delete(id);
+    this.#inspections.started(name);
+  }
+
+  async #createContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, { name, attempt }: { name: string; attempt: number }, config: ContainerConfig): Promise<string> {
     const security = dockerSecurity(config.security);
     const ulimits = await this.#opts.engine.ulimitsConfig();
     const engine = (await this.#opts.engine.detect()).engine.name;
@@ -75,18 +108,14 @@ export class DockerContainers {
       ulimits,
       logConfig: logConfig(engine, this.#opts.containerLogs),
     })));
-    let created: Docker.Container;
     for (;;) {
       try {
-        created = await create();
-        break;
+        return (await create()).id;
       } catch (err) {
         // A capability the engine does not know (privileged.ts): asked again without it.
         if (!this.#privileged.refused(err)) throw err;
       }
     }
-    await this.start(created);
-    return created.id;
   }
 
   /** Starts a container nodelet just created (an app container, or a sandbox: sandbox.ts). */
@@ -115,6 +144,7 @@ export class DockerContainers {
 
   async removeContainer(id: string): Promise<void> {
     this.#opts.dialers.release(id);
+    this.#settled(id);
     // A sandbox removed without a stop first (a dead one, or garbage) still holds its network.
     if (this.#opts.network?.podNetworkStatus(id)) await this.#opts.tearDownNetwork(id);
     try {

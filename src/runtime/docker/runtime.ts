@@ -201,6 +201,16 @@ export class DockerRuntime implements Runtime {
     return this.#containers.startContainer(pod, container, sandbox, attempt, config);
   }
 
+  /** `startContainer`'s create alone (containers.ts); the sandbox need not run yet. */
+  createContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
+    return this.#containers.createContainer(pod, container, sandbox, attempt, config);
+  }
+
+  /** Starts a container `createContainer` made. */
+  startCreatedContainer(id: string): Promise<void> {
+    return this.#containers.startCreatedContainer(id);
+  }
+
   stopContainer(id: string, graceSeconds: number): Promise<void> {
     return this.#containers.stopContainer(id, graceSeconds);
   }

@@ -113,6 +113,7 @@ export class DockerSandboxes {
       },
     }));
     this.#newSandboxes.set(created.id, performance.now());
+    config?.onCreated?.(created.id);
     const network = this.#opts.network;
     if (hostNetwork || !network) {
       await this.#opts.containers.start(created);

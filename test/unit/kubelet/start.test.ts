@@ -7,7 +7,7 @@ import type { PodActions } from '../../../src/kubelet/pod-actions.js';
 import { PodStarter, type StartRuntime } from '../../../src/kubelet/start.js';
 import { StartFailures } from '../../../src/kubelet/start-failures.js';
 import { createLogger } from '../../../src/logging/index.js';
-import type { RuntimePod, RuntimeSandbox } from '../../../src/runtime/types.js';
+import type { RuntimePod, RuntimeSandbox, SandboxConfig } from '../../../src/runtime/types.js';
 
 /** A runtime that logs what it is asked; each failure is switched on by a test. */
 class FakeRuntime implements StartRuntime {
@@ -182,4 +182,82 @@ t.test('syncPod: kills, removals, the sandbox, then the starts, in SyncPod\'s or
   await starter.syncPod(pod(), current, actionsFor({ createSandbox: 1 }), async () => void resized++);
   t.same(runtime.calls, ['runSandbox 1', 'pull busybox:latest', 'start app 0']);
   t.equal(resized, 1, 'not with a new sandbox');
+});
+
+/** A runtime that creates and starts in two steps, whose sandbox starts only once the first container was created (so the order is the test's, not the scheduler's). */
+class TwoStepRuntime extends FakeRuntime {
+  sandboxStartFails: string | undefined;
+  #created: (() => void) | undefined;
+  override async runSandbox(_pod: Pod, attempt: number, config?: SandboxConfig) {
+    this.calls.push(`runSandbox ${attempt}`);
+    if (config?.onCreated) {
+      const created = new Promise<void>((resolve) => (this.#created = resolve));
+      config.onCreated('sb1');
+      await created;
+    }
+    this.calls.push('sandbox started');
+    if (this.sandboxStartFails !== undefined) throw new Error(this.sandboxStartFails);
+    return { id: 'sb1', ips: ['10.0.0.5'] };
+  }
+  async createContainer(_pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number): Promise<string> {
+    this.calls.push(`create ${container.name} ${attempt} in ${sandbox.id}`);
+    this.#created?.();
+    return `${container.name}-id`;
+  }
+  async startCreatedContainer(id: string): Promise<void> {
+    this.calls.push(`start ${id}`);
+    if (this.startFails !== undefined) throw new Error(this.startFails);
+  }
+}
+
+function twoStep() {
+  const s = setup();
+  const runtime = new TwoStepRuntime();
+  const starter = new PodStarter({
+    nodeIP: '10.0.0.1',
+    runtime,
+    record: (_subject, type, reason, message) => s.events.push(`${type} ${reason}: ${message}`),
+    nodeSubject: { kind: 'Node', metadata: { name: 'n1', uid: 'n1', namespace: '' } },
+    log: s.log,
+    failures: s.failures,
+    pods: { getPod: () => undefined, relist: async () => undefined },
+    status: { getPodStatus: () => undefined },
+    killer: { killContainer: async () => undefined, stopSandboxes: async () => undefined },
+    schedule: (uid) => s.scheduled.push(`now ${uid}`),
+    scheduleAfter: (uid, ms) => s.scheduled.push(`after ${uid} ${ms}`),
+  });
+  return { ...s, runtime, starter };
+}
+
+t.test('a new sandbox\'s first container is created while the sandbox starts, and started after it', async (t) => {
+  const { runtime, events, starter } = twoStep();
+  const sidecar: Container = { name: 'second', image: 'busybox', imagePullPolicy: 'Always' };
+  await starter.syncPod(pod({ containers: [app, sidecar] }), undefined, actionsFor({ createSandbox: 0, start: [{ container: app, attempt: 0, reason: 'new' }, { container: sidecar, attempt: 0, reason: 'new' }] }), async () => undefined);
+  t.same(runtime.calls, ['runSandbox 0', 'pull busybox:latest', 'create app 0 in sb1', 'sandbox started', 'start app-id', 'pull busybox:latest', 'start second 0'], 'only the first container moves forward');
+  t.same(events.filter((e) => e.startsWith('Normal Created')), ['Normal Created: Created container app', 'Normal Created: Created container second']);
+});
+
+t.test('a pod that reads its own IP waits for the sandbox before anything of its first container', async (t) => {
+  const { runtime, starter } = twoStep();
+  const reader: Container = { ...app, env: [{ name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }] };
+  await starter.syncPod(pod({ containers: [reader] }), undefined, actionsFor({ createSandbox: 0, start: [{ container: reader, attempt: 0, reason: 'new' }] }), async () => undefined);
+  t.same(runtime.calls, ['runSandbox 0', 'sandbox started', 'pull busybox:latest', 'start app 0']);
+});
+
+t.test('a sandbox that fails after its first container was created takes that container with it', async (t) => {
+  const { runtime, events, starter } = twoStep();
+  runtime.sandboxStartFails = 'failed to set up pod network';
+  await starter.syncPod(pod(), undefined, actionsFor({ createSandbox: 0 }), async () => undefined);
+  t.same(runtime.calls, ['runSandbox 0', 'pull busybox:latest', 'create app 0 in sb1', 'sandbox started', 'remove app-id']);
+  t.ok(events.some((e) => e.startsWith('Warning FailedCreatePodSandBox')));
+  t.notOk(events.some((e) => e.startsWith('Normal Started')), 'nothing started');
+});
+
+t.test('an early-created container the engine will not start: CreateContainerError, as any start', async (t) => {
+  const { runtime, events, failures, starter } = twoStep();
+  runtime.startFails = 'OCI runtime create failed';
+  await starter.syncPod(pod(), undefined, actionsFor({ createSandbox: 0 }), async () => undefined);
+  t.same(runtime.calls.slice(-1), ['start app-id']);
+  t.ok(events.includes('Warning Failed: Error: OCI runtime create failed'));
+  t.equal(failures.lastFailure(pod(), app)?.reason, 'CreateContainerError');
 });
