@@ -330,6 +330,11 @@ async function idleWindow(agents: Record<AgentName, Agent>, seconds: number): Pr
 /** Per node, per recorded round: MB/s of each transfer and ms to `echo x`'s first byte. */
 type KubectlFigures = Record<AgentName, { stdout: number[]; stdin: number[]; firstByteMs: number[]; logs: number[]; portForward: number[] }>;
 
+/** One sample as `83`, more as `median [min–max] of N`. */
+function echoText(ms: number[]): string {
+  return ms.length === 1 ? ms[0]!.toFixed(0) : `${median(ms).toFixed(0)} [${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)}] of ${ms.length}`;
+}
+
 /** POSTs the pods and waits until the watch shows each one `Ready` (Running, all ready) or `Succeeded` (its containers exited 0). */
 async function createAndWait(client: KubeClient, api: ApiPods, pods: Pod[], until: 'Ready' | 'Succeeded', timeoutMs: number): Promise<void> {
   const want = new Set(pods.map((p) => p.metadata!.name!));
@@ -375,23 +380,28 @@ async function kubectlFigures(client: KubeClient, api: ApiPods, agents: Record<A
   await createAndWait(client, api, AGENTS.map((n) => httpPod(pfName(n), NS, agents[n].node, bytes)), 'Ready', 120_000);
   const out: KubectlFigures = { nodelet: { stdout: [], stdin: [], firstByteMs: [], logs: [], portForward: [] }, kubelet: { stdout: [], stdin: [], firstByteMs: [], logs: [], portForward: [] } };
   for (let r = 0; r <= job.rounds; r++) {
-    for (const n of r % 2 === 0 ? AGENTS : [...AGENTS].reverse()) {
+    const order = r % 2 === 0 ? AGENTS : [...AGENTS].reverse();
+    for (const n of order) {
       const pod = o.execPod(n);
       const so = await execStdout(kubectl, kubeconfig, pod, bytes);
       const si = await execStdin(kubectl, kubeconfig, pod, bytes);
-      const echoMs: number[] = [];
-      for (let i = 0; i < job.echoSamples; i++) echoMs.push((await execEcho(kubectl, kubeconfig, pod)).firstByteMs);
       const lg = await logs(kubectl, kubeconfig, logsName(n), logBytes);
       const pfMs = await portForwardGet(kubectl, kubeconfig, pfName(n), bytes);
-      const echoText = echoMs.length === 1 ? `${echoMs[0]!.toFixed(0)} ms` : `${median(echoMs).toFixed(0)} ms [${Math.min(...echoMs).toFixed(0)}–${Math.max(...echoMs).toFixed(0)}] of ${echoMs.length}`;
-      o.log(`kubelet part: kubectl round ${r}${r === 0 ? ' (warm-up)' : ''} on ${n}: exec stdout ${mbps(bytes, so.totalMs).toFixed(1)} MB/s, stdin ${mbps(bytes, si.totalMs).toFixed(1)} MB/s, echo first byte ${echoText}, logs ${mbps(logBytes, lg.totalMs).toFixed(1)} MB/s, port-forward ${mbps(bytes, pfMs).toFixed(1)} MB/s`);
+      o.log(`kubelet part: kubectl round ${r}${r === 0 ? ' (warm-up)' : ''} on ${n}: exec stdout ${mbps(bytes, so.totalMs).toFixed(1)} MB/s, stdin ${mbps(bytes, si.totalMs).toFixed(1)} MB/s, logs ${mbps(logBytes, lg.totalMs).toFixed(1)} MB/s, port-forward ${mbps(bytes, pfMs).toFixed(1)} MB/s`);
       if (r === 0) continue;
       out[n].stdout.push(mbps(bytes, so.totalMs));
       out[n].stdin.push(mbps(bytes, si.totalMs));
-      out[n].firstByteMs.push(...echoMs);
       out[n].logs.push(mbps(logBytes, lg.totalMs));
       out[n].portForward.push(mbps(bytes, pfMs));
     }
+    // `echo x` samples in pairs, the pair's order alternating, so both nodes see the same load
+    // drift (kubectl's own start, ≈ 45 ms of each sample here, varies most with it).
+    const echo: Record<AgentName, number[]> = { nodelet: [], kubelet: [] };
+    for (let i = 0; i < job.echoSamples; i++) {
+      for (const n of i % 2 === 0 ? order : [...order].reverse()) echo[n].push((await execEcho(kubectl, kubeconfig, o.execPod(n))).firstByteMs);
+    }
+    o.log(`kubelet part: kubectl round ${r}${r === 0 ? ' (warm-up)' : ''}: 'echo x' first byte (ms), ` + AGENTS.map((n) => `${n} ${echoText(echo[n])}`).join(', '));
+    if (r > 0) for (const n of AGENTS) out[n].firstByteMs.push(...echo[n]);
   }
   await deleteAndWait(client, api, AGENTS.flatMap((n) => [logsName(n), pfName(n)]));
   return out;
@@ -664,7 +674,7 @@ function report(job: VsKubeletJob, fig: Figures, meta: { k8s: string; loadStart:
     const kubectlRows: [string, string, string, 'higher' | 'lower', (x: KubectlFigures[AgentName]) => number[], number][] = [
       ['vs_kubelet_exec_stdout_throughput', `kubectl exec via the apiserver: ${job.execMib} MiB stdout (MB/s, kubectl start included)`, 'MB/s', 'higher', (x) => x.stdout, 1],
       ['vs_kubelet_exec_stdin_throughput', `  ${job.execMib} MiB stdin into 'wc -c' (MB/s, kubectl start included)`, 'MB/s', 'higher', (x) => x.stdin, 1],
-      ['vs_kubelet_exec_first_byte', `  'echo x' first byte (ms, kubectl start included)`, 'ms', 'lower', (x) => x.firstByteMs, 0],
+      ['vs_kubelet_exec_first_byte', `  'echo x' first byte (ms, kubectl start included${job.echoSamples > 1 ? `; ${job.echoSamples} interleaved pairs per round` : ''})`, 'ms', 'lower', (x) => x.firstByteMs, 0],
       ['vs_kubelet_logs_throughput', `kubectl logs of ${job.logMib} MiB, 128-byte lines (MB/s, kubectl start included)`, 'MB/s', 'higher', (x) => x.logs, 1],
       ['vs_kubelet_port_forward_throughput', `kubectl port-forward: GET of ${job.execMib} MiB from busybox httpd (MB/s)`, 'MB/s', 'higher', (x) => x.portForward, 1],
     ];
