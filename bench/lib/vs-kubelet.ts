@@ -330,6 +330,17 @@ async function idleWindow(agents: Record<AgentName, Agent>, seconds: number): Pr
 /** Per node, per recorded round: MB/s of each transfer and ms to `echo x`'s first byte. */
 type KubectlFigures = Record<AgentName, { stdout: number[]; stdin: number[]; firstByteMs: number[]; logs: number[]; portForward: number[] }>;
 
+/**
+ * The order of `count` paired samples of the two nodes, the pair's order alternating (A B, B A,
+ * A B, …): both nodes see the same load drift, and neither always runs right after the other
+ * (kubectl's own start, ≈ 45 ms of an `echo x` sample here, varies most with the load).
+ */
+export function interleavedPairs<T>(order: readonly T[], count: number): T[] {
+  const out: T[] = [];
+  for (let i = 0; i < count; i++) out.push(...(i % 2 === 0 ? order : [...order].reverse()));
+  return out;
+}
+
 /** One sample as `83`, more as `median [min–max] of N`. */
 function echoText(ms: number[]): string {
   return ms.length === 1 ? ms[0]!.toFixed(0) : `${median(ms).toFixed(0)} [${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)}] of ${ms.length}`;
@@ -394,12 +405,8 @@ async function kubectlFigures(client: KubeClient, api: ApiPods, agents: Record<A
       out[n].logs.push(mbps(logBytes, lg.totalMs));
       out[n].portForward.push(mbps(bytes, pfMs));
     }
-    // `echo x` samples in pairs, the pair's order alternating, so both nodes see the same load
-    // drift (kubectl's own start, ≈ 45 ms of each sample here, varies most with it).
     const echo: Record<AgentName, number[]> = { nodelet: [], kubelet: [] };
-    for (let i = 0; i < job.echoSamples; i++) {
-      for (const n of i % 2 === 0 ? order : [...order].reverse()) echo[n].push((await execEcho(kubectl, kubeconfig, o.execPod(n))).firstByteMs);
-    }
+    for (const n of interleavedPairs(order, job.echoSamples)) echo[n].push((await execEcho(kubectl, kubeconfig, o.execPod(n))).firstByteMs);
     o.log(`kubelet part: kubectl round ${r}${r === 0 ? ' (warm-up)' : ''}: 'echo x' first byte (ms), ` + AGENTS.map((n) => `${n} ${echoText(echo[n])}`).join(', '));
     if (r > 0) for (const n of AGENTS) out[n].firstByteMs.push(...echo[n]);
   }
@@ -680,7 +687,9 @@ function report(job: VsKubeletJob, fig: Figures, meta: { k8s: string; loadStart:
     ];
     for (const [metric, label, unit, better, fn, d] of kubectlRows) {
       const v = { nodelet: fn(k.nodelet), kubelet: fn(k.kubelet) };
-      add(label, compare(metric, unit, better, v.nodelet, v.kubelet, {}), v.nodelet, v.kubelet, d);
+      // The first-byte figure's "rounds" are its samples (paired), `echo_samples_per_round` per round.
+      const extra = metric === 'vs_kubelet_exec_first_byte' && job.echoSamples > 1 ? { echo_samples_per_round: job.echoSamples } : {};
+      add(label, compare(metric, unit, better, v.nodelet, v.kubelet, extra), v.nodelet, v.kubelet, d);
     }
   }
 
