@@ -70,6 +70,8 @@ export interface VsKubeletJob {
   execMib: number;
   /** MiB of the `kubectl logs` figure's log. */
   logMib: number;
+  /** `kubectl exec … echo x` first-byte samples per node per kubectl round (each one recorded). */
+  echoSamples: number;
 }
 
 type AgentName = 'nodelet' | 'kubelet';
@@ -328,6 +330,22 @@ async function idleWindow(agents: Record<AgentName, Agent>, seconds: number): Pr
 /** Per node, per recorded round: MB/s of each transfer and ms to `echo x`'s first byte. */
 type KubectlFigures = Record<AgentName, { stdout: number[]; stdin: number[]; firstByteMs: number[]; logs: number[]; portForward: number[] }>;
 
+/**
+ * The order of `count` paired samples of the two nodes, the pair's order alternating (A B, B A,
+ * A B, …): both nodes see the same load drift, and neither always runs right after the other
+ * (kubectl's own start, ≈ 45 ms of an `echo x` sample here, varies most with the load).
+ */
+export function interleavedPairs<T>(order: readonly T[], count: number): T[] {
+  const out: T[] = [];
+  for (let i = 0; i < count; i++) out.push(...(i % 2 === 0 ? order : [...order].reverse()));
+  return out;
+}
+
+/** One sample as `83`, more as `median [min–max] of N`. */
+function echoText(ms: number[]): string {
+  return ms.length === 1 ? ms[0]!.toFixed(0) : `${median(ms).toFixed(0)} [${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)}] of ${ms.length}`;
+}
+
 /** POSTs the pods and waits until the watch shows each one `Ready` (Running, all ready) or `Succeeded` (its containers exited 0). */
 async function createAndWait(client: KubeClient, api: ApiPods, pods: Pod[], until: 'Ready' | 'Succeeded', timeoutMs: number): Promise<void> {
   const want = new Set(pods.map((p) => p.metadata!.name!));
@@ -373,21 +391,24 @@ async function kubectlFigures(client: KubeClient, api: ApiPods, agents: Record<A
   await createAndWait(client, api, AGENTS.map((n) => httpPod(pfName(n), NS, agents[n].node, bytes)), 'Ready', 120_000);
   const out: KubectlFigures = { nodelet: { stdout: [], stdin: [], firstByteMs: [], logs: [], portForward: [] }, kubelet: { stdout: [], stdin: [], firstByteMs: [], logs: [], portForward: [] } };
   for (let r = 0; r <= job.rounds; r++) {
-    for (const n of r % 2 === 0 ? AGENTS : [...AGENTS].reverse()) {
+    const order = r % 2 === 0 ? AGENTS : [...AGENTS].reverse();
+    for (const n of order) {
       const pod = o.execPod(n);
       const so = await execStdout(kubectl, kubeconfig, pod, bytes);
       const si = await execStdin(kubectl, kubeconfig, pod, bytes);
-      const echo = await execEcho(kubectl, kubeconfig, pod);
       const lg = await logs(kubectl, kubeconfig, logsName(n), logBytes);
       const pfMs = await portForwardGet(kubectl, kubeconfig, pfName(n), bytes);
-      o.log(`kubelet part: kubectl round ${r}${r === 0 ? ' (warm-up)' : ''} on ${n}: exec stdout ${mbps(bytes, so.totalMs).toFixed(1)} MB/s, stdin ${mbps(bytes, si.totalMs).toFixed(1)} MB/s, echo first byte ${echo.firstByteMs.toFixed(0)} ms, logs ${mbps(logBytes, lg.totalMs).toFixed(1)} MB/s, port-forward ${mbps(bytes, pfMs).toFixed(1)} MB/s`);
+      o.log(`kubelet part: kubectl round ${r}${r === 0 ? ' (warm-up)' : ''} on ${n}: exec stdout ${mbps(bytes, so.totalMs).toFixed(1)} MB/s, stdin ${mbps(bytes, si.totalMs).toFixed(1)} MB/s, logs ${mbps(logBytes, lg.totalMs).toFixed(1)} MB/s, port-forward ${mbps(bytes, pfMs).toFixed(1)} MB/s`);
       if (r === 0) continue;
       out[n].stdout.push(mbps(bytes, so.totalMs));
       out[n].stdin.push(mbps(bytes, si.totalMs));
-      out[n].firstByteMs.push(echo.firstByteMs);
       out[n].logs.push(mbps(logBytes, lg.totalMs));
       out[n].portForward.push(mbps(bytes, pfMs));
     }
+    const echo: Record<AgentName, number[]> = { nodelet: [], kubelet: [] };
+    for (const n of interleavedPairs(order, job.echoSamples)) echo[n].push((await execEcho(kubectl, kubeconfig, o.execPod(n))).firstByteMs);
+    o.log(`kubelet part: kubectl round ${r}${r === 0 ? ' (warm-up)' : ''}: 'echo x' first byte (ms), ` + AGENTS.map((n) => `${n} ${echoText(echo[n])}`).join(', '));
+    if (r > 0) for (const n of AGENTS) out[n].firstByteMs.push(...echo[n]);
   }
   await deleteAndWait(client, api, AGENTS.flatMap((n) => [logsName(n), pfName(n)]));
   return out;
@@ -485,8 +506,12 @@ export async function vsKubeletPart(o: VsKubeletOptions): Promise<PartResult> {
     for (const a of Object.values(agents)) {
       await waitFor(`node ${a.node} Ready`, async () => {
         a.alive();
-        const n = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>('GET', `/api/v1/nodes/${a.node}`);
-        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+        const n = await client.request<{ status?: { conditions?: { type: string; status: string }[]; declaredFeatures?: string[] } }>('GET', `/api/v1/nodes/${a.node}`);
+        if (n.status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') return undefined;
+        // ExtendWebSocketsToKubelet decides whether the apiserver hands kubectl's WebSocket to the
+        // node as is or translates it to SPDY (pkg/registry/core/pod/rest/subresources.go).
+        log(`kubelet part: node ${a.node} Ready, declared features: ${(n.status.declaredFeatures ?? []).join(', ') || 'none'}`);
+        return true;
       }, 120_000, 200);
     }
     await waitFor('default ServiceAccount', () => client.request('GET', `/api/v1/namespaces/${NS}/serviceaccounts/default`), 60_000, 200);
@@ -656,13 +681,15 @@ function report(job: VsKubeletJob, fig: Figures, meta: { k8s: string; loadStart:
     const kubectlRows: [string, string, string, 'higher' | 'lower', (x: KubectlFigures[AgentName]) => number[], number][] = [
       ['vs_kubelet_exec_stdout_throughput', `kubectl exec via the apiserver: ${job.execMib} MiB stdout (MB/s, kubectl start included)`, 'MB/s', 'higher', (x) => x.stdout, 1],
       ['vs_kubelet_exec_stdin_throughput', `  ${job.execMib} MiB stdin into 'wc -c' (MB/s, kubectl start included)`, 'MB/s', 'higher', (x) => x.stdin, 1],
-      ['vs_kubelet_exec_first_byte', `  'echo x' first byte (ms, kubectl start included)`, 'ms', 'lower', (x) => x.firstByteMs, 0],
+      ['vs_kubelet_exec_first_byte', `  'echo x' first byte (ms, kubectl start included${job.echoSamples > 1 ? `; ${job.echoSamples} interleaved pairs per round` : ''})`, 'ms', 'lower', (x) => x.firstByteMs, 0],
       ['vs_kubelet_logs_throughput', `kubectl logs of ${job.logMib} MiB, 128-byte lines (MB/s, kubectl start included)`, 'MB/s', 'higher', (x) => x.logs, 1],
       ['vs_kubelet_port_forward_throughput', `kubectl port-forward: GET of ${job.execMib} MiB from busybox httpd (MB/s)`, 'MB/s', 'higher', (x) => x.portForward, 1],
     ];
     for (const [metric, label, unit, better, fn, d] of kubectlRows) {
       const v = { nodelet: fn(k.nodelet), kubelet: fn(k.kubelet) };
-      add(label, compare(metric, unit, better, v.nodelet, v.kubelet, {}), v.nodelet, v.kubelet, d);
+      // The first-byte figure's "rounds" are its samples (paired), `echo_samples_per_round` per round.
+      const extra = metric === 'vs_kubelet_exec_first_byte' && job.echoSamples > 1 ? { echo_samples_per_round: job.echoSamples } : {};
+      add(label, compare(metric, unit, better, v.nodelet, v.kubelet, extra), v.nodelet, v.kubelet, d);
     }
   }
 

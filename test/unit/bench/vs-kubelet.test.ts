@@ -1,5 +1,5 @@
 import t from 'tap';
-import { compare } from '../../../bench/lib/vs-kubelet.js';
+import { compare, interleavedPairs } from '../../../bench/lib/vs-kubelet.js';
 import { containerdConfig, kubeletConfiguration, type BridgeNet } from '../../../bench/lib/kubelet-peer.js';
 
 t.test('a comparison line: nodelet beside the kubelet, the ratio paired per round', async (t) => {
@@ -22,6 +22,15 @@ t.test('a kubelet figure of 0 gives no ratio (null in JSON), not Infinity', asyn
   const m = compare('vs_kubelet_y', 'MiB', 'lower', [5], [0]);
   t.equal(m.ratio, null);
   t.equal(m.value, 5);
+});
+
+t.test("the 'echo x' samples: pairs whose order alternates, each node sampled count times", async (t) => {
+  t.same(interleavedPairs(['nodelet', 'kubelet'], 3), ['nodelet', 'kubelet', 'kubelet', 'nodelet', 'nodelet', 'kubelet']);
+  t.same(interleavedPairs(['kubelet', 'nodelet'], 1), ['kubelet', 'nodelet'], 'one pair: the round order, as before the option');
+  t.same(interleavedPairs(['nodelet', 'kubelet'], 0), []);
+  const order = ['nodelet', 'kubelet'] as const;
+  interleavedPairs(order, 2);
+  t.same(order, ['nodelet', 'kubelet'], 'the round order is not reversed in place');
 });
 
 const net: BridgeNet = { name: 'kubeletnet', confDir: '/tmp/nlk-ctd.x/net.d', dataDir: '/tmp/nlk-ctd.x/leases', cacheDir: '/tmp/nlk-ctd.x/cni-cache', subnet: '10.244.2.0/24', bridge: 'cni2' };
