@@ -144,7 +144,7 @@ const USAGE = `usage: npm run bench -- [options]
   --kubelet-exec-mib N  MiB per kubectl exec stdout and stdin transfer and port-forward GET in the kubelet part
                       (default 256; 64 with --quick)
   --kubelet-log-mib N MiB of the kubelet part's kubectl logs figure (default 100, at most 1024; 16 with --quick)
-  --kubelet-echo-samples N  kubectl exec 'echo x' first-byte samples per node per kubectl round (default 1)
+  --kubelet-echo-samples N  kubectl exec 'echo x' first-byte samples per node per kubectl round (default 15; 5 with --quick)
   --nodes3-pods N     pods per node of the nodes3 part (default 110, the kubelet's default maxPods; 30 with --quick)
   --paths LIST        comma-separated subset of direct,cli,websocket,spdy (for profiling one path)
   --cpu-prof DIR      run nodelet under node --cpu-prof, profiles written to DIR at the end
@@ -275,7 +275,7 @@ function parseOptions(argv: string[]): Options {
     kubeletIdlePods: ascending((values['kubelet-idle-pods'] ?? (quick ? '30' : '30,110')).split(',').map((x) => int(x.trim(), 1, 'kubelet-idle-pods')), 'kubelet-idle-pods'),
     kubeletExecMib: int(values['kubelet-exec-mib'], quick ? 64 : 256, 'kubelet-exec-mib'),
     kubeletLogMib: Math.min(int(values['kubelet-log-mib'], quick ? 16 : 100, 'kubelet-log-mib'), 1024),
-    kubeletEchoSamples: Math.max(1, int(values['kubelet-echo-samples'], 1, 'kubelet-echo-samples')),
+    kubeletEchoSamples: Math.max(1, int(values['kubelet-echo-samples'], quick ? 5 : 15, 'kubelet-echo-samples')),
     nodes3Pods: int(values['nodes3-pods'], quick ? 30 : 110, 'nodes3-pods'),
     svg: values.svg ?? (values.only === undefined ? join(repoRoot(), 'bench/results.svg') : ''),
   };
