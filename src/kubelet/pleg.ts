@@ -21,7 +21,8 @@ export const EVENTED_RELIST_PERIOD_MS = 10_000;
  * The Pod Lifecycle Event Generator: keeps the newest runtime snapshot of every pod and reports
  * which pods changed. It relists on a short period and at once whenever the runtime reports an
  * event that may change a pod (Docker: a container created, started, died, removed…, not an exec, a
- * kill or a stop; `eventChangesStatus` in runtime/docker/inspect-cache.ts), so a container that dies shows up
+ * kill or a stop, nor the create and start of a container nodelet is starting, whose sync relists
+ * when it is done; `InspectCache.asksForRelist` in runtime/docker/inspect-cache.ts), so a container that dies shows up
  * within the time of one relist; the period alone covers missed events (Docker restarting, the
  * stream reconnecting).
  *

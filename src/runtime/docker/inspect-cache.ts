@@ -137,4 +137,17 @@ export class InspectCache {
   isStarting(name: string): boolean {
     return this.#starting.has(name);
   }
+
+  /**
+   * Whether an event of container `name` asks for a relist now: one that changes its status
+   * (`eventChangesStatus`), except the `create` and `start` of a container nodelet is creating
+   * or starting itself — its sync relists once it is done (src/kubelet/kubelet.ts `#sync`), and
+   * a relist for each would spend the PLEG's banked relists (pleg.ts `RELIST_BURST`) on states
+   * the sync is about to change, leaving the one after it to wait out a gap.
+   */
+  asksForRelist(action: string, name: string): boolean {
+    if (!eventChangesStatus(action)) return false;
+    const base = baseAction(action);
+    return !((base === 'create' || base === 'start') && this.#starting.has(name));
+  }
 }

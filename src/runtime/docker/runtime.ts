@@ -5,7 +5,7 @@ import type { ContainerConfig, ContainerStatsSample, EngineFacts, ImageInfo, Pul
 import type { NetworkPlugin } from '../../network/types.js';
 import { Label } from './labels.js';
 import { watchContainerEvents } from './events.js';
-import { InspectCache, eventChangesStatus, eventInvalidatesInspect } from './inspect-cache.js';
+import { InspectCache, eventInvalidatesInspect } from './inspect-cache.js';
 import { attachToContainer, execInContainer } from './exec.js';
 import type { Duplex, Writable } from 'node:stream';
 import type { CommandResult, LogOptions, PendingStreamIO, StreamIO } from '../../streaming/types.js';
@@ -278,7 +278,7 @@ export class DockerRuntime implements Runtime {
 
   watch(onChange: (podUID: string) => void, onStream?: (up: boolean) => void): () => void {
     return watchContainerEvents(this.#docker, `${Label.node}=${this.#opts.nodeName}`, this.#opts.log, onStream, (id, action, attrs) => {
-      if (!eventChangesStatus(action)) return;
+      if (!this.#inspections.asksForRelist(action, attrs.name ?? '')) return;
       // Docker's container list lags some events (a `die` can still list as running for a
       // moment), so after those the next listing inspects this container whatever state the
       // list shows (inspect-cache.ts).

@@ -71,6 +71,19 @@ t.test('starting: marked by name while nodelet creates and starts a container', 
   t.notOk(cache.isStarting('k8s_app_p_ns_uid_0'));
 });
 
+t.test('a relist: not for the create and start of a container nodelet is starting itself (its sync relists), for all else as eventChangesStatus says', async (t) => {
+  const cache = new InspectCache();
+  cache.startingNow('k8s_app_p_ns_uid_0');
+  for (const a of ['create', 'start']) {
+    t.notOk(cache.asksForRelist(a, 'k8s_app_p_ns_uid_0'), `${a} of the container being started: no relist`);
+    t.ok(cache.asksForRelist(a, 'k8s_app_p_ns_uid_1'), `${a} of another container: relisted`);
+  }
+  t.ok(cache.asksForRelist('die', 'k8s_app_p_ns_uid_0'), 'its die: relisted');
+  t.notOk(cache.asksForRelist('exec_start: sh', 'k8s_app_p_ns_uid_1'), 'no relist where eventChangesStatus says none');
+  cache.started('k8s_app_p_ns_uid_0');
+  t.ok(cache.asksForRelist('start', 'k8s_app_p_ns_uid_0'), 'once started, its events relist again');
+});
+
 t.test('which event actions need a new inspection, and which a relist', async (t) => {
   for (const a of ['die', 'oom', 'destroy', 'pause', 'unpause', 'update', 'rename', 'restart', '', 'something-new']) {
     t.ok(eventInvalidatesInspect(a), `${a || '(none)'}: inspected again`);
