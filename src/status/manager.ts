@@ -58,6 +58,8 @@ interface Subscriber {
   readonly delivered: Map<string, VersionedStatus>;
   /** The capacity-1 signal (`make(chan struct{}, 1)`): set by any change, cleared by a drain pass. */
   dirty: boolean;
+  /** Calls of `consumer` in flight at once, each for a different pod (`subscribe`'s `concurrency`). */
+  readonly concurrency: number;
   draining: boolean;
   closed: boolean;
 }
@@ -165,12 +167,14 @@ export class StatusManager {
   }
 
   /**
-   * Feeds `consumer` the newest status of every pod, now and after each change, one call at a
-   * time. A pod whose delivery threw is retried on the next signal (any change, or `resync()`).
-   * Returns the unsubscribe function, which can also ask for a redelivery.
+   * Feeds `consumer` the newest status of every pod, now and after each change: one call at a
+   * time, or up to `concurrency` calls for different pods (never two for one pod, so each pod's
+   * statuses still arrive in order, the newest last). A pod whose delivery threw is retried on
+   * the next signal (any change, or `resync()`). Returns the unsubscribe function, which can also
+   * ask for a redelivery.
    */
-  subscribe(consumer: StatusConsumer): Subscription {
-    const sub: Subscriber = { consumer, delivered: new Map(), dirty: false, draining: false, closed: false };
+  subscribe(consumer: StatusConsumer, opts: { concurrency?: number } = {}): Subscription {
+    const sub: Subscriber = { consumer, delivered: new Map(), dirty: false, draining: false, closed: false, concurrency: Math.max(1, Math.floor(opts.concurrency ?? 1)) };
     this.#subscribers.add(sub);
     if (this.#statuses.size > 0) this.#wake(sub);
     const unsubscribe = () => {
@@ -217,24 +221,35 @@ export class StatusManager {
     try {
       while (sub.dirty && !sub.closed) {
         sub.dirty = false;
+        // One pass: each pod at most once, so never two calls for one pod at a time; the pass
+        // ends when its calls have, and a change meanwhile makes another pass.
+        const inFlight = new Set<Promise<void>>();
         for (const uid of [...this.#statuses.keys()]) {
-          if (sub.closed) return;
+          if (sub.closed) break;
           // Read at call time, not when the pass began: a pod updated meanwhile is sent once, newest.
           const entry = this.#statuses.get(uid);
           if (!entry || sub.delivered.get(uid) === entry) continue;
-          try {
-            await sub.consumer({ uid, version: entry.version, status: entry.status, podName: entry.podName, podNamespace: entry.podNamespace });
-            // A pod deleted during the call must not leave an entry behind.
-            if (this.#statuses.has(uid)) sub.delivered.set(uid, entry);
-          } catch (err) {
-            const fields = { err, pod: `${entry.podNamespace}/${entry.podName}`, uid, version: entry.version };
-            if (err instanceof DeliveryDeferred) this.#log?.debug?.(fields, 'Status delivery deferred; retrying on the next update');
-            else this.#log?.warn(fields, 'Status consumer failed; retrying on the next update');
-          }
+          const call: Promise<void> = this.#deliverOne(sub, uid, entry).finally(() => inFlight.delete(call));
+          inFlight.add(call);
+          if (inFlight.size >= sub.concurrency) await Promise.race(inFlight);
         }
+        await Promise.all(inFlight);
       }
     } finally {
       sub.draining = false;
+    }
+  }
+
+  /** One call of the consumer; never rejects (a failure is retried on the next signal). */
+  async #deliverOne(sub: Subscriber, uid: string, entry: VersionedStatus): Promise<void> {
+    try {
+      await sub.consumer({ uid, version: entry.version, status: entry.status, podName: entry.podName, podNamespace: entry.podNamespace });
+      // A pod deleted during the call must not leave an entry behind.
+      if (this.#statuses.has(uid)) sub.delivered.set(uid, entry);
+    } catch (err) {
+      const fields = { err, pod: `${entry.podNamespace}/${entry.podName}`, uid, version: entry.version };
+      if (err instanceof DeliveryDeferred) this.#log?.debug?.(fields, 'Status delivery deferred; retrying on the next update');
+      else this.#log?.warn(fields, 'Status consumer failed; retrying on the next update');
     }
   }
 }

@@ -338,3 +338,41 @@ t.test('observedGeneration: the generation of the pod the status was set for, ne
   sm.setPodStatus(at(0), { phase: 'Running' });
   t.equal(sm.getPodStatus('gen')?.observedGeneration, 3, 'generation 0 (none) does not clear it');
 });
+
+t.test('a consumer with concurrency: up to N calls at once, never two for one pod, each pod\'s newest status last', async (t) => {
+  const sm = new StatusManager();
+  const gates = new Map<string, () => void>();
+  const calls: string[] = [];
+  let inFlight = 0;
+  let most = 0;
+  const busy = new Set<string>();
+  let twiceForOnePod = false;
+  sm.subscribe(async (u) => {
+    if (busy.has(u.uid)) twiceForOnePod = true;
+    busy.add(u.uid);
+    most = Math.max(most, ++inFlight);
+    calls.push(`${u.uid}@${u.version}`);
+    await new Promise<void>((r) => gates.set(`${u.uid}@${u.version}`, r));
+    inFlight--;
+    busy.delete(u.uid);
+  }, { concurrency: 3 });
+
+  for (const uid of ['a', 'b', 'c', 'd', 'e']) sm.setPodStatus(testPod(uid), randomStatus());
+  await flush();
+  t.same(calls, ['a@1', 'b@1', 'c@1'], 'three at once, in order');
+  sm.setPodStatus(testPod('a'), randomStatus());
+  gates.get('b@1')?.();
+  await flush();
+  t.same(calls, ['a@1', 'b@1', 'c@1', 'd@1'], 'a freed slot takes the next pod');
+  for (const k of ['a@1', 'c@1', 'd@1']) gates.get(k)?.();
+  await flush();
+  t.same(calls.slice(4), ['e@1'], 'the pass ends with e');
+  gates.get('e@1')?.();
+  await flush();
+  t.same(calls.slice(5), ['a@2'], 'a\'s newer status in the next pass, after its first call ended');
+  gates.get('a@2')?.();
+  await flush();
+  t.equal(most, 3, 'never more than three at once');
+  t.notOk(twiceForOnePod, 'never two calls for one pod at a time');
+  t.equal(sm.pendingUpdates(), 0);
+});
