@@ -14,7 +14,7 @@ import type { NodeDNS } from '../volumes/resolv-conf.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import type { NodeCgroups } from '../cgroups/node-cgroups.js';
 import { containerOOMScoreAdjust } from '../cgroups/oom-score.js';
-import { buildContainerConfig, podRuntimeInfo } from './container-config.js';
+import { buildContainerConfig } from './container-config.js';
 import { readsPodIP } from '../volumes/downward-api.js';
 import type { ImagePullManager } from './image-pull-manager.js';
 import { ImageError, ensureImageExists, withDefaultTag } from './images.js';
@@ -294,7 +294,7 @@ export class PodStarter {
       let id: string;
       if (prepared.id !== undefined && runtime.startCreatedContainer) {
         id = prepared.id;
-        if (sandbox.ips.length) await this.#o.volumes?.etcHostsMount(pod, container, podRuntimeInfo(pod, this.#o.nodeIP, sandbox.ips).podIPs);
+        if (sandbox.ips.length) await this.#o.volumes?.etcHostsMount(pod, container, sandbox.ips);
         await runtime.startCreatedContainer(id);
       } else {
         id = await runtime.startContainer(pod, container, sandbox, attempt, prepared.config);

@@ -43,6 +43,8 @@ export class DockerContainers {
   readonly #inspections: InspectCache;
   /** `Privileged` as this host can grant it (privileged.ts). */
   readonly #privileged: PrivilegedMode;
+  /** Names of the containers `createContainer` made and `startCreatedContainer` has not started (nor `removeContainer` removed), by ID. */
+  readonly #created = new Map<string, string>();
 
   constructor(opts: DockerContainersOptions) {
     this.#docker = opts.docker;
@@ -50,9 +52,6 @@ export class DockerContainers {
     this.#inspections = opts.inspections;
     this.#privileged = new PrivilegedMode(opts.log);
   }
-
-  /** Names of the containers `createContainer` made and `startCreatedContainer` has not started (nor `removeContainer` removed), by ID. */
-  readonly #created = new Map<string, string>();
 
   async startContainer(pod: Pod, container: Container, sandbox: RuntimeSandbox, attempt: number, config: ContainerConfig): Promise<string> {
     const id = await this.createContainer(pod, container, sandbox, attempt, config);
