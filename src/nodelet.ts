@@ -358,11 +358,21 @@ function buildPodPipeline(config: Config, opts: StartOptions, api: ApiserverPart
   const statusManager = new StatusManager({ log });
   // Secrets, configMaps and service-account tokens that volumes and env refer to: read from the
   // apiserver in cluster mode; standalone there are none (pods needing them are refused).
-  const apiObjects = api.client ? new ApiserverObjects(api.client, { log }) : undefined;
+  // The volume manager reads each pod's sandbox IPs (downward API) from the kubelet, made next;
+  // an issued pod certificate re-syncs its pod there.
+  const runtimePods: { kubelet?: Kubelet } = {};
+  const apiObjects = api.client
+    ? new ApiserverObjects(api.client, {
+        log,
+        podCertificates: {
+          nodeName: config.nodeName,
+          recordEvent: (pod, reason, message) => recorder.record(pod, 'Warning', reason, message),
+          onRequestSettled: (uid) => runtimePods.kubelet?.syncPodSoon(uid),
+        },
+      })
+    : undefined;
   if (apiObjects) lifecycle.add({ name: 'service informer', start: () => apiObjects.start(), stop: () => apiObjects.stop() });
   const objects: PodObjectSource | undefined = apiObjects;
-  // The volume manager reads each pod's sandbox IPs (downward API) from the kubelet, made next.
-  const runtimePods: { kubelet?: Kubelet } = {};
   const volumes: VolumeManager = new VolumeManager({
     rootDir: config.rootDir,
     objects,

@@ -6,6 +6,8 @@ import type { LabelSelector } from 'kubernetes-types/meta/v1.js';
 import type { PodObjectSource } from '../volumes/source.js';
 import { Reflector } from './reflector.js';
 import { ClusterTrustBundles } from './trust-bundles.js';
+import { PodCertificates } from './pod-certificates.js';
+import type { PodCertificateProjection } from '../volumes/pod-certificates.js';
 
 /** Namespaces whose last service list is kept for apiserver outages. */
 const MAX_REMEMBERED_NAMESPACES = 256;
@@ -17,6 +19,8 @@ const ns = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(names
  * The Node authorizer lets a node read exactly the secrets and configMaps its pods reference,
  * and request tokens only for their service accounts, bound to the pod; ClusterTrustBundles it may
  * list and watch, and they are kept by an informer started on first use (trust-bundles.ts).
+ * PodCertificateRequests for its pods it may create, and list and watch those of its node
+ * (pod-certificates.ts, given `podCertificates`).
  */
 export class ApiserverObjects implements PodObjectSource {
   readonly #client: KubeClient;
@@ -30,8 +34,18 @@ export class ApiserverObjects implements PodObjectSource {
   readonly #services: Reflector<Service> | undefined;
   /** Absent without a logger (the informer logs). */
   readonly #trustBundles: ClusterTrustBundles | undefined;
+  /** Absent without a logger or the node's name and an event sink. */
+  readonly #podCertificates: PodCertificates | undefined;
 
-  constructor(client: KubeClient, opts: { log?: Logger; minWatchTimeoutSeconds?: number } = {}) {
+  constructor(
+    client: KubeClient,
+    opts: {
+      log?: Logger;
+      minWatchTimeoutSeconds?: number;
+      /** The node's name, where its pods' events go, and what re-syncs a pod whose certificate request settled. */
+      podCertificates?: { nodeName: string; recordEvent: (pod: Pod, reason: string, message: string) => void; onRequestSettled?: (podUID: string) => void };
+    } = {},
+  ) {
     this.#client = client;
     this.#services = opts.log
       ? new Reflector<Service>({
@@ -44,6 +58,7 @@ export class ApiserverObjects implements PodObjectSource {
         })
       : undefined;
     this.#trustBundles = opts.log ? new ClusterTrustBundles(client, opts.log) : undefined;
+    this.#podCertificates = opts.log && opts.podCertificates ? new PodCertificates({ client, log: opts.log, ...opts.podCertificates }) : undefined;
   }
 
   /** Starts the service informer (without one, every container start reads the services). */
@@ -52,7 +67,16 @@ export class ApiserverObjects implements PodObjectSource {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.#services?.stop(), this.#trustBundles?.stop()]);
+    await Promise.all([this.#services?.stop(), this.#trustBundles?.stop(), this.#podCertificates?.stop()]);
+  }
+
+  getPodCertificateCredentialBundle(pod: Pod, volumeName: string, sourceIndex: number, source: PodCertificateProjection): Promise<{ keyPem: string; certChain: string }> {
+    if (!this.#podCertificates) return Promise.reject(new Error('podCertificate projection needs the pod certificate manager'));
+    return this.#podCertificates.credentialBundle(pod, volumeName, sourceIndex, source);
+  }
+
+  forgetPodCertificates(podUID: string): void {
+    this.#podCertificates?.forgetPod(podUID);
   }
 
   getTrustAnchorsByName(name: string, allowMissing: boolean): Promise<string> {

@@ -164,6 +164,11 @@ export class Kubelet {
     return Math.max(this.#lastSync, this.#p.pleg.health().lastSuccess);
   }
 
+  /** Syncs the pod soon (a volume it waits for may now be set up: an issued pod certificate). */
+  syncPodSoon(uid: string): void {
+    if (!this.#stopped) this.#schedule(uid);
+  }
+
   #schedule(uid: string): void {
     this.#p.workers.schedule(uid);
   }

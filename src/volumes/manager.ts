@@ -17,6 +17,7 @@ import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } fro
 import { alwaysReadOnly, memoryBacked, mountRefusal, pluginDir, refreshable, tokenNeedsRefresh, volumeKindOf, volumeRefusal, type VolumeKind } from './plugins.js';
 import type { PodObjectSource } from './source.js';
 import { MAX_TRUST_ANCHORS_BYTES_PER_VOLUME } from './trust-anchors.js';
+import { podCertificateFiles, type PodCertificateProjection } from './pod-certificates.js';
 import { bindSubPath, cleanSubPaths, safeMakeDir, SubPathError, subPathRefusal } from './subpath.js';
 
 export interface VolumeManagerOptions {
@@ -254,6 +255,7 @@ export class VolumeManager {
     if (!safeUID.test(uid)) return;
     const state = this.#pods.get(uid);
     this.#pods.delete(uid);
+    this.#o.objects?.forgetPodCertificates?.(uid);
     const work = async () => {
       if (!(await exists(this.podDir(uid)))) return;
       // /proc/self/mounts names mount points with symlinks resolved.
@@ -428,9 +430,11 @@ export class VolumeManager {
     const payload = new Map<string, FileProjection>();
     const errors: string[] = [];
     let trustAnchorBytes = 0;
-    for (const source of v.projected?.sources ?? []) {
+    for (const [sourceIndex, source] of (v.projected?.sources ?? []).entries()) {
       try {
         let part: Map<string, FileProjection> = new Map();
+        // kubernetes-types (1.30) predates the field.
+        const podCertificate = (source as { podCertificate?: PodCertificateProjection | null }).podCertificate;
         if (source.secret) {
           const { name = '', items, optional = false } = source.secret;
           const secret = await this.#get('secret', ns, name);
@@ -459,6 +463,15 @@ export class VolumeManager {
           // As for tokens: the kubelet narrows the file to its owner when fsUser or fsGroup decide who reads it.
           const mode = fsUser !== undefined || sc?.fsGroup !== undefined ? 0o600 : defaultMode;
           part.set(ctb.path, { data: anchors, mode, ...(fsUser !== undefined ? { fsUser } : {}) });
+        } else if (podCertificate) {
+          // projected.go: the key and chain the pod certificate manager holds, or its error
+          // (not issued yet, denied, failed) so the pod waits; mode narrowed as for tokens.
+          const objects = this.#o.objects;
+          if (!objects) throw new Error(needsClusterMode('podCertificate'));
+          if (!objects.getPodCertificateCredentialBundle) throw new Error('podCertificate projection is not supported by this object source');
+          const bundle = await objects.getPodCertificateCredentialBundle(pod, v.name, sourceIndex, podCertificate);
+          const mode = fsUser !== undefined || sc?.fsGroup !== undefined ? 0o600 : defaultMode;
+          part = podCertificateFiles(podCertificate, bundle, mode, fsUser);
         }
         for (const [path, file] of part) payload.set(path, file);
       } catch (err) {

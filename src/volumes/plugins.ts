@@ -32,7 +32,7 @@ export function volumeKindOf(v: Volume): { kind: VolumeKind } | { unsupported: s
   return kinds.has(field) ? { kind: field as VolumeKind } : { unsupported: field };
 }
 
-const projectionSources = new Set(['secret', 'configMap', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle']);
+const projectionSources = new Set(['secret', 'configMap', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle', 'podCertificate']);
 const emptyDirMedia = new Set(['', 'Memory']);
 
 /** Why nodelet refuses this volume, or undefined when it can set it up. */

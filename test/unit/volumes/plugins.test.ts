@@ -14,7 +14,7 @@ t.test('volume kinds and refusals', async (t) => {
   t.equal(refused({ ephemeral: {} }), 'volume "x": ephemeral volumes are not supported by nodelet');
   t.equal(refused({ image: { reference: 'r' } }), 'volume "x": image volumes are not supported by nodelet', 'types newer than kubernetes-types too');
   t.equal(refused({ emptyDir: { medium: 'HugePages' } }), 'volume "x": emptyDir medium "HugePages" is not supported by nodelet (only "" and "Memory")');
-  t.equal(refused({ projected: { sources: [{ podCertificate: { signerName: 's' } }] } }), 'volume "x": podCertificate projections are not supported by nodelet');
+  t.equal(refused({ projected: { sources: [{ podCertificate: { signerName: 's', keyType: 'ED25519', credentialBundlePath: 'b' } }] } }), undefined, 'podCertificate (cluster mode sets it up)');
   t.match(refused({ projected: { sources: [{ serviceAccountToken: { path: 't', expirationSeconds: 60 } }] } }), /less than 600/);
   for (const ok of [{}, { emptyDir: { medium: 'Memory' } }, { hostPath: { path: '/' } }, { secret: {} }, { configMap: {} }, { downwardAPI: {} }, { projected: { sources: [{ secret: {} }, { serviceAccountToken: { path: 't' } }] } }, { projected: { sources: [{ clusterTrustBundle: { name: 'b', path: 'p' } }, { clusterTrustBundle: { signerName: 'x/y', path: 'q' } }] } }]) {
     t.equal(refused(ok), undefined, JSON.stringify(ok));
