@@ -74,9 +74,10 @@ export interface PodCertificatesOptions {
  * NodeRestriction admission checks each create against the pod, its service account and the node.
  *
  * The kubelet drives the machine from a work queue fed by the informer and a one-minute refresh
- * pass; here it is driven by the volume's set-up and its periodic refresh (about a minute), and a
- * watched request that settles re-syncs its pod at once. State is in memory, as the kubelet's: a
- * restart requests anew.
+ * pass; here it is driven by the volume's set-up (each sync of a pod still waiting for it) and
+ * its periodic refresh (about a minute), and a watched request that settles asks for a sync of
+ * its pod (a container start held by its start back-off, 10 s doubling, still waits that out).
+ * State is in memory, as the kubelet's: a restart requests anew.
  */
 export class PodCertificates {
   readonly #o: PodCertificatesOptions;

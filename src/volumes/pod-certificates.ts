@@ -35,7 +35,7 @@ export interface PCRCondition {
 export interface PodCertificateRequest {
   apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; namespace?: string; generateName?: string; creationTimestamp?: string; ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[] };
+  metadata?: { name?: string; namespace?: string; generateName?: string; creationTimestamp?: string; resourceVersion?: string; ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[] };
   spec?: {
     signerName: string;
     podName: string;
