@@ -368,6 +368,44 @@ t.test('clusterTrustBundle sources: by name and by signer, optional, refreshed, 
   t.match(refused?.message, /clusterTrustBundle needs cluster mode/);
 });
 
+t.test('podCertificate sources: the bundle, key and chain files; 0600 (+ group read) with fsGroup; pending fails as FailedMount; forgotten at teardown', { skip: !root && 'needs root (mount)' }, async (t) => {
+  const key = '-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n';
+  const chain = encodeCertificatePem(Buffer.from('leaf'.repeat(20))) + encodeCertificatePem(Buffer.from('ca'.repeat(20)));
+  const asked: string[] = [];
+  const forgotten: string[] = [];
+  let issued = false;
+  const source: PodObjectSource = {
+    ...memorySource().source,
+    getPodCertificateCredentialBundle: async (p, volumeName, sourceIndex, src) => {
+      asked.push(`${p.metadata?.uid}/${volumeName}/${sourceIndex}/${src.keyType}`);
+      if (!issued) throw new Error('credential bundle is not issued yet');
+      return { keyPem: key, certChain: chain };
+    },
+    forgetPodCertificates: (uid) => forgotten.push(uid),
+  };
+  const { vm, rootDir, setPod } = await setup(t, source);
+  const sources = [{ downwardAPI: { items: [{ path: 'name', fieldRef: { fieldPath: 'metadata.name' } }] } }, { podCertificate: { signerName: 'x.example/s', keyType: 'ED25519', credentialBundlePath: 'bundle.pem', keyPath: 'key.pem', certificateChainPath: 'chain.pem' } }];
+  const pod = podWith([{ name: 'pc', projected: { defaultMode: 0o644, sources } } as never], { securityContext: { fsGroup: 1234 } });
+  setPod(pod);
+  const pending = await vm.setUpPod(pod, info).then(() => undefined, (e: unknown) => e as Error & { event?: string });
+  t.equal(pending?.event, 'FailedMount');
+  t.equal(pending?.message, 'MountVolume.SetUp failed for volume "pc" : credential bundle is not issued yet');
+  issued = true;
+  await vm.setUpPod(pod, info);
+  t.same(asked, ['uid-1/pc/1/ED25519', 'uid-1/pc/1/ED25519'], 'asked per pod, volume and source index');
+  const dir = join(rootDir, 'pods', 'uid-1', 'volumes', 'kubernetes.io~projected', 'pc');
+  t.equal(await readFile(join(dir, 'bundle.pem'), 'utf8'), key + chain, 'key, then chain');
+  t.equal(await readFile(join(dir, 'key.pem'), 'utf8'), key);
+  t.equal(await readFile(join(dir, 'chain.pem'), 'utf8'), chain);
+  const keyStat = await stat(join(dir, 'key.pem'));
+  t.same([keyStat.mode & 0o777, keyStat.gid], [0o640, 1234], 'narrowed to 0600 with fsGroup, which then adds its group read (SetVolumeOwnership), not the 0644 defaultMode');
+  await vm.tearDown('uid-1');
+  t.same(forgotten, ['uid-1'], 'the manager forgets the pod');
+  const standalone = await setup(t);
+  const refused = await standalone.vm.setUpPod(pod, info).then(() => undefined, (e: unknown) => e as Error);
+  t.match(refused?.message, /podCertificate needs cluster mode/);
+});
+
 t.test('a restarted nodelet adopts the volumes it finds and keeps refreshing them', async (t) => {
   const mem = memorySource();
   mem.configMaps.set('ns/cfg', { data: { k: 'v1' } });
