@@ -16,6 +16,9 @@ import { Reflector } from './reflector.js';
 /** The kubelet reads PodCertificateRequests of certificates.k8s.io/v1 only (GA and served by default at 1.37). */
 const PCRS = '/apis/certificates.k8s.io/v1/podcertificaterequests';
 
+/** The condition types that end a request. */
+const TERMINAL = new Set(['Issued', 'Denied', 'Failed']);
+
 /** `refreshOverdueDuration`: this long past `beginRefreshAt` without a new certificate, a Warning event says so. */
 const REFRESH_OVERDUE_MS = 10 * 60_000;
 
@@ -94,10 +97,9 @@ export class PodCertificates {
       kind: 'PodCertificateRequest',
       fieldSelector: `spec.nodeName=${opts.nodeName}`,
       keyOf: (r) => (r.metadata?.name ? `${r.metadata.namespace ?? ''}/${r.metadata.name}` : undefined),
-      // What the machine reads: the name, the pod and the status (not the request or managedFields).
+      // What the machine reads: the name and the status (not the spec, its request, or managedFields).
       transform: (r) => ({
         metadata: { ...(r.metadata?.name ? { name: r.metadata.name } : {}), ...(r.metadata?.namespace ? { namespace: r.metadata.namespace } : {}) },
-        ...(r.spec ? { spec: { ...r.spec, stubPKCS10Request: '' } } : {}),
         ...(r.status ? { status: r.status } : {}),
       }),
       onChange: (all) => this.#settled(all),
@@ -279,7 +281,8 @@ export class PodCertificates {
   /** The watch saw requests change: pods whose awaited request has settled are re-synced. */
   #settled(all: PodCertificateRequest[]): void {
     const settled = new Set<string>();
-    for (const pcr of all) if (requestOutcome(pcr).kind !== 'pending') settled.add(`${pcr.metadata?.namespace ?? ''}/${pcr.metadata?.name ?? ''}`);
+    // The condition types only: the chain is read (and checked) when the projection steps.
+    for (const pcr of all) if ((pcr.status?.conditions ?? []).some((c) => TERMINAL.has(c.type))) settled.add(`${pcr.metadata?.namespace ?? ''}/${pcr.metadata?.name ?? ''}`);
     const pods = new Set<string>();
     for (const [key, rec] of this.#records) {
       const ns = (JSON.parse(key) as string[])[0] ?? '';

@@ -80,11 +80,12 @@ export const MIN_MAX_EXPIRATION_SECONDS = 3600;
 export const MAX_MAX_EXPIRATION_SECONDS = 7_862_400;
 
 /**
- * nodelet's cap on a certificate chain it keeps and writes: the apiserver's own limit on
- * `status.certificateChain` (pkg/apis/certificates/types.go `MaxCertificateChainSize`, 100 KiB),
- * so a chain cleaned of headers and text in between always fits and nothing larger is ever held.
+ * nodelet's cap on a certificate chain it writes: above the apiserver's own limit on
+ * `status.certificateChain` (pkg/apis/certificates/types.go `MaxCertificateChainSize`, 100 KiB)
+ * by the room re-wrapping its base64 in lines of 64 may take, so every chain the apiserver accepts
+ * fits, and nothing much larger is ever held should a server let one through.
  */
-export const MAX_CERTIFICATE_CHAIN_BYTES = 100 * 1024;
+export const MAX_CERTIFICATE_CHAIN_BYTES = 128 * 1024;
 
 /** `assumeDeletedThreshold`: a request not seen this long after its creation is taken as deleted. */
 export const ASSUME_DELETED_MS = 10 * 60_000;

@@ -143,4 +143,10 @@ t.test('failed is final; a request never seen is recreated after 10 minutes; pro
   await t.rejects(pcs.credentialBundle(pod, 'v', 0, source), /not issued yet/);
   t.equal(api.created.length, 2, 'created again');
   await t.rejects(pcs.credentialBundle(pod, 'v', 2, { ...source, keyType: 'RSA1024' }), /while creating initial PodCertificateRequest: while generating keypair: unknown key type "RSA1024"/);
+
+  // A chain past the cap is refused when read, and watching it breaks nothing.
+  await t.rejects(pcs.credentialBundle(pod, 'v', 3, source), /not issued yet/);
+  t.equal(api.created.at(-1)?.metadata?.name, 'req-4');
+  await api.settle('req-4', issued(encodeCertificatePem(Buffer.alloc(100 * 1024, 7)), now + 60_000, now + 3_600_000));
+  await t.rejects(pcs.credentialBundle(pod, 'v', 3, source), /certificate chain of \d+ bytes, more than the 131072 bytes nodelet projects/);
 });
