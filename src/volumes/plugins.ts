@@ -43,12 +43,52 @@ export function volumeRefusal(v: Volume): string | undefined {
   if (k.kind === 'emptyDir' && !emptyDirMedia.has(v.emptyDir?.medium ?? '')) {
     return `${prefix}emptyDir medium ${JSON.stringify(v.emptyDir?.medium)} is not supported by nodelet (only "" and "Memory")`;
   }
+  const userField = fileOwnerField(v);
+  if (userField !== undefined) return `${prefix}${userField} is not supported by nodelet (the alpha AtomicWriteVolumeUserFields feature: files are owned as the kubelet owns them without it)`;
   if (k.kind === 'projected') {
     for (const source of v.projected?.sources ?? []) {
       const field = Object.keys(source).find((f) => (source as Record<string, unknown>)[f] != null);
       if (field !== undefined && !projectionSources.has(field)) return `${prefix}${field} projections are not supported by nodelet`;
       const seconds = source.serviceAccountToken?.expirationSeconds;
       if (seconds !== undefined && seconds < 600) return `${prefix}serviceAccountToken expirationSeconds may not be less than 600 (10 minutes)`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The first file-owner field of the alpha AtomicWriteVolumeUserFields feature the volume sets
+ * (k8s.io/api/core/v1/types.go at 1.37: `defaultUser` of secret, configMap, downwardAPI and projected
+ * volumes; `user` of their items, of downwardAPI files and of every projection source), as a
+ * field path, or undefined. The apiserver drops them while the gate is off (its default); a pod
+ * that still carries one is refused rather than given files owned otherwise than it asked.
+ */
+export function fileOwnerField(v: Volume): string | undefined {
+  const set = (o: unknown, field: 'user' | 'defaultUser') => typeof o === 'object' && o !== null && (o as Record<string, unknown>)[field] != null;
+  const items = (list: unknown, path: string) => {
+    if (!Array.isArray(list)) return undefined;
+    const i = list.findIndex((item) => set(item, 'user'));
+    return i < 0 ? undefined : `${path}.items[${i}].user`;
+  };
+  for (const kind of ['secret', 'configMap', 'downwardAPI', 'projected'] as const) {
+    const source: unknown = v[kind];
+    if (source == null) continue;
+    if (set(source, 'defaultUser')) return `${kind}.defaultUser`;
+    if (kind !== 'projected') {
+      const item = items((source as { items?: unknown }).items, kind);
+      if (item) return item;
+      continue;
+    }
+    const sources = (source as { sources?: unknown }).sources;
+    if (!Array.isArray(sources)) continue;
+    for (const [i, projection] of sources.entries()) {
+      if (typeof projection !== 'object' || projection === null) continue;
+      for (const [name, p] of Object.entries(projection as Record<string, unknown>)) {
+        const path = `projected.sources[${i}].${name}`;
+        if (set(p, 'user')) return `${path}.user`;
+        const item = typeof p === 'object' && p !== null ? items((p as { items?: unknown }).items, path) : undefined;
+        if (item) return item;
+      }
     }
   }
   return undefined;

@@ -21,6 +21,23 @@ t.test('volume kinds and refusals', async (t) => {
   }
 });
 
+t.test('the alpha file-owner fields (AtomicWriteVolumeUserFields) are refused, each by its path', async (t) => {
+  const refused = (v: Record<string, unknown>) => volumeRefusal({ name: 'x', ...v } as Volume);
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ secret: { secretName: 's', defaultUser: 1000 } }, 'secret.defaultUser'],
+    [{ configMap: { name: 'c', items: [{ key: 'a', path: 'a' }, { key: 'b', path: 'b', user: 0 }] } }, 'configMap.items[1].user'],
+    [{ downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' }, user: 7 }] } }, 'downwardAPI.items[0].user'],
+    [{ projected: { defaultUser: 1, sources: [] } }, 'projected.defaultUser'],
+    [{ projected: { sources: [{ secret: { name: 's' } }, { configMap: { name: 'c', items: [{ key: 'k', path: 'p', user: 2 }] } }] } }, 'projected.sources[1].configMap.items[0].user'],
+    [{ projected: { sources: [{ serviceAccountToken: { path: 't', user: 3 } }] } }, 'projected.sources[0].serviceAccountToken.user'],
+    [{ projected: { sources: [{ clusterTrustBundle: { name: 'b', path: 'p', user: 4 } }] } }, 'projected.sources[0].clusterTrustBundle.user'],
+    [{ projected: { sources: [{ podCertificate: { signerName: 's', keyType: 'ED25519', credentialBundlePath: 'b', user: 5 } }] } }, 'projected.sources[0].podCertificate.user'],
+    [{ projected: { sources: [{ downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' }, user: 6 }] } }] } }, 'projected.sources[0].downwardAPI.items[0].user'],
+  ];
+  for (const [v, path] of cases) t.equal(refused(v), `volume "x": ${path} is not supported by nodelet (the alpha AtomicWriteVolumeUserFields feature: files are owned as the kubelet owns them without it)`, path);
+  t.equal(refused({ secret: { secretName: 's', defaultUser: null, items: [{ key: 'a', path: 'a', user: null }] } }), undefined, 'null is unset');
+});
+
 t.test('mount refusals', async (t) => {
   t.equal(mountRefusal({ name: 'v', mountPath: '/m' }), undefined);
   t.equal(mountRefusal({ name: 'v', mountPath: '/m', mountPropagation: 'None' }), undefined);
