@@ -63,7 +63,7 @@ export function volumeRefusal(v: Volume): string | undefined {
  * field path, or undefined. The apiserver drops them while the gate is off (its default); a pod
  * that still carries one is refused rather than given files owned otherwise than it asked.
  */
-export function fileOwnerField(v: Volume): string | undefined {
+function fileOwnerField(v: Volume): string | undefined {
   const set = (o: unknown, field: 'user' | 'defaultUser') => typeof o === 'object' && o !== null && (o as Record<string, unknown>)[field] != null;
   const items = (list: unknown, path: string) => {
     if (!Array.isArray(list)) return undefined;
