@@ -43,6 +43,14 @@ export function volumeRefusal(v: Volume): string | undefined {
   if (k.kind === 'emptyDir' && !emptyDirMedia.has(v.emptyDir?.medium ?? '')) {
     return `${prefix}emptyDir medium ${JSON.stringify(v.emptyDir?.medium)} is not supported by nodelet (only "" and "Memory")`;
   }
+  // `emptyDir.mode` (k8s.io/api/core/v1/types.go at 1.37, the alpha EmptyDirVolumeMode, off by
+  // default: the apiserver drops it, pkg/api/pod/util.go): the kubelet's emptydir plugin
+  // (pkg/volume/emptydir/empty_dir.go) gives the directory that mode instead of 0777 only with the
+  // gate on; nodelet makes 0777 directories, so a pod that still carries the field is refused.
+  const emptyDirMode = (v.emptyDir as { mode?: unknown } | undefined)?.mode;
+  if (k.kind === 'emptyDir' && emptyDirMode != null) {
+    return `${prefix}emptyDir.mode is not supported by nodelet (the alpha EmptyDirVolumeMode feature: the directory is made 0777, as the kubelet makes it without the feature)`;
+  }
   const userField = fileOwnerField(v);
   if (userField !== undefined) return `${prefix}${userField} is not supported by nodelet (the alpha AtomicWriteVolumeUserFields feature: files are owned as the kubelet owns them without it)`;
   if (k.kind === 'projected') {
@@ -99,6 +107,14 @@ export function mountRefusal(m: VolumeMount): string | undefined {
   const prefix = `volumeMount ${JSON.stringify(m.name)} at ${m.mountPath}: `;
   if (m.mountPropagation && m.mountPropagation !== 'None') return `${prefix}mountPropagation ${m.mountPropagation} is not supported by nodelet (only None)`;
   if (m.subPath && m.subPathExpr) return `${prefix}subPath and subPathExpr are mutually exclusive`;
+  // `bindMountOptions` (noexec, nodev, nosuid; the alpha VolumeBindMountOptions of 1.37, off by
+  // default: the apiserver drops it, pkg/api/pod/util.go): the kubelet passes them to the runtime
+  // as the mount's options (pkg/kubelet/kuberuntime/kuberuntime_container.go); nodelet's binds
+  // have none, so a mount that still carries them is refused rather than mounted without them.
+  const bindOptions = (m as { bindMountOptions?: unknown }).bindMountOptions;
+  if (Array.isArray(bindOptions) && bindOptions.length) {
+    return `${prefix}bindMountOptions ${bindOptions.map(String).join(',')} is not supported by nodelet (the alpha VolumeBindMountOptions feature)`;
+  }
   const rro = m.recursiveReadOnly;
   if (rro && !['Disabled', 'IfPossible', 'Enabled'].includes(rro)) return `${prefix}recursiveReadOnly ${rro} is not one of Disabled, IfPossible, Enabled`;
   if (rro && rro !== 'Disabled' && !m.readOnly) return `${prefix}recursiveReadOnly ${rro} may only be specified when readOnly is true`;

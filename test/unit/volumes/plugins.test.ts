@@ -1,5 +1,5 @@
 import t from 'tap';
-import type { Volume } from 'kubernetes-types/core/v1.js';
+import type { Volume, VolumeMount } from 'kubernetes-types/core/v1.js';
 import { mountRefusal, tokenNeedsRefresh, volumeKindOf, volumeRefusal } from '../../../src/volumes/plugins.js';
 import { memoryVolumeSize, podFsUser } from '../../../src/volumes/manager.js';
 
@@ -36,6 +36,22 @@ t.test('the alpha file-owner fields (AtomicWriteVolumeUserFields) are refused, e
   ];
   for (const [v, path] of cases) t.equal(refused(v), `volume "x": ${path} is not supported by nodelet (the alpha AtomicWriteVolumeUserFields feature: files are owned as the kubelet owns them without it)`, path);
   t.equal(refused({ secret: { secretName: 's', defaultUser: null, items: [{ key: 'a', path: 'a', user: null }] } }), undefined, 'null is unset');
+});
+
+t.test('the alpha emptyDir.mode (EmptyDirVolumeMode) is refused', async (t) => {
+  const refused = (v: Record<string, unknown>) => volumeRefusal({ name: 'x', ...v } as Volume);
+  const message = 'volume "x": emptyDir.mode is not supported by nodelet (the alpha EmptyDirVolumeMode feature: the directory is made 0777, as the kubelet makes it without the feature)';
+  t.equal(refused({ emptyDir: { mode: 0o755 } }), message);
+  t.equal(refused({ emptyDir: { medium: 'Memory', mode: 0o1777 } }), message, 'on tmpfs too');
+  t.equal(refused({ emptyDir: { mode: 0 } }), message, '0 is set');
+  t.equal(refused({ emptyDir: { mode: null } }), undefined, 'null is unset');
+});
+
+t.test('the alpha bindMountOptions (VolumeBindMountOptions) are refused', async (t) => {
+  const refused = (m: Record<string, unknown>) => mountRefusal({ name: 'v', mountPath: '/m', ...m } as VolumeMount);
+  t.equal(refused({ bindMountOptions: ['noexec', 'nosuid'] }), 'volumeMount "v" at /m: bindMountOptions noexec,nosuid is not supported by nodelet (the alpha VolumeBindMountOptions feature)');
+  t.equal(refused({ bindMountOptions: [] }), undefined, 'an empty list asks for nothing');
+  t.equal(refused({ bindMountOptions: null }), undefined, 'null is unset');
 });
 
 t.test('mount refusals', async (t) => {
