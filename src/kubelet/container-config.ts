@@ -6,6 +6,8 @@ import { ContainerConfigError } from '../volumes/errors.js';
 import { ExpansionBudget, MAX_CONTAINER_EXPANSION_BYTES, MAX_EXPANDED_VALUE_BYTES } from '../volumes/expansion.js';
 import type { VolumeManager } from '../volumes/manager.js';
 import type { PodObjectSource } from '../volumes/source.js';
+import { hookRefusal } from './lifecycle.js';
+import { probeRefusal } from './prober/handlers.js';
 import { appArmorEnabled, containerSecurity } from './security-context.js';
 
 export interface ContainerConfigDeps {
@@ -27,13 +29,16 @@ export function podRuntimeInfo(pod: Pod, nodeIP: string, sandboxIPs: readonly st
  * volumes set up, the pod's hosts file written (mounted at /etc/hosts) and its resolv.conf mounted, the environment with every `valueFrom` and `envFrom` read, mounts,
  * `$(VAR)`-expanded command and args, and the security settings (runAsNonRoot checked against
  * the image's user). Throws `ContainerConfigError` (waiting reason
- * `CreateContainerConfigError`) when something is missing or refused, an expansion past its
+ * `CreateContainerConfigError`) when something is missing or refused (a probe or hook nodelet
+ * cannot run among them, before anything is set up), an expansion past its
  * caps included (refused before the text is built: the refusal is as cheap as the caps).
  */
 export async function buildContainerConfig(pod: Pod, container: Container, image: Pick<ImageInfo, 'user'>, sandboxIPs: readonly string[], deps: ContainerConfigDeps): Promise<ContainerConfig> {
   const info = podRuntimeInfo(pod, deps.nodeIP, sandboxIPs);
   const device = container.volumeDevices?.[0];
   if (device) throw new ContainerConfigError(`volumeDevice ${JSON.stringify(device.name)} at ${device.devicePath}: raw block volumes are not supported by nodelet`, { mount: true });
+  const handler = probeRefusal(container) ?? hookRefusal(container);
+  if (handler) throw new ContainerConfigError(handler);
   const volumes = pod.spec?.volumes ?? [];
   if (volumes.length && !deps.volumes) throw new ContainerConfigError(`volume ${JSON.stringify(volumes[0]?.name)}: no volume manager is configured`, { mount: true });
   if (deps.volumes) await deps.volumes.setUpPod(pod, info);

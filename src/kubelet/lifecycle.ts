@@ -2,7 +2,7 @@ import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Container, LifecycleHandler, Pod } from 'kubernetes-types/core/v1.js';
 import type { Mount } from '../runtime/types.js';
-import { runProbe, type ProbeIO } from './prober/handlers.js';
+import { httpProtocolRefusal, runProbe, type ProbeIO } from './prober/handlers.js';
 
 /** The kubelet's default `terminationMessagePath`. */
 export const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
@@ -21,6 +21,21 @@ export async function terminationLogMount(rootDir: string, pod: Pod, container: 
   await file.chmod(0o666);
   await file.close();
   return { hostPath, containerPath: container.terminationMessagePath || DEFAULT_TERMINATION_MESSAGE_PATH, readOnly: false };
+}
+
+/**
+ * Why the container is refused (`CreateContainerConfigError`, before it is created) for one of its
+ * hooks: an `httpGet.protocol` other than `HTTP1` (the alpha H2CContainerProbe of 1.37, dropped by
+ * the apiserver while its gate is off). The kubelet's hooks (pkg/kubelet/lifecycle/handlers.go)
+ * never read the field and speak HTTP/1.1, as nodelet's do; a hook asking for HTTP2 is refused
+ * rather than run over HTTP/1.1.
+ */
+export function hookRefusal(container: Container): string | undefined {
+  for (const hook of ['postStart', 'preStop'] as const) {
+    const why = httpProtocolRefusal(container.lifecycle?.[hook]?.httpGet);
+    if (why) return `lifecycle.${hook}.httpGet: ${why}`;
+  }
+  return undefined;
 }
 
 /** The longest a hook may run when nothing else bounds it (postStart has no timeout of its own). */

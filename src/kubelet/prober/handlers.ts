@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import type { Probe } from 'kubernetes-types/core/v1.js';
+import type { Container, Probe } from 'kubernetes-types/core/v1.js';
 import { grpcHealthCheck } from './grpc.js';
 
 /** One probe attempt's outcome, as the kubelet's `probe.Result` plus the output it records. */
@@ -57,14 +57,46 @@ export function handlerHost(host: string | undefined): { host?: string } | { err
   return { error: `host ${JSON.stringify(host)} is not an IP address: nodelet connects to IP addresses (or localhost) only, it resolves no names` };
 }
 
-/** Why a probe cannot run at all (checked once, reported as a container config error). */
+/**
+ * Why an `httpGet` handler's `protocol` cannot be applied, or undefined. The field is the alpha
+ * H2CContainerProbe of 1.37 (k8s.io/api/core/v1/types.go `HTTPGetAction.Protocol`, off by default:
+ * the apiserver drops it, pkg/api/pod/util.go `dropHTTPProbeProtocol`): `HTTP1` is what nodelet
+ * speaks anyway, `HTTP2` (h2c, pkg/kubelet/prober/prober.go `ProbeH2C`) is not implemented.
+ */
+export function httpProtocolRefusal(httpGet: object | undefined): string | undefined {
+  const protocol = (httpGet as { protocol?: unknown } | undefined)?.protocol;
+  if (protocol == null || protocol === 'HTTP1') return undefined;
+  return `protocol ${JSON.stringify(protocol)} is not supported by nodelet (the alpha H2CContainerProbe feature; only HTTP1)`;
+}
+
+/** Why a probe cannot run at all (checked before the container is created: `probeRefusal`). */
 export function unsupportedProbe(probe: Probe): string | undefined {
   for (const [kind, host] of [['httpGet', probe.httpGet?.host], ['tcpSocket', probe.tcpSocket?.host]] as const) {
     const h = handlerHost(host);
     if ('error' in h) return `${kind} probe: ${h.error}`;
   }
   if (probe.httpGet?.scheme && probe.httpGet.scheme !== 'HTTP' && probe.httpGet.scheme !== 'HTTPS') return `httpGet probe: scheme ${JSON.stringify(probe.httpGet.scheme)} is neither HTTP nor HTTPS`;
+  const protocol = httpProtocolRefusal(probe.httpGet);
+  if (protocol) return `httpGet probe: ${protocol}`;
+  // `grpc.mode` (the alpha GRPCContainerProbeTLS of 1.37, off by default, dropped by the
+  // apiserver): `Plaintext` is what nodelet's gRPC probe does; `TLS` (prober.go `useTLS`) is not.
+  const mode = (probe.grpc as { mode?: unknown } | undefined)?.mode;
+  if (mode != null && mode !== 'Plaintext') return `grpc probe: mode ${JSON.stringify(mode)} is not supported by nodelet (the alpha GRPCContainerProbeTLS feature; only Plaintext)`;
   if (!probe.exec && !probe.httpGet && !probe.tcpSocket && !probe.grpc) return 'the probe has no handler (exec, httpGet, tcpSocket or grpc)';
+  return undefined;
+}
+
+/**
+ * Why the container is refused (`CreateContainerConfigError`, before it is created) for one of its
+ * probes: a probe nodelet cannot run is never accepted and left without a worker, which would
+ * leave the container ready and never restarted whatever its application does.
+ */
+export function probeRefusal(container: Container): string | undefined {
+  for (const kind of ['startupProbe', 'livenessProbe', 'readinessProbe'] as const) {
+    const probe = container[kind];
+    const why = probe ? unsupportedProbe(probe) : undefined;
+    if (why) return `${kind}: ${why}`;
+  }
   return undefined;
 }
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import type { Pod } from 'kubernetes-types/core/v1.js';
+import type { Pod, Probe } from 'kubernetes-types/core/v1.js';
 import { ProberManager, type ProbeKind, type Schedule } from '../../../src/kubelet/prober/manager.js';
 import { resolvePort, runProbe, unsupportedProbe, type ProbeIO } from '../../../src/kubelet/prober/handlers.js';
 import type { RuntimePod } from '../../../src/runtime/types.js';
@@ -208,4 +208,11 @@ t.test('handlers: exec exit code, HTTP status ranges, TCP connect, named ports, 
   t.match(unsupportedProbe({ httpGet: { port: 1, scheme: 'FTP' } }), /scheme "FTP" is neither HTTP nor HTTPS/);
   t.match(unsupportedProbe({}), /no handler/);
   t.equal(unsupportedProbe({ httpGet: { port: 1, host: 'localhost' } }), undefined);
+  // The alpha fields of 1.37 (H2CContainerProbe, GRPCContainerProbeTLS): what nodelet does anyway runs, the rest is refused.
+  const probe = (p: Record<string, unknown>) => p as Probe;
+  t.equal(unsupportedProbe(probe({ httpGet: { port: 1, protocol: 'HTTP1' } })), undefined, 'protocol HTTP1 is HTTP/1.1, as always');
+  t.equal(unsupportedProbe(probe({ httpGet: { port: 1, protocol: 'HTTP2' } })), 'httpGet probe: protocol "HTTP2" is not supported by nodelet (the alpha H2CContainerProbe feature; only HTTP1)');
+  t.equal(unsupportedProbe(probe({ httpGet: { port: 1, protocol: null } })), undefined, 'null is unset');
+  t.equal(unsupportedProbe(probe({ grpc: { port: 1, mode: 'Plaintext' } })), undefined, 'grpc mode Plaintext is what nodelet does');
+  t.equal(unsupportedProbe(probe({ grpc: { port: 1, mode: 'TLS' } })), 'grpc probe: mode "TLS" is not supported by nodelet (the alpha GRPCContainerProbeTLS feature; only Plaintext)');
 });

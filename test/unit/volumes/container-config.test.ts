@@ -36,6 +36,25 @@ t.test('refusals', async (t) => {
   await t.rejects(buildContainerConfig(nonRoot, nonRoot.spec!.containers[0]!, image, [], deps), { message: /image will run as root/ });
 });
 
+t.test('a probe or hook nodelet cannot run refuses the container before anything is set up, instead of running it unprobed', async (t) => {
+  const refused = async (container: Record<string, unknown>, message: string) => {
+    // The volume would fail too (no volume manager): the probe is refused first.
+    const p = pod({ volumes: [{ name: 'v', emptyDir: {} }] }, container);
+    await t.rejects(buildContainerConfig(p, p.spec!.containers[0]!, image, [], deps), { name: 'ContainerConfigError', reason: 'CreateContainerConfigError', event: undefined, message }, message);
+  };
+  await refused({ livenessProbe: { httpGet: { port: 80, host: 'example.com' } } }, 'livenessProbe: httpGet probe: host "example.com" is not an IP address: nodelet connects to IP addresses (or localhost) only, it resolves no names');
+  await refused({ readinessProbe: { httpGet: { port: 80, protocol: 'HTTP2' } } }, 'readinessProbe: httpGet probe: protocol "HTTP2" is not supported by nodelet (the alpha H2CContainerProbe feature; only HTTP1)');
+  await refused({ startupProbe: { grpc: { port: 9000, mode: 'TLS' } } }, 'startupProbe: grpc probe: mode "TLS" is not supported by nodelet (the alpha GRPCContainerProbeTLS feature; only Plaintext)');
+  await refused({ lifecycle: { preStop: { httpGet: { port: 80, path: '/q', protocol: 'HTTP2' } } } }, 'lifecycle.preStop.httpGet: protocol "HTTP2" is not supported by nodelet (the alpha H2CContainerProbe feature; only HTTP1)');
+  const ok = pod({}, {
+    livenessProbe: { httpGet: { port: 80, protocol: 'HTTP1' } },
+    readinessProbe: { grpc: { port: 9000, mode: 'Plaintext' } },
+    startupProbe: { tcpSocket: { port: 80, host: '10.0.0.9' } },
+    lifecycle: { postStart: { httpGet: { port: 80, path: '/', protocol: 'HTTP1' } }, preStop: { httpGet: { port: 80, path: '/', host: 'example.com' } } },
+  });
+  await t.resolves(buildContainerConfig(ok, ok.spec!.containers[0]!, image, [], deps), 'HTTP1, Plaintext, an IP host run; a hook\'s named host fails the hook when it runs, as before');
+});
+
 t.test('an environment or command line execve could never take is refused before Docker (ARG_MAX, MAX_ARG_STRLEN)', async (t) => {
   const { MAX_ARG_STRLEN, MAX_EXEC_BYTES, checkExecLimits } = await import('../../../src/kubelet/container-config.js');
   const refused = { name: 'ContainerConfigError', reason: 'CreateContainerConfigError' };
