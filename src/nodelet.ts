@@ -676,6 +676,7 @@ function startCluster(config: Config, opts: StartOptions, client: KubeClient, no
     statusManager: pods.statusManager,
     recorder: pods.recorder,
     onPods: (list) => pods.podConfig.update('api', list),
+    onNode: (n) => kubelet.nodeObserved(n),
     hasRunningContainers: (uid) => {
       const rp = kubelet.runtimePod(uid);
       return rp !== undefined && (rp.containers.some((c) => c.state === 'running') || rp.sandboxes.some((s) => s.ready));

@@ -9,6 +9,8 @@ import type { KubeClient } from '../apiserver/client.js';
 import { EventSink } from './event-sink.js';
 import { MirrorPods } from './mirror-pods.js';
 import { NodeController } from './node-controller.js';
+import { NodeWatch } from './node-watch.js';
+import type { Node } from '../api/types.js';
 import type { NodeSource } from '../node/source.js';
 import { ApiPodSource } from './pod-source.js';
 import { StatusSync } from './status-sync.js';
@@ -28,6 +30,8 @@ export interface ClusterModeOptions {
   /** The pods the apiserver binds to this node, after the first list and every change. */
   onPods: (pods: Pod[]) => void;
   hasRunningContainers: (uid: string) => boolean;
+  /** The node's own Node as the apiserver holds it, after each change (undefined once deleted): what admission checks pods against. */
+  onNode?: (node: Node | undefined) => void;
   /** Receives `Node.spec.podCIDRs` once the controller-manager set them (the network plugin's `ipRanges`). */
   podCIDRs?: (cidrs: readonly string[]) => void;
   log: Logger;
@@ -41,6 +45,8 @@ export interface ClusterModeOptions {
  */
 export interface ClusterMode {
   readonly node: NodeController;
+  /** The watch on the node's own Node (src/cluster/node-watch.ts). */
+  readonly nodeWatch: NodeWatch;
   readonly pods: ApiPodSource;
   readonly statusSync: StatusSync;
   readonly mirrorPods: MirrorPods;
@@ -100,17 +106,32 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     },
     ...(o.timing?.minWatchTimeoutSeconds ? { minWatchTimeoutSeconds: o.timing.minWatchTimeoutSeconds } : {}),
   });
+  const nodeWatch = new NodeWatch({
+    client,
+    nodeName: config.nodeName,
+    log,
+    onNode: (n) => o.onNode?.(n),
+    ...(o.timing?.minWatchTimeoutSeconds ? { minWatchTimeoutSeconds: o.timing.minWatchTimeoutSeconds } : {}),
+  });
   const events = new EventSink({ client, log });
   o.recorder.onRecord((event) => events.push(event));
 
+  let stopped = false;
   node.start();
-  pods.start();
+  nodeWatch.start();
+  // The kubelet watches its pods only once its Node is in the node informer (pkg/kubelet/config/
+  // apiserver.go `NewSourceApiserver` waits for `nodeHasSynced`): no pod is admitted against the
+  // registered labels while the apiserver's differ.
+  void nodeWatch.synced().then(() => {
+    if (!stopped) pods.start();
+  });
   statusSync.start();
   mirrorPods.start();
   log.info({ server: client.server, node: config.nodeName }, 'Cluster mode: syncing with the API server');
 
   return {
     node,
+    nodeWatch,
     pods,
     statusSync,
     mirrorPods,
@@ -119,11 +140,12 @@ export function startClusterMode(o: ClusterModeOptions): ClusterMode {
     podTerminated: (uid) => void statusSync.maybeDelete(uid),
     podRejected: (pod) => statusSync.trackRejected(pod),
     async stop() {
+      stopped = true;
       statusSync.stop();
-      const stopped = Promise.all([pods.stop(), mirrorPods.stop(), node.stop(), events.stop()]);
+      const done = Promise.all([pods.stop(), mirrorPods.stop(), node.stop(), nodeWatch.stop(), events.stop()]);
       // In-flight requests fail at once instead of running into their timeouts.
       client.close();
-      await stopped;
+      await done;
     },
   };
 }

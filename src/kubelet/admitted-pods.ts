@@ -4,6 +4,7 @@ import type { Logger } from '../logging/index.js';
 import type { PodManager } from '../pod/manager.js';
 import type { StatusManager } from '../status/manager.js';
 import { admissionRefusal, type AdmissionRefusal } from './admission.js';
+import type { AdmissionNode } from './node-admission.js';
 import type { AllocationManager } from './allocation.js';
 import { nodeShutdownRefusal } from './pod-failure.js';
 
@@ -41,6 +42,10 @@ export class AdmittedPods {
    * resources are not checked.
    */
   allocatable: Readonly<Record<string, string>> | undefined;
+  /** The Node as last built (the labels and taints nodelet registers): the fallback of `node`. */
+  builtNode: AdmissionNode | undefined;
+  /** The node's Node as the apiserver's watch last saw it (cluster mode), undefined without one. */
+  apiNode: AdmissionNode | undefined;
   /** Pods refused at admission, by UID (see `refuse`). */
   readonly #refused = new Set<string>();
   /** Pods admitted (or adopted running), by UID: what a later pod's host ports are checked against. */
@@ -52,6 +57,15 @@ export class AdmittedPods {
 
   addPodAdmitHandler(handler: (pod: Pod) => AdmissionRefusal | undefined): void {
     this.#admitHandlers.push(handler);
+  }
+
+  /**
+   * The Node a new pod's node affinity, `nodeName` and NoExecute taints are checked against: the
+   * kubelet's `getNodeAnyWay` (pkg/kubelet/kubelet_getters.go) — the informer's copy, else the
+   * node it would register.
+   */
+  get node(): AdmissionNode | undefined {
+    return this.apiNode ?? this.builtNode;
   }
 
   isRefused(uid: string): boolean {
@@ -78,7 +92,7 @@ export class AdmittedPods {
     const uid = pod.metadata?.uid ?? '';
     if (this.#refused.has(uid)) return true;
     const others = this.activeAdmitted(uid).map((p) => this.#o.allocation.allocatedPod(p));
-    const refusal = this.#o.shuttingDown() ? nodeShutdownRefusal : (this.#admitHandlers.reduce<AdmissionRefusal | undefined>((refusal, admit) => refusal ?? admit(pod), undefined) ?? admissionRefusal(pod, others, this.allocatable));
+    const refusal = this.#o.shuttingDown() ? nodeShutdownRefusal : (this.#admitHandlers.reduce<AdmissionRefusal | undefined>((refusal, admit) => refusal ?? admit(pod), undefined) ?? admissionRefusal(pod, others, this.allocatable, this.node));
     if (!refusal) return false;
     this.#refused.add(uid);
     this.#o.log.warn({ pod: podRef(pod), podUID: uid, reason: refusal.reason }, refusal.message);

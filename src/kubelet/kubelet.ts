@@ -4,6 +4,7 @@ import type { RuntimePod } from '../runtime/types.js';
 import { isTerminalPhase } from '../status/transitions.js';
 import { activeDeadlineLeft } from './active-deadline.js';
 import { rejectedStatus, type AdmissionRefusal } from './admission.js';
+import type { AdmissionNode } from './node-admission.js';
 import { CONTAINER_GC_PERIOD_MS } from './container-gc.js';
 import type { KubeletEvents, KubeletOptions } from './kubelet-options.js';
 import { buildKubeletParts, containerSubject, nodeSubject, type KubeletParts } from './kubelet-parts.js';
@@ -70,9 +71,23 @@ export class Kubelet {
     this.#p.admission.addPodAdmitHandler(handler);
   }
 
-  /** The node was built (src/node/source.ts): its allocatable is what later pods are admitted against. */
-  nodeBuilt(node: { readonly status?: { readonly allocatable?: Readonly<Record<string, string>> } }): void {
+  /**
+   * The node was built (src/node/source.ts): its allocatable is what later pods are admitted
+   * against, and its labels and taints (the ones it registers) stand in for the apiserver's
+   * Node while there is none (`getNodeAnyWay` falls back to `initialNode`).
+   */
+  nodeBuilt(node: AdmissionNode & { readonly status?: { readonly allocatable?: Readonly<Record<string, string>> } }): void {
     this.#p.admission.allocatable = node.status?.allocatable;
+    this.#p.admission.builtNode = node;
+  }
+
+  /**
+   * The node's Node as the apiserver now holds it (src/cluster/node-watch.ts), undefined once
+   * deleted: later pods are admitted against its labels and taints. Pods already admitted keep
+   * running whatever changes (the kubelet re-checks at admission only).
+   */
+  nodeObserved(node: AdmissionNode | undefined): void {
+    this.#p.admission.apiNode = node;
   }
 
   /** The pod `uid` as the runtime last listed it (the PLEG's cache), or undefined when it has nothing of it. */

@@ -1,9 +1,10 @@
 import t from 'tap';
 import { pino } from 'pino';
-import type { Pod, Service } from 'kubernetes-types/core/v1.js';
+import type { Node, Pod, Service } from 'kubernetes-types/core/v1.js';
 import { ApiError, TransportError, type KubeClient, type WatchEvent } from '../../../src/apiserver/client.js';
 import { Reflector } from '../../../src/cluster/reflector.js';
 import { ApiPodSource } from '../../../src/cluster/pod-source.js';
+import { NodeWatch } from '../../../src/cluster/node-watch.js';
 import { ApiserverObjects } from '../../../src/cluster/objects.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -161,4 +162,30 @@ t.test('services before the informer listed: read from the apiserver', async (t)
   await waitFor('the informer tried', () => (state.calls.length > 0 ? true : undefined));
   await t.rejects(objects.listServices('ns'), TransportError, 'nothing listed yet and the apiserver away: the start fails');
   t.ok(state.calls.some((c) => c === 'GET /api/v1/namespaces/ns/services'), 'the direct read was tried');
+});
+
+t.test('the node watch: its own Node by field selector, synced once the Node is seen, undefined once deleted', async (t) => {
+  const { client, state } = fakeApiserver<Node>();
+  const seen: (Node | undefined)[] = [];
+  const watch = new NodeWatch({ client, nodeName: 'node-1', log, onNode: (n) => seen.push(n) });
+  t.teardown(() => watch.stop());
+  let synced = false;
+  void watch.synced().then(() => (synced = true));
+  watch.start();
+  await waitFor('watching', () => state.watch, 2000, 5);
+  t.match(state.calls[0], /^GET \/api\/v1\/nodes\?.*fieldSelector=metadata.name%3Dnode-1/, 'lists its own Node only');
+  t.match(state.watch?.path, /fieldSelector=metadata.name%3Dnode-1/);
+  t.same(seen, [undefined], 'not registered yet: nothing');
+  t.notOk(synced, 'not synced without the Node');
+  state.watch?.push({ type: 'ADDED', object: { metadata: { name: 'node-1', resourceVersion: '2', labels: { zone: 'a' } } } });
+  await waitFor('synced', () => (synced ? true : undefined), 2000, 5);
+  t.same(watch.node?.metadata?.labels, { zone: 'a' });
+  state.watch?.push({ type: 'MODIFIED', object: { metadata: { name: 'node-1', resourceVersion: '3', labels: { zone: 'b' } } } });
+  await waitFor('the new labels', () => (seen.at(-1)?.metadata?.labels?.zone === 'b' ? true : undefined), 2000, 5);
+  state.watch?.push({ type: 'DELETED', object: { metadata: { name: 'node-1', resourceVersion: '4' } } });
+  await waitFor('gone', () => (seen.length > 2 && seen.at(-1) === undefined ? true : undefined), 2000, 5);
+  t.equal(watch.node, undefined);
+  let again = false;
+  await watch.synced().then(() => (again = true));
+  t.ok(again, 'synced stays true once the Node was seen');
 });

@@ -347,3 +347,26 @@ t.test('admission: handlers added run before the kubelet\'s own; the node\'s all
   await waitFor('refused: no cpu left', () => (statusManager.getPodStatus('b2')?.reason === 'OutOfcpu' ? true : undefined), 5000, 5);
   t.equal(statusManager.getPodStatus('b2')?.phase, 'Failed');
 });
+
+t.test('admission: node affinity against the apiserver\'s Node once observed, else the built one; an admitted pod keeps running when labels change', async (t) => {
+  const { runtime, statusManager, kubelet, add } = setup();
+  t.teardown(() => kubelet.stop());
+  const selecting = (uid: string): Pod => ({ ...pod('Always', { nodeSelector: { zone: 'a' } }), metadata: { uid, name: uid, namespace: 'default' } });
+  kubelet.nodeBuilt({ metadata: { name: 'node-1', labels: { 'kubernetes.io/hostname': 'node-1' } }, status: { allocatable: { cpu: '4', memory: '1Gi', pods: '110' } } });
+  add(selecting('s1'));
+  await waitFor('refused against the built node', () => (statusManager.getPodStatus('s1')?.reason === 'NodeAffinity' ? true : undefined), 5000, 5);
+  t.equal(statusManager.getPodStatus('s1')?.message, "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector");
+  kubelet.nodeObserved({ metadata: { name: 'node-1', labels: { zone: 'a' } } });
+  add(selecting('s2'));
+  await waitFor('admitted against the observed node', () => (statusManager.getPodStatus('s2')?.phase === 'Running' ? true : undefined), 5000, 5);
+  const calls = runtime.calls.length;
+  kubelet.nodeObserved({ metadata: { name: 'node-1', labels: {} }, spec: { taints: [{ key: 'k', effect: 'NoExecute' }] } });
+  kubelet.syncPodSoon('s2');
+  add(selecting('s3'));
+  await waitFor('a new pod refused against the changed node', () => (statusManager.getPodStatus('s3')?.reason === 'NodeAffinity' ? true : undefined), 5000, 5);
+  t.equal(statusManager.getPodStatus('s2')?.phase, 'Running', 'the admitted pod is not re-checked');
+  t.same(runtime.calls.slice(calls).filter((c) => c.startsWith('stop') || c.startsWith('kill') || c.startsWith('remove')), [], 'nothing of it stopped');
+  kubelet.nodeObserved(undefined);
+  add({ ...pod('Always', { nodeSelector: { 'kubernetes.io/hostname': 'node-1' } }), metadata: { uid: 's4', name: 's4', namespace: 'default' } });
+  await waitFor('the built node again once the Node is gone', () => (statusManager.getPodStatus('s4')?.phase === 'Running' ? true : undefined), 5000, 5);
+});
