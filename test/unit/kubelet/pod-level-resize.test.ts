@@ -172,4 +172,7 @@ t.test('a checkpoint from before pod-level allocation: the spec\'s pod-level res
   t.same(m.actuatedPodLevel('u1'), plr('200m', '256Mi'));
   m.adoptPodLevel(pod([bare('c')], plr('1', '1Gi')));
   t.same(m.allocatedPod(pod([bare('c')], plr('1', '1Gi'))).spec?.resources, plr('200m', '256Mi'), 'once: a later change is a resize');
+  // The adoption's checkpoint write is still in flight: it must end before the test's directory is
+  // removed (its temporary file made that removal fail with ENOTEMPTY under load).
+  await m.flush();
 });
