@@ -1,8 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:https';
+import type { Container, Pod, PodSpec } from 'kubernetes-types/core/v1.js';
+import { ApiError, type KubeClient } from '../../src/apiserver/client.js';
 import type { Config } from '../../src/config/types.js';
 import type { StartOptions } from '../../src/nodelet.js';
 import type { ControlPlane } from './control-plane.js';
+import { BUSYBOX } from './docker.js';
 import { startTestNode, type TestNode } from './nodelet.js';
 
 export interface ClusterNode extends TestNode {
@@ -68,4 +71,29 @@ export async function startClusterNode(
       req.end();
     });
   return Object.assign(node, { requestLocal, getLocal: <T>(path: string) => requestLocal<T>('GET', path) });
+}
+
+/**
+ * A default-namespace pod bound to `nodeName` (the scheduler bypassed), with no service-account
+ * token and a 1 s grace: one container `main`, busybox sleeping. `spec` is merged over that pod's
+ * spec and `main` over its container.
+ */
+export function boundSleeper(nodeName: string, name: string, spec: Partial<PodSpec> = {}, main: Partial<Container> = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: {
+      automountServiceAccountToken: false,
+      nodeName,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'main', image: BUSYBOX, command: ['sh', '-c', 'sleep 3600'], ...main }],
+      ...spec,
+    },
+  };
+}
+
+/** A default-namespace pod as the apiserver has it; undefined once it is gone (404). */
+export function getPodIfAny(admin: KubeClient, name: string): Promise<Pod | undefined> {
+  return admin.request<Pod>('GET', `/api/v1/namespaces/default/pods/${name}`).catch((err: unknown) => (err instanceof ApiError && err.code === 404 ? undefined : Promise.reject(err)));
 }

@@ -1,10 +1,9 @@
 import t from 'tap';
-import type { EventList, Pod } from 'kubernetes-types/core/v1.js';
-import { ApiError, KubeClient } from '../../src/apiserver/client.js';
+import type { EventList } from 'kubernetes-types/core/v1.js';
+import { KubeClient } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { startControlPlane } from '../helpers/control-plane.js';
-import { startClusterNode } from '../helpers/cluster-node.js';
-import { BUSYBOX } from '../helpers/docker.js';
+import { boundSleeper, getPodIfAny, startClusterNode } from '../helpers/cluster-node.js';
 
 /**
  * The kubelet's admission re-check against its Node (pkg/kubelet/lifecycle/predicate.go), with a
@@ -22,23 +21,9 @@ const admin = new KubeClient(loadKubeconfig(cp.adminKubeconfig));
 t.teardown(() => admin.close());
 const node = await startClusterNode(t, cp);
 
-const getPod = (name: string) => admin.request<Pod>('GET', `/api/v1/namespaces/default/pods/${name}`).catch((err: unknown) => (err instanceof ApiError && err.code === 404 ? undefined : Promise.reject(err)));
+const getPod = (name: string) => getPodIfAny(admin, name);
 const createPod = (name: string, spec: Record<string, unknown> = {}) =>
-  admin.request('POST', '/api/v1/namespaces/default/pods', {
-    body: {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name },
-      spec: {
-        automountServiceAccountToken: false,
-        nodeName: node.nodeName,
-        terminationGracePeriodSeconds: 1,
-        nodeSelector: { 'nodelet.test/admit': 'yes' },
-        containers: [{ name: 'main', image: BUSYBOX, command: ['sh', '-c', 'sleep 3600'] }],
-        ...spec,
-      },
-    },
-  });
+  admin.request('POST', '/api/v1/namespaces/default/pods', { body: boundSleeper(node.nodeName, name, { nodeSelector: { 'nodelet.test/admit': 'yes' }, ...spec }) });
 const patchNode = (body: unknown) => admin.request('PATCH', `/api/v1/nodes/${node.nodeName}`, { body, contentType: 'application/merge-patch+json' });
 /** The node's watch saw the change (a pod created at once may otherwise race the Node's event, under the kubelet too). */
 const watchSees = (what: string, check: (n: NonNullable<ReturnType<typeof watchedNode>>) => boolean) =>

@@ -1,11 +1,11 @@
 import t from 'tap';
-import type { Event, EventList, Pod } from 'kubernetes-types/core/v1.js';
-import { ApiError, KubeClient } from '../../src/apiserver/client.js';
+import type { Event, EventList, VolumeProjection } from 'kubernetes-types/core/v1.js';
+import { KubeClient } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import { decodePemBlocks } from '../../src/volumes/trust-anchors.js';
 import { startControlPlane } from '../helpers/control-plane.js';
-import { startClusterNode } from '../helpers/cluster-node.js';
-import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
+import { boundSleeper, getPodIfAny, startClusterNode } from '../helpers/cluster-node.js';
+import { dockerCLI } from '../helpers/docker.js';
 import { makePki } from '../helpers/pki.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -32,7 +32,7 @@ const node = await startClusterNode(t, cp, {}, { volumeRefreshMs: 2_000 });
 const CTBS = '/apis/certificates.k8s.io/v1/clustertrustbundles';
 const createCTB = (name: string, trustBundle: string, signerName?: string, labels?: Record<string, string>) =>
   admin.request('POST', CTBS, { body: { apiVersion: 'certificates.k8s.io/v1', kind: 'ClusterTrustBundle', metadata: { name, ...(labels ? { labels } : {}) }, spec: { trustBundle, ...(signerName ? { signerName } : {}) } } });
-const getPod = (name: string) => admin.request<Pod>('GET', `/api/v1/namespaces/default/pods/${name}`).catch((err: unknown) => (err instanceof ApiError && err.code === 404 ? undefined : Promise.reject(err)));
+const getPod = (name: string) => getPodIfAny(admin, name);
 
 const root = cert('ctb-root');
 const [a, b, c] = [cert('ctb-a'), cert('ctb-b'), cert('ctb-c')];
@@ -41,21 +41,8 @@ await createCTB('example.com:nodelet:a', a + root, 'example.com/nodelet', { live
 await createCTB('example.com:nodelet:b', b, 'example.com/nodelet', { live: 'true' });
 await createCTB('example.com:nodelet:c', c, 'example.com/nodelet', { live: 'false' });
 
-const podWith = (name: string, sources: unknown[]) =>
-  admin.request('POST', '/api/v1/namespaces/default/pods', {
-    body: {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name },
-      spec: {
-        automountServiceAccountToken: false,
-        nodeName: node.nodeName,
-        terminationGracePeriodSeconds: 1,
-        containers: [{ name: 'main', image: BUSYBOX, command: ['sh', '-c', 'sleep 3600'], volumeMounts: [{ name: 'ctb', mountPath: '/ctb' }] }],
-        volumes: [{ name: 'ctb', projected: { sources } }],
-      },
-    },
-  });
+const podWith = (name: string, sources: VolumeProjection[]) =>
+  admin.request('POST', '/api/v1/namespaces/default/pods', { body: boundSleeper(node.nodeName, name, { volumes: [{ name: 'ctb', projected: { sources } }] }, { volumeMounts: [{ name: 'ctb', mountPath: '/ctb' }] }) });
 
 t.test('by name and by signer + labels, mode 0644, refreshed when a bundle changes', async (t) => {
   await podWith('ctb', [

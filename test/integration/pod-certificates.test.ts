@@ -1,14 +1,14 @@
 import t from 'tap';
 import { createPrivateKey, createPublicKey, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import type { Event, EventList, Pod } from 'kubernetes-types/core/v1.js';
-import { ApiError, KubeClient } from '../../src/apiserver/client.js';
+import type { Event, EventList, VolumeProjection } from 'kubernetes-types/core/v1.js';
+import { KubeClient } from '../../src/apiserver/client.js';
 import { loadKubeconfig } from '../../src/config/kubeconfig.js';
 import type { PodCertificateRequest } from '../../src/volumes/pod-certificates.js';
 import { decodePemBlocks } from '../../src/volumes/trust-anchors.js';
 import { startControlPlane } from '../helpers/control-plane.js';
-import { startClusterNode } from '../helpers/cluster-node.js';
-import { BUSYBOX, dockerCLI } from '../helpers/docker.js';
+import { boundSleeper, getPodIfAny, startClusterNode } from '../helpers/cluster-node.js';
+import { dockerCLI } from '../helpers/docker.js';
 
 /**
  * Projected `podCertificate` sources against a real 1.37 control plane (Node authorizer and
@@ -29,7 +29,7 @@ const node = await startClusterNode(t, cp);
 
 const PCRS = '/apis/certificates.k8s.io/v1/namespaces/default/podcertificaterequests';
 const SIGNER = 'nodelet.example.com/test-signer';
-const getPod = (name: string) => admin.request<Pod>('GET', `/api/v1/namespaces/default/pods/${name}`).catch((err: unknown) => (err instanceof ApiError && err.code === 404 ? undefined : Promise.reject(err)));
+const getPod = (name: string) => getPodIfAny(admin, name);
 
 const caAlg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const caKeys = (await crypto.subtle.generateKey(caAlg, true, ['sign', 'verify'])) as CryptoKeyPair;
@@ -38,21 +38,9 @@ const ca = await x509.X509CertificateGenerator.createSelfSigned(
   crypto,
 );
 
+// kubernetes-types (1.30) predates `podCertificate`.
 const podWith = (name: string, source: Record<string, unknown>) =>
-  admin.request('POST', '/api/v1/namespaces/default/pods', {
-    body: {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name },
-      spec: {
-        automountServiceAccountToken: false,
-        nodeName: node.nodeName,
-        terminationGracePeriodSeconds: 1,
-        containers: [{ name: 'main', image: BUSYBOX, command: ['sh', '-c', 'sleep 3600'], volumeMounts: [{ name: 'cert', mountPath: '/cert' }] }],
-        volumes: [{ name: 'cert', projected: { sources: [{ podCertificate: { signerName: SIGNER, ...source } }] } }],
-      },
-    },
-  });
+  admin.request('POST', '/api/v1/namespaces/default/pods', { body: boundSleeper(node.nodeName, name, { volumes: [{ name: 'cert', projected: { sources: [{ podCertificate: { signerName: SIGNER, ...source } } as VolumeProjection] } }] }, { volumeMounts: [{ name: 'cert', mountPath: '/cert' }] }) });
 
 /** The request nodelet made for the pod, once it exists. */
 const requestFor = (podName: string) =>
